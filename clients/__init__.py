@@ -1,0 +1,1 @@
+"""Clients of sowsched: the gRPC client library, the CLI, simulation clients, workloads and trace readers."""

@@ -1,0 +1,1 @@
+"""CLI subcommands, one module per command group; each exposes `register(subparsers)`."""

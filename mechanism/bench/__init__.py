@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): they report numbers and assert nothing."""

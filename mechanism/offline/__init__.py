@@ -1,0 +1,1 @@
+"""Offline (clairvoyant) schedulers: the hindsight welfare optimum by CP-SAT, MILP and brute force."""

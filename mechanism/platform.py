@@ -1,0 +1,64 @@
+"""Platform bounds and mechanism parameters (MODEL.md section 1)."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+MAX_OUTCOMES = 10_000
+
+
+class Platform(BaseModel):
+    """C identical nodes, the SoW bounds C_m, D_m, S_m, H, and the mechanism's parameters."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    C: int = Field(ge=1, le=1_000_000, description="identical nodes")
+    C_m: int = Field(ge=1, description="max concurrency of a job")
+    D_m: int = Field(ge=1, le=10_000, description="max duration in rounds")
+    S_m: int = Field(ge=1, le=10_000, description="a job's value is 0 at S_m rounds after birth")
+    H: float = Field(ge=1.0, le=1e12, description="max value; positive values lie in [1, H]")
+    epsilon: float = Field(default=0.1, gt=0.0, lt=1.0, description="slack of Alg. 2")
+    eps0: float = Field(default=0.02, gt=0.0, lt=1.0, description="failure-oracle accuracy")
+    delta0: float = Field(default=0.01, gt=0.0, lt=1.0, description="failure-oracle confidence")
+    seed: int = Field(default=0, ge=0, lt=2**63)
+    samples: int | None = Field(default=None, ge=1, le=10_000_000, description="Monte Carlo samples; default Lemma F.1")
+
+    @model_validator(mode="after")
+    def _check_relations(self) -> Platform:
+        if self.C_m > self.C:
+            raise ValueError(f"C_m={self.C_m} exceeds the bound C={self.C}")
+        return self
+
+    @property
+    def sim_capacity(self) -> float:
+        """C' = C (1 - epsilon/10), the capacity of the relaxed simulator (Alg. 2)."""
+        return self.C * (1.0 - self.epsilon / 10.0)
+
+    @property
+    def sample_count(self) -> int:
+        """N: explicit `samples`, else ceil(2 ln(D_m S_m / delta0) / eps0^2) (Lemma F.1)."""
+        if self.samples is not None:
+            return self.samples
+        return lemma_f1_samples(self.D_m, self.S_m, self.eps0, self.delta0)
+
+    @property
+    def failure_threshold(self) -> float:
+        """Announced estimates at or below epsilon/10 + eps0 are zeroed (Alg. 2 line 6, widened by eps0)."""
+        return self.epsilon / 10.0 + self.eps0
+
+    @property
+    def horizon(self) -> int:
+        """Rounds after birth that a job can occupy: starts up to S_m - 1, plus a duration up to D_m."""
+        return self.S_m + self.D_m - 1
+
+
+def lemma_f1_samples(D_m: int, S_m: int, eps0: float, delta0: float) -> int:
+    """T = 2 ln(D_m S_m / delta0) / eps0^2 samples give eps0-accurate estimates w.p. 1 - delta0 (Lemma F.1)."""
+    return math.ceil(2.0 * math.log(D_m * S_m / delta0) / eps0**2)
+
+
+def hoeffding_radius(samples: int, D_m: int, S_m: int, delta0: float) -> float:
+    """The eps0 that `samples` samples guarantee for every (s, d) at once with prob. 1 - delta0."""
+    return math.sqrt(2.0 * math.log(D_m * S_m / delta0) / samples)

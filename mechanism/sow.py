@@ -1,0 +1,179 @@
+"""Statements of work: concurrency, a step value function and a distribution over (arrival, duration, signal)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from mechanism.platform import MAX_OUTCOMES, Platform
+
+Signal = str | None
+PROBABILITY_TOLERANCE = 1e-9
+
+
+class Outcome(BaseModel):
+    """One possible realisation: arrival `arrival_offset` rounds after birth, running `duration` rounds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    arrival_offset: int = Field(ge=0)
+    duration: int = Field(ge=1)
+    probability: float = Field(gt=0.0, le=1.0)
+    signal: Signal = None
+
+    @field_validator("signal", mode="before")
+    @classmethod
+    def _signal_as_text(cls, v: Any) -> Any:
+        # Labels travel as text everywhere (JSON, protobuf), so 3 and "3" are one signal.
+        if isinstance(v, bool):
+            raise ValueError("signal must be text, an integer or null")
+        return str(v) if isinstance(v, int) else v
+
+
+class SoW(BaseModel):
+    """A statement of work as submitted. Validate with `SoW.parse(data, platform)` to check the platform bounds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    concurrency: int = Field(ge=1)
+    value_steps: tuple[tuple[int, float], ...] = Field(min_length=1, max_length=10_000)
+    outcomes: tuple[Outcome, ...] = Field(min_length=1)
+    signal_mode: Literal["explicit", "none", "duration"] = "explicit"
+
+    @classmethod
+    def parse(cls, data: Any, platform: Platform) -> SoW:
+        """Validate `data` (a dict or a SoW) against its own rules and the bounds of `platform`."""
+        if isinstance(data, SoW):
+            data = data.model_dump()
+        return cls.model_validate(data, context={"platform": platform})
+
+    @field_validator("outcomes", mode="before")
+    @classmethod
+    def _outcomes_from_lists(cls, v: Any) -> Any:
+        if isinstance(v, (list, tuple)) and len(v) > MAX_OUTCOMES:
+            raise ValueError(f"outcomes has {len(v)} entries, above the bound {MAX_OUTCOMES}")
+        if isinstance(v, (list, tuple)):
+            return [_outcome_from_row(row) for row in v]
+        return v
+
+    @field_validator("value_steps")
+    @classmethod
+    def _steps_monotone(cls, steps: tuple[tuple[int, float], ...]) -> tuple[tuple[int, float], ...]:
+        for i, (k, v) in enumerate(steps):
+            if k < 1:
+                raise ValueError(f"value_steps[{i}] deadline k={k} is below the bound 1")
+            if not math.isfinite(v) or v <= 0:
+                raise ValueError(f"value_steps[{i}] value v={v} must be positive and finite")
+            if i > 0 and k <= steps[i - 1][0]:
+                raise ValueError(f"value_steps[{i}] deadline k={k} must exceed the previous k={steps[i - 1][0]}")
+            if i > 0 and v >= steps[i - 1][1]:
+                raise ValueError(f"value_steps[{i}] value v={v} must be below the previous v={steps[i - 1][1]}")
+        return steps
+
+    @model_validator(mode="after")
+    def _check(self, info: ValidationInfo) -> SoW:
+        total = math.fsum(o.probability for o in self.outcomes)
+        if abs(total - 1.0) > PROBABILITY_TOLERANCE:
+            raise ValueError(f"outcomes probabilities sum to {total!r}, not 1 (tolerance {PROBABILITY_TOLERANCE})")
+        seen: dict[tuple[int, int], int] = {}
+        for i, o in enumerate(self.outcomes):
+            key = (o.arrival_offset, o.duration)
+            if key in seen:
+                raise ValueError(f"outcomes[{i}] repeats (arrival_offset={key[0]}, duration={key[1]}) of outcomes[{seen[key]}]")
+            seen[key] = i
+            if self.signal_mode == "none" and o.signal is not None:
+                raise ValueError(f"outcomes[{i}].signal={o.signal!r} given but signal_mode is 'none'")
+            if self.signal_mode == "duration" and o.signal not in (None, str(o.duration)):
+                raise ValueError(f"outcomes[{i}].signal={o.signal!r} differs from its duration under signal_mode 'duration'")
+        platform = (info.context or {}).get("platform")
+        if platform is not None:
+            self._check_bounds(platform)
+        return self
+
+    def _check_bounds(self, p: Platform) -> None:
+        if self.concurrency > p.C_m:
+            raise ValueError(f"concurrency={self.concurrency} exceeds the bound C_m={p.C_m}")
+        k_last = self.value_steps[-1][0]
+        if k_last > p.S_m:
+            raise ValueError(f"value_steps deadline k={k_last} exceeds the bound S_m={p.S_m}")
+        v_first = self.value_steps[0][1]
+        if v_first > p.H:
+            raise ValueError(f"value_steps value v={v_first} exceeds the bound H={p.H}")
+        v_last = self.value_steps[-1][1]
+        if v_last < 1.0:
+            raise ValueError(f"value_steps value v={v_last} is below the bound 1 (positive values lie in [1, H])")
+        for i, o in enumerate(self.outcomes):
+            if o.duration > p.D_m:
+                raise ValueError(f"outcomes[{i}].duration={o.duration} exceeds the bound D_m={p.D_m}")
+            if o.arrival_offset > p.S_m - 1:
+                raise ValueError(f"outcomes[{i}].arrival_offset={o.arrival_offset} exceeds the bound S_m-1={p.S_m - 1}")
+
+    # ---- derived views (computed once; the model is frozen) ----
+
+    @cached_property
+    def signals(self) -> tuple[Signal, ...]:
+        """The observed label of every outcome after applying `signal_mode`."""
+        if self.signal_mode == "none":
+            return tuple(None for _ in self.outcomes)
+        if self.signal_mode == "duration":
+            return tuple(str(o.duration) for o in self.outcomes)
+        return tuple(o.signal for o in self.outcomes)
+
+    @cached_property
+    def table(self) -> OutcomeTable:
+        return OutcomeTable.from_sow(self)
+
+    def value(self, completion_offset: np.ndarray | int) -> np.ndarray:
+        """V at completion f, given f - b: the first step with f - b <= k_i, else 0."""
+        ks = np.array([k for k, _ in self.value_steps], dtype=np.int64)
+        vs = np.array([v for _, v in self.value_steps] + [0.0], dtype=np.float64)
+        idx = np.searchsorted(ks, np.asarray(completion_offset), side="left")
+        return vs[idx]
+
+    def group_keys(self) -> list[tuple[int, Signal]]:
+        """The (arrival_offset, signal) groups in canonical order: by arrival, then no-signal first, then label."""
+        return sorted({(o.arrival_offset, s) for o, s in zip(self.outcomes, self.signals, strict=True)},
+                      key=group_sort_key)
+
+
+def group_sort_key(key: tuple[int, Signal]) -> tuple[int, int, str]:
+    return (key[0], 0 if key[1] is None else 1, key[1] or "")
+
+
+def _outcome_from_row(row: Any) -> Any:
+    """Accept `[arrival_offset, duration, probability, signal?]` rows as well as dicts."""
+    if isinstance(row, (list, tuple)):
+        if len(row) not in (3, 4):
+            raise ValueError(f"an outcome row has {len(row)} fields; expected [arrival_offset, duration, probability, signal?]")
+        return {"arrival_offset": row[0], "duration": row[1], "probability": row[2],
+                "signal": row[3] if len(row) == 4 else None}
+    return row
+
+
+@dataclass(frozen=True)
+class OutcomeTable:
+    """The outcomes as arrays (offsets relative to birth), with each outcome's group index."""
+
+    arrival: np.ndarray  # int64, arrival offset
+    duration: np.ndarray  # int64
+    probability: np.ndarray  # float64
+    group: np.ndarray  # int64 index into `groups`
+    groups: tuple[tuple[int, Signal], ...]
+
+    @staticmethod
+    def from_sow(sow: SoW) -> OutcomeTable:
+        groups = tuple(sow.group_keys())
+        index = {g: i for i, g in enumerate(groups)}
+        return OutcomeTable(
+            arrival=np.array([o.arrival_offset for o in sow.outcomes], dtype=np.int64),
+            duration=np.array([o.duration for o in sow.outcomes], dtype=np.int64),
+            probability=np.array([o.probability for o in sow.outcomes], dtype=np.float64),
+            group=np.array([index[(o.arrival_offset, s)] for o, s in zip(sow.outcomes, sow.signals, strict=True)],
+                           dtype=np.int64),
+            groups=groups,
+        )

@@ -1,0 +1,1 @@
+"""The sowsched gRPC server: servicer, persistence, configuration."""

@@ -92,10 +92,11 @@ class SoW(BaseModel):
                 raise ValueError(f"outcomes[{i}].signal={o.signal!r} differs from its duration under signal_mode 'duration'")
         platform = (info.context or {}).get("platform")
         if platform is not None:
-            self._check_bounds(platform)
+            self.check_bounds(platform)
         return self
 
-    def _check_bounds(self, p: Platform) -> None:
+    def check_bounds(self, p: Platform) -> None:
+        """Raise ValueError naming the field, value and bound of the first platform bound this SoW breaks."""
         if self.concurrency > p.C_m:
             raise ValueError(f"concurrency={self.concurrency} exceeds the bound C_m={p.C_m}")
         k_last = self.value_steps[-1][0]

@@ -1,0 +1,357 @@
+"""The engine: Alg. 1 run through the reduction of Alg. 2, one round at a time (MODEL.md section 6).
+
+Inputs are `submit`, `report_arrival`, `report_completion` and `advance`; replaying the same inputs in the same
+order rebuilds the identical state, events and quotes, bit for bit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from mechanism.events import Event
+from mechanism.failure import MonteCarloOracle, Residual
+from mechanism.failure_exact import DEFAULT_MAX_COMBINATIONS, ExactOracle
+from mechanism.jobs import Job, JobState
+from mechanism.launch_plan import FailureEstimates, LaunchPlan, choose_plan
+from mechanism.ledger import Charge, Ledger
+from mechanism.platform import Platform
+from mechanism.pricing import PriceBook, plan_usage, unit_price
+from mechanism.sow import Signal, SoW
+
+OracleKind = Literal["mc", "exact"]
+MAX_JOB_ID = 128
+
+
+class EngineError(Exception):
+    """A command the engine refuses; nothing changed. `code` names the matching gRPC status."""
+
+    code = "INVALID_ARGUMENT"
+
+
+class UnknownJob(EngineError):
+    code = "NOT_FOUND"
+
+
+class DuplicateJob(EngineError):
+    code = "ALREADY_EXISTS"
+
+
+class InvalidReport(EngineError):
+    code = "FAILED_PRECONDITION"
+
+
+class OutsideSupport(EngineError):
+    code = "INVALID_ARGUMENT"
+
+
+@dataclass(frozen=True)
+class Quote:
+    job: str
+    plan: LaunchPlan
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.plan
+        return {
+            "job": self.job, "birth": p.birth, "utility": p.utility,
+            "plan": [{"arrival": g.arrival, "signal": g.signal, "start": g.start, "utility": g.utility}
+                     for g in p.groups],
+            "outcomes": [{"arrival": o.arrival, "duration": o.duration, "signal": o.signal,
+                          "probability": o.probability, "start": o.start, "price": o.price,
+                          "failure_raw": o.failure_raw, "failure": o.failure, "utility": o.utility}
+                         for o in p.outcomes],
+        }
+
+
+@dataclass(frozen=True)
+class RoundReport:
+    """What one `advance` did: its events and the round's running load, expected usage y and unit price."""
+
+    round: int
+    events: tuple[Event, ...]
+    running: int
+    expected_usage: float
+    unit_price: float
+
+
+@dataclass(frozen=True)
+class JobView:
+    id: str
+    seq: int
+    state: str
+    birth: int
+    concurrency: int
+    arrival: int | None
+    signal: Signal
+    start: int | None
+    finish: int | None
+    ended: int | None
+    charge: float
+    value: float
+    reported_arrival: int | None
+    scheduled_start: int | None  # start from the plan once an arrival is known or reported
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Engine:
+    """The whole mechanism state; time is passed in by calling `advance`."""
+
+    def __init__(self, platform: Platform, oracle: OracleKind = "mc",
+                 max_exact_combinations: int = DEFAULT_MAX_COMBINATIONS) -> None:
+        self.platform = platform
+        self.now = 0
+        self.jobs: dict[str, Job] = {}
+        self._active: list[Job] = []  # birth order
+        self.prices = PriceBook(platform)
+        self.ledger = Ledger()
+        self.events: list[Event] = []
+        self.oracle_kind: OracleKind = oracle
+        self._oracle: MonteCarloOracle | ExactOracle = (
+            MonteCarloOracle(platform) if oracle == "mc" else ExactOracle(platform, max_exact_combinations))
+        self._oracle_round = -1
+        self._event_hash = hashlib.sha256()
+        self.busy_node_rounds = 0  # sum over finished rounds of the running load
+
+    # ---- step 1: submissions ----
+
+    def submit(self, job_id: str, sow: SoW) -> Quote:
+        """Quote a SoW born now: announce prices and failure estimates, choose its plan, commit it to y."""
+        if not job_id or len(job_id) > MAX_JOB_ID:
+            raise EngineError(f"job id {job_id!r} must have 1 to {MAX_JOB_ID} characters")
+        if job_id in self.jobs:
+            raise DuplicateJob(f"job id {job_id!r} already exists")
+        try:
+            sow.check_bounds(self.platform)
+        except ValueError as exc:
+            raise EngineError(str(exc)) from exc
+        oracle = self._current_oracle()
+        raw = oracle.estimates(sow.concurrency)  # may raise OracleTooLarge before anything changes
+        est = FailureEstimates.from_raw(raw, self.platform.failure_threshold)
+        menu = self.prices.menu(self.now)
+        plan = choose_plan(sow, self.now, menu, est)
+        job = Job(id=job_id, seq=len(self.jobs), birth=self.now, sow=sow, menu=menu, plan=plan)
+        self.jobs[job_id] = job
+        self._active.append(job)
+        t = sow.table
+        self.prices.commit(self.now, plan_usage(sow.concurrency, t.probability, plan.outcome_starts(sow),
+                                                t.duration, self.platform.horizon))
+        oracle.append(self._residual(job))
+        quote = Quote(job_id, plan)
+        self._emit("quote", job, plan=[{"arrival": g.arrival, "signal": g.signal, "start": g.start}
+                                       for g in plan.groups], utility=plan.utility)
+        return quote
+
+    # ---- reports (applied in the next advance) ----
+
+    def report_arrival(self, job_id: str, signal: Signal) -> JobView:
+        """The job is ready now with `signal`; it is scheduled at L(now, signal) in this round's step 2."""
+        job = self._job(job_id)
+        if job.state is not JobState.SUBMITTED:
+            raise InvalidReport(f"job {job_id!r} is {job.state.value}: an arrival is accepted only while SUBMITTED")
+        if job.pending_arrival is not None:
+            raise InvalidReport(f"job {job_id!r} already reported its arrival in round {job.pending_arrival[0]}")
+        offset = self.now - job.birth
+        groups = job.sow.table.groups
+        if (offset, signal) not in groups:
+            declared = ", ".join(f"({a}, {s!r})" for a, s in groups[:10]) + (" ..." if len(groups) > 10 else "")
+            raise OutsideSupport(
+                f"arrival of job {job_id!r} at round {self.now} (arrival_offset={offset}, signal={signal!r}) is "
+                f"outside its declared support; declared (arrival_offset, signal): {declared}")
+        job.pending_arrival = (self.now, signal)
+        return self.view(job_id)
+
+    def report_completion(self, job_id: str) -> JobView:
+        """The job's work ends in this round (its last occupied round is now); processed in step 5."""
+        job = self._job(job_id)
+        if job.pending_completion is not None:
+            raise InvalidReport(f"job {job_id!r} already reported its completion in round {job.pending_completion}")
+        if self._start_if_running_now(job) is None:
+            raise InvalidReport(f"job {job_id!r} is {job.state.value} and does not run in round {self.now}")
+        job.pending_completion = self.now
+        return self.view(job_id)
+
+    def _start_if_running_now(self, job: Job) -> int | None:
+        if job.state is JobState.RUNNING or (job.state is JobState.WAITING and job.start == self.now):
+            return job.start
+        if job.state is JobState.SUBMITTED and job.pending_arrival is not None:
+            start = job.plan.start_for(*job.pending_arrival)
+            return start if start == self.now else None
+        return None
+
+    # ---- steps 2-6: the round ----
+
+    def advance(self) -> RoundReport:
+        t = self.now
+        first = len(self.events)
+        self._arrivals(t)
+        self._overload(t)
+        running = self._starts(t)
+        self._completions(t)
+        usage = float(self.prices.usage(t, 1)[0])
+        self.busy_node_rounds += running
+        self._active = [j for j in self._active if j.state.active]
+        self.now = t + 1
+        self.prices.forget_before(self.now)
+        return RoundReport(round=t, events=tuple(self.events[first:]), running=running, expected_usage=usage,
+                           unit_price=float(unit_price(usage, self.platform)))
+
+    def _arrivals(self, t: int) -> None:
+        for job in self._active:
+            if job.pending_arrival is not None:
+                arrival, signal = job.pending_arrival
+                job.pending_arrival = None
+                job.arrival, job.signal = arrival, signal
+                start = job.plan.start_for(arrival, signal)
+                if start is None:
+                    job.move(JobState.NOT_SCHEDULED, t)
+                    self._emit("not_scheduled", job, arrival=arrival, signal=signal)
+                else:
+                    job.start = start
+                    job.move(JobState.WAITING, t)
+                    self._emit("arrive", job, arrival=arrival, signal=signal, start=start)
+            elif job.state is JobState.SUBMITTED and job.last_arrival() <= t:
+                job.move(JobState.EXPIRED, t)
+                self._emit("expire", job)
+
+    def _overload(self, t: int) -> None:
+        """While the committed load exceeds C, the newest active job goes (Remark 2: contributing or not)."""
+        load = sum(j.sow.concurrency for j in self._active if self._demands(j, t))
+        for job in reversed(self._active):
+            if load <= self.platform.C:
+                break
+            if not job.state.active:
+                continue
+            if self._demands(job, t):
+                load -= job.sow.concurrency
+            if job.state is JobState.RUNNING:
+                job.move(JobState.EVICTED, t)
+                self._emit("evict", job, reason="overload")
+            else:
+                job.move(JobState.CANCELLED, t)
+                self._emit("cancel", job, reason="overload")
+            job.pending_completion = None
+
+    @staticmethod
+    def _demands(job: Job, t: int) -> bool:
+        return job.state is JobState.RUNNING or (job.state is JobState.WAITING and job.start == t)
+
+    def _starts(self, t: int) -> int:
+        running = 0
+        for job in self._active:
+            if job.state is JobState.WAITING and job.start == t:
+                job.move(JobState.RUNNING, t)
+                self._emit("start", job, start=t)
+            if job.state is JobState.RUNNING:
+                running += job.sow.concurrency
+        return running
+
+    def _completions(self, t: int) -> None:
+        for job in self._active:
+            if job.state is not JobState.RUNNING:
+                continue
+            assert job.start is not None
+            duration = t - job.start + 1
+            if job.pending_completion == t:
+                self._complete(job, t, duration)
+            elif duration >= job.max_duration:
+                job.move(JobState.EVICTED, t)
+                self._emit("evict", job, reason="overrun", duration=duration)
+            job.pending_completion = None
+
+    def _complete(self, job: Job, t: int, duration: int) -> None:
+        assert job.start is not None
+        job.finish = t + 1
+        job.value = float(job.sow.value(job.finish - job.birth))
+        job.charge = float(job.menu.price(job.start, job.sow.concurrency, duration))
+        job.move(JobState.COMPLETED, t)
+        self.ledger.bill(Charge(job.id, t, job.start, duration, job.sow.concurrency, job.charge))
+        self._emit("complete", job, start=job.start, duration=duration, value=job.value, charge=job.charge)
+
+    # ---- the failure oracle's view of the earlier jobs ----
+
+    def _current_oracle(self) -> MonteCarloOracle | ExactOracle:
+        if self._oracle_round != self.now:
+            self._oracle.reset(self.now, [self._residual(j) for j in self._active if j.state.active])
+            self._oracle_round = self.now
+        return self._oracle
+
+    def prepare_round(self) -> None:
+        """Build the failure oracle's state for the current round now instead of at its first SoW."""
+        oracle = self._current_oracle()
+        if isinstance(oracle, MonteCarloOracle):
+            oracle.paths()
+
+    def _residual(self, job: Job) -> Residual:
+        """The job's outcomes still possible at `now`, conditioned on what was observed before this round."""
+        t, b = self.now, job.birth
+        tab = job.sow.table
+        if job.state is JobState.SUBMITTED:
+            keep = b + tab.arrival >= t
+            start = job.plan.outcome_starts(job.sow)[keep]
+            start = np.where(start >= 0, start + b - t, -1)
+            length = tab.duration[keep]
+        else:
+            assert job.arrival is not None and job.start is not None
+            group = tab.groups.index((job.arrival - b, job.signal))
+            keep = tab.group == group
+            if job.state is JobState.RUNNING:
+                keep &= tab.duration >= t - job.start + 1
+            length = tab.duration[keep] + job.start - max(job.start, t)
+            start = np.full(length.size, max(job.start - t, 0), dtype=np.int64)
+        prob = tab.probability[keep]
+        return Residual(job=job.seq, concurrency=job.sow.concurrency, start=start.astype(np.int64),
+                        length=length.astype(np.int64), probability=prob / prob.sum())
+
+    # ---- reads ----
+
+    def _job(self, job_id: str) -> Job:
+        try:
+            return self.jobs[job_id]
+        except KeyError:
+            raise UnknownJob(f"job {job_id!r} not found") from None
+
+    def view(self, job_id: str) -> JobView:
+        j = self._job(job_id)
+        reported = j.pending_arrival[0] if j.pending_arrival else None
+        scheduled = j.start if j.start is not None else (
+            j.plan.start_for(*j.pending_arrival) if j.pending_arrival else None)
+        return JobView(id=j.id, seq=j.seq, state=j.state.value, birth=j.birth, concurrency=j.sow.concurrency,
+                       arrival=j.arrival, signal=j.signal, start=j.start, finish=j.finish, ended=j.ended,
+                       charge=j.charge, value=j.value, reported_arrival=reported, scheduled_start=scheduled)
+
+    def quote(self, job_id: str) -> Quote:
+        return Quote(job_id, self._job(job_id).plan)
+
+    def price_menu(self, start: int, length: int) -> tuple[np.ndarray, np.ndarray]:
+        """Expected usage y and unit prices p(y) for rounds [start, start + length)."""
+        y = self.prices.usage(start, length)
+        return y, unit_price(y, self.platform)
+
+    @property
+    def active_jobs(self) -> int:
+        return sum(1 for j in self._active if j.state.active)
+
+    def _emit(self, kind: str, job: Job, **data: Any) -> None:
+        event = Event(seq=len(self.events), round=self.now, type=kind, job=job.id, data=data)
+        self.events.append(event)
+        self._event_hash.update(json.dumps(event.to_dict(), sort_keys=True).encode())
+
+    def digest(self) -> str:
+        """SHA-256 of the full state: clock, every job, expected usage y, the ledger and the event history."""
+        h = hashlib.sha256()
+        h.update(json.dumps({"now": self.now, "events": len(self.events), "oracle": self.oracle_kind,
+                             "platform": self.platform.model_dump(), "busy": self.busy_node_rounds},
+                            sort_keys=True).encode())
+        for job in self.jobs.values():
+            state = self.view(job.id).to_dict()
+            state["pending_completion"] = job.pending_completion
+            h.update(json.dumps(state, sort_keys=True).encode())
+        h.update(self.prices.state_bytes(self.now))
+        h.update(self._event_hash.digest())
+        return h.hexdigest()

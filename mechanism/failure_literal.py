@@ -1,0 +1,50 @@
+"""The literal App. F procedure: a fresh LIFO simulation, with the new job in it, for each (s, d) candidate."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mechanism.failure import Residual
+from mechanism.platform import Platform
+from mechanism.rng import stream_key, uniforms
+
+
+def sampled_outcomes(platform: Platform, round_: int, residuals: list[Residual], samples: int) -> np.ndarray:
+    """idx[n, k]: the outcome of earlier job k in sample n, from the same streams as the Monte Carlo oracle."""
+    idx = np.empty((samples, len(residuals)), dtype=np.int64)
+    for k, r in enumerate(residuals):
+        u = uniforms(stream_key(platform.seed, round_, r.job), samples)
+        idx[:, k] = np.minimum(np.searchsorted(r.cdf, u, side="right"), r.start.size - 1)
+    return idx
+
+
+def literal_failure(platform: Platform, round_: int, residuals: list[Residual], concurrency: int,
+                    start: int, duration: int, samples: int) -> float:
+    """Fraction of samples in which a new job (start offset `start`, `duration`) is evicted or cancelled."""
+    idx = sampled_outcomes(platform, round_, residuals, samples)
+    k = len(residuals)
+    s = np.empty((samples, k + 1), dtype=np.int64)
+    n = np.empty((samples, k + 1), dtype=np.int64)
+    for j, r in enumerate(residuals):
+        s[:, j] = r.start[idx[:, j]]
+        n[:, j] = r.length[idx[:, j]]
+    s[:, k], n[:, k] = start, duration
+    conc = np.array([r.concurrency for r in residuals] + [concurrency], dtype=np.int64)
+    active = np.ones((samples, k + 1), dtype=bool)
+    failed = np.zeros(samples, dtype=bool)
+    rows = np.arange(samples)
+    for tau in range(start + duration):
+        active &= ~((s >= 0) & (tau >= s + n))  # completed jobs leave
+        running = active & (s >= 0) & (s <= tau) & (tau < s + n)
+        load = (running * conc).sum(axis=1)
+        over = load > platform.C
+        while over.any():
+            newest = k - np.argmax(active[:, ::-1], axis=1)  # index of the newest active job per sample
+            hit = rows[over]
+            victim = newest[over]
+            active[hit, victim] = False
+            failed[hit] |= victim == k
+            load[hit] -= np.where(running[hit, victim], conc[victim], 0)
+            running[hit, victim] = False
+            over = load > platform.C
+    return float(failed.mean())

@@ -1,0 +1,114 @@
+"""Launch plans (eq. 1-2): per (arrival, signal) group, the start that maximises estimated utility, or never."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mechanism.pricing import Menu
+from mechanism.sow import Signal, SoW
+
+
+@dataclass(frozen=True)
+class FailureEstimates:
+    """E(s, d) for start offsets s in [0, S_m) after birth and durations d in [1, D_m] (column d - 1)."""
+
+    raw: np.ndarray  # float64, shape (S_m, D_m)
+    announced: np.ndarray  # raw, with values <= epsilon/10 + eps0 zeroed
+
+    @staticmethod
+    def from_raw(raw: np.ndarray, threshold: float) -> FailureEstimates:
+        return FailureEstimates(raw=raw, announced=np.where(raw > threshold, raw, 0.0))
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    arrival: int  # absolute round
+    signal: Signal
+    start: int | None  # absolute round, None = never
+    utility: float  # estimated utility U of the group at its chosen start (0 for never)
+
+
+@dataclass(frozen=True)
+class OutcomeQuote:
+    arrival: int  # absolute round
+    duration: int
+    signal: Signal
+    probability: float
+    start: int | None
+    price: float | None
+    failure_raw: float | None
+    failure: float | None
+    utility: float  # (1 - E) (V(s + d) - pi_b(s, c, d)) at the chosen start; 0 for never
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    birth: int
+    groups: tuple[GroupPlan, ...]
+    outcomes: tuple[OutcomeQuote, ...]
+    utility: float  # total estimated utility: sum over outcomes of P * utility
+
+    def start_for(self, arrival: int, signal: Signal) -> int | None:
+        for g in self.groups:
+            if g.arrival == arrival and g.signal == signal:
+                return g.start
+        raise KeyError((arrival, signal))
+
+    def outcome_starts(self, sow: SoW) -> np.ndarray:
+        """Start offset (relative to birth) per outcome of `sow`, -1 for never."""
+        by_group = np.array([-1 if g.start is None else g.start - self.birth for g in self.groups], dtype=np.int64)
+        return by_group[sow.table.group]
+
+
+def utility_matrix(sow: SoW, birth: int, menu: Menu, est: FailureEstimates) -> np.ndarray:
+    """u[s, i] = (1 - E_bar(s, c, d_i)) (V(s + d_i) - pi_b(s, c, d_i)) for start offsets s in [0, S_m)."""
+    t = sow.table
+    n_starts = est.raw.shape[0]
+    s = np.arange(n_starts, dtype=np.int64)[:, None]
+    d = t.duration[None, :]
+    value = sow.value(s + d)
+    price = menu.price(birth + s, sow.concurrency, d)
+    keep = 1.0 - est.announced[s, d - 1]
+    return keep * (value - price)
+
+
+def choose_plan(sow: SoW, birth: int, menu: Menu, est: FailureEstimates) -> LaunchPlan:
+    """argmax_s U(s) per group over s in [a, b + S_m - 1]; never when the best U <= 0; ties to the earliest."""
+    t = sow.table
+    u = utility_matrix(sow, birth, menu, est)  # (S, n)
+    n_starts = u.shape[0]
+    weighted = u * t.probability[None, :]
+    order = np.argsort(t.group, kind="stable")
+    bounds = np.searchsorted(t.group[order], np.arange(len(t.groups)))
+    group_u = np.add.reduceat(weighted[:, order], bounds, axis=1)  # U(s) per group (eq. 1)
+    s_idx = np.arange(n_starts)[:, None]
+    arrival = np.array([a for a, _ in t.groups], dtype=np.int64)[None, :]
+    group_u = np.where(s_idx >= arrival, group_u, -np.inf)
+    best = np.argmax(group_u, axis=0)  # first maximum = earliest start
+    best_u = group_u[best, np.arange(len(t.groups))]
+    chosen = np.where(best_u > 0.0, best, -1)
+
+    groups = tuple(
+        GroupPlan(arrival=birth + a, signal=sig, start=None if chosen[g] < 0 else birth + int(chosen[g]),
+                  utility=float(best_u[g]) if chosen[g] >= 0 else 0.0)
+        for g, (a, sig) in enumerate(t.groups)
+    )
+    outcomes = []
+    total = 0.0
+    for i, (o, sig) in enumerate(zip(sow.outcomes, sow.signals, strict=True)):
+        s = int(chosen[t.group[i]])
+        if s < 0:
+            outcomes.append(OutcomeQuote(birth + o.arrival_offset, o.duration, sig, o.probability,
+                                         None, None, None, None, 0.0))
+            continue
+        oq = OutcomeQuote(
+            arrival=birth + o.arrival_offset, duration=o.duration, signal=sig, probability=o.probability,
+            start=birth + s, price=float(menu.price(birth + s, sow.concurrency, o.duration)),
+            failure_raw=float(est.raw[s, o.duration - 1]), failure=float(est.announced[s, o.duration - 1]),
+            utility=float(u[s, i]),
+        )
+        total += o.probability * oq.utility
+        outcomes.append(oq)
+    return LaunchPlan(birth=birth, groups=groups, outcomes=tuple(outcomes), utility=total)

@@ -1,0 +1,40 @@
+"""The LIFO rule played literally, round by round (MODEL.md section 6, step 3): the independent reference."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def lifo_loads(jobs: Sequence[tuple[int, int, int]], horizon: int, capacity: int) -> tuple[list[int], list[int | None]]:
+    """Play rounds 0..horizon-1 for jobs given oldest first as (start, length, concurrency), start -1 = never.
+
+    Returns the load the still-active jobs demand in each round before its evictions, and the round each job
+    was evicted or cancelled in (None if never). While the load exceeds capacity the newest active job goes,
+    whether or not it contributes to the round (Remark 2).
+    """
+    active = [True] * len(jobs)
+    removed_at: list[int | None] = [None] * len(jobs)
+    loads: list[int] = []
+    for tau in range(horizon):
+        for k, (s, n, _) in enumerate(jobs):  # a job past its last round has completed: no longer active
+            if active[k] and s >= 0 and tau >= s + n:
+                active[k] = False
+        load = sum(c for k, (s, n, c) in enumerate(jobs) if active[k] and s >= 0 and s <= tau < s + n)
+        loads.append(load)
+        k = len(jobs) - 1
+        while load > capacity:
+            while not active[k]:
+                k -= 1
+            active[k] = False
+            removed_at[k] = tau
+            s, n, c = jobs[k]
+            if s >= 0 and s <= tau < s + n:
+                load -= c
+    return loads, removed_at
+
+
+def fails_given_loads(loads: Sequence[int], start: int, duration: int, concurrency: int, capacity: int) -> bool:
+    """A newer job fails iff the earlier jobs overflow while it waits, or it does not fit while it runs."""
+    if any(load > capacity for load in loads[:start]):
+        return True
+    return any(load + concurrency > capacity for load in loads[start:start + duration])

@@ -1,0 +1,98 @@
+"""Exponential posted prices over the relaxed simulator's expected usage y (Alg. 2, Alg. 3, eq. 7)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from mechanism.platform import Platform
+
+
+def unit_price(y: np.ndarray | float, platform: Platform) -> np.ndarray:
+    """p(y) = (4 H D_m)^(y / C') / (2 D_m)   (eq. 7)."""
+    log_base = math.log(4.0 * platform.H * platform.D_m)
+    return np.exp(np.asarray(y, dtype=np.float64) * (log_base / platform.sim_capacity)) / (2.0 * platform.D_m)
+
+
+@dataclass(frozen=True)
+class Menu:
+    """Prices announced at a job's birth b and frozen for it: prefix sums of unit prices over [b, b + horizon)."""
+
+    birth: int
+    prefix: np.ndarray  # prefix[i] = sum of p(y_b[tau]) for tau in [b, b + i)
+
+    def price(self, start: np.ndarray | int, concurrency: int, duration: np.ndarray | int) -> np.ndarray:
+        """pi_b(s, c, d) = c * sum_{tau=s}^{s+d-1} p(y_b[tau]), in O(1) per query."""
+        lo = np.asarray(start) - self.birth
+        return concurrency * (self.prefix[lo + np.asarray(duration)] - self.prefix[lo])
+
+    def unit_prices(self) -> np.ndarray:
+        return np.diff(self.prefix)
+
+
+class PriceBook:
+    """The relaxed simulator's expected committed usage y[tau] per absolute round; it never decreases."""
+
+    def __init__(self, platform: Platform) -> None:
+        self.platform = platform
+        self._base = 0  # absolute round of self._y[0]
+        self._y = np.zeros(4 * platform.horizon, dtype=np.float64)
+
+    def _ensure(self, end: int) -> None:
+        need = end - self._base
+        if need > self._y.size:
+            grown = np.zeros(max(need, 2 * self._y.size), dtype=np.float64)
+            grown[: self._y.size] = self._y
+            self._y = grown
+
+    def usage(self, start: int, length: int) -> np.ndarray:
+        """y over [start, start + length) (a copy); rounds before the forgotten past read as 0."""
+        self._ensure(start + length)
+        lo = start - self._base
+        out = np.zeros(length, dtype=np.float64)
+        if lo + length > 0:
+            src_lo = max(lo, 0)
+            out[src_lo - lo:] = self._y[src_lo: lo + length]
+        return out
+
+    def menu(self, birth: int) -> Menu:
+        """Freeze the prices of [birth, birth + horizon) for a job born now."""
+        p = unit_price(self.usage(birth, self.platform.horizon), self.platform)
+        prefix = np.zeros(p.size + 1, dtype=np.float64)
+        np.cumsum(p, out=prefix[1:])
+        return Menu(birth=birth, prefix=prefix)
+
+    def commit(self, birth: int, increment: np.ndarray) -> None:
+        """y[birth + i] += increment[i] (the forced allocation of Alg. 2 line 4); increments must be >= 0."""
+        if increment.size and float(increment.min()) < 0.0:
+            raise ValueError("usage increments must be non-negative: y never decreases")
+        self._ensure(birth + increment.size)
+        lo = birth - self._base
+        self._y[lo: lo + increment.size] += increment
+
+    def forget_before(self, round_: int) -> None:
+        """Drop rounds before `round_` (they are never priced again)."""
+        drop = round_ - self._base
+        if drop >= self._y.size // 2:
+            self._y = np.concatenate([self._y[drop:], np.zeros(drop, dtype=np.float64)])
+            self._base = round_
+
+    def state_bytes(self, now: int) -> bytes:
+        """y from `now` on up to the last non-zero round, for the state digest."""
+        tail = self._y[max(now - self._base, 0):]
+        nz = np.flatnonzero(tail)
+        return tail[: (int(nz[-1]) + 1) if nz.size else 0].tobytes()
+
+
+def plan_usage(concurrency: int, probability: np.ndarray, start_offset: np.ndarray,
+               duration: np.ndarray, length: int) -> np.ndarray:
+    """c * sum over outcomes of P * [start <= tau < start + d], for tau in [0, length); start < 0 means never."""
+    run = start_offset >= 0
+    diff = np.zeros(length + 1, dtype=np.float64)
+    np.add.at(diff, start_offset[run], probability[run])
+    np.add.at(diff, start_offset[run] + duration[run], -probability[run])
+    inc = np.cumsum(diff[:-1]) * concurrency
+    # Rounding in the running sum can leave -1e-17 where the true value is 0; y never decreases.
+    return np.maximum(inc, 0.0)

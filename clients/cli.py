@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 # Each module registers its own subcommands; add a module here to add commands.
 COMMAND_MODULES: tuple[str, ...] = (
+    "clients.commands.simulate",
     "clients.commands.bench",
 )
 

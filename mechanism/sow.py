@@ -142,8 +142,14 @@ class SoW(BaseModel):
                       key=group_sort_key)
 
 
-def group_sort_key(key: tuple[int, Signal]) -> tuple[int, int, str]:
-    return (key[0], 0 if key[1] is None else 1, key[1] or "")
+def group_sort_key(key: tuple[int, Signal]) -> tuple[int, int, int, str]:
+    """By arrival; no signal first, then numeric labels by value, then other labels as text."""
+    a, sig = key
+    if sig is None:
+        return (a, 0, 0, "")
+    if sig.isdigit():
+        return (a, 1, int(sig), sig)
+    return (a, 2, 0, sig)
 
 
 def _outcome_from_row(row: Any) -> Any:

@@ -1,0 +1,43 @@
+"""Shared fixtures: small platforms and seeded random SoWs for the mechanism tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mechanism.platform import Platform
+from mechanism.sow import SoW
+
+
+def small_platform(C: int = 4, samples: int | None = 4000, seed: int = 7, **kw: object) -> Platform:
+    params: dict[str, object] = {"C": C, "C_m": min(3, C), "D_m": 3, "S_m": 6, "H": 50.0, "epsilon": 0.1,
+                                 "eps0": 0.05, "delta0": 0.05, "seed": seed, "samples": samples}
+    params.update(kw)
+    return Platform(**params)  # type: ignore[arg-type]
+
+
+def random_sow(rng: np.random.Generator, p: Platform, max_outcomes: int = 3, signal_mode: str = "none",
+               concurrency: int | None = None) -> SoW:
+    """A random SoW within the bounds of `p`: distinct (arrival, duration) pairs, decreasing value steps."""
+    n = int(rng.integers(1, max_outcomes + 1))
+    pairs: set[tuple[int, int]] = set()
+    max_a = min(2, p.S_m - 1)
+    while len(pairs) < n:
+        pairs.add((int(rng.integers(0, max_a + 1)), int(rng.integers(1, p.D_m + 1))))
+    w = rng.uniform(0.2, 1.0, size=n)
+    w = w / w.sum()
+    outcomes = [[a, d, float(x)] for (a, d), x in zip(sorted(pairs), w, strict=True)]
+    outcomes[-1][2] = 1.0 - sum(o[2] for o in outcomes[:-1])
+    n_steps = int(rng.integers(1, 3))
+    ks = sorted(rng.choice(np.arange(2, p.S_m + 1), size=n_steps, replace=False).tolist())
+    vs = sorted(rng.uniform(1.0, p.H, size=n_steps).tolist(), reverse=True)
+    if n_steps == 2 and vs[0] == vs[1]:
+        vs[1] = vs[0] / 2
+    c = concurrency if concurrency is not None else int(rng.integers(1, p.C_m + 1))
+    return SoW.parse({"concurrency": c, "value_steps": list(zip(ks, vs, strict=True)), "outcomes": outcomes,
+                      "signal_mode": signal_mode}, p)
+
+
+@pytest.fixture
+def platform() -> Platform:
+    return small_platform()

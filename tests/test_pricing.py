@@ -1,0 +1,90 @@
+"""Prices: eq. 7 at hand-computed points, frozen menus, y never decreasing, monotone in c and d."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mechanism.engine import Engine
+from mechanism.platform import Platform
+from mechanism.pricing import PriceBook, plan_usage, unit_price
+from tests.conftest import random_sow, small_platform
+
+P = Platform(C=100, C_m=10, D_m=4, S_m=8, H=10.0, epsilon=0.1)  # C' = 99, 4 H D_m = 160
+
+
+def test_unit_price_at_zero_usage_is_one_over_two_dm() -> None:
+    assert float(unit_price(0.0, P)) == pytest.approx(1.0 / 8.0, rel=1e-15)
+
+
+def test_unit_price_at_simulator_capacity_is_two_h() -> None:
+    assert float(unit_price(99.0, P)) == pytest.approx(20.0, rel=1e-12)
+
+
+def test_unit_price_at_half_capacity_is_hand_computed() -> None:
+    # p(49.5) = 160^(1/2) / 8 = 12.6491106... / 8
+    assert float(unit_price(49.5, P)) == pytest.approx(math.sqrt(160.0) / 8.0, rel=1e-12)
+
+
+def test_window_price_is_c_times_sum_of_unit_prices() -> None:
+    book = PriceBook(P)
+    book.commit(0, np.array([0.0, 10.0, 20.0, 30.0]))
+    menu = book.menu(0)
+    expected = 3 * sum(float(unit_price(y, P)) for y in (10.0, 20.0, 30.0))
+    assert float(menu.price(1, 3, 3)) == pytest.approx(expected, rel=1e-12)
+
+
+def test_menu_is_frozen_at_birth() -> None:
+    book = PriceBook(P)
+    menu = book.menu(0)
+    before = float(menu.price(0, 2, 4))
+    book.commit(0, np.full(8, 50.0))
+    assert float(menu.price(0, 2, 4)) == before
+    assert float(book.menu(0).price(0, 2, 4)) > before
+
+
+def test_plan_usage_adds_c_times_probability_over_each_window() -> None:
+    inc = plan_usage(2, np.array([0.25, 0.75]), np.array([1, -1]), np.array([2, 3]), 5)
+    assert inc.tolist() == [0.0, 0.5, 0.5, 0.0, 0.0]
+
+
+def test_negative_usage_increment_is_refused_and_changes_nothing() -> None:
+    book = PriceBook(P)
+    with pytest.raises(ValueError, match="non-negative"):
+        book.commit(0, np.array([1.0, -1.0]))
+    assert book.usage(0, 2).tolist() == [0.0, 0.0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 12))
+def test_prices_never_decrease_as_sows_are_admitted(seed: int, n_jobs: int) -> None:
+    p = small_platform(C=6, samples=200, seed=seed % 1000)
+    rng = np.random.default_rng(seed)
+    engine = Engine(p)
+    horizon = 3 * p.horizon
+    last_y = engine.price_menu(0, horizon)[0]
+    for i in range(n_jobs):
+        engine.submit(f"j{i}", random_sow(rng, p))
+        if rng.random() < 0.3:
+            engine.advance()
+        y = engine.price_menu(0, horizon)[0]
+        assert np.all(y[engine.now:] >= last_y[engine.now:])
+        last_y = y
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.0, 200.0), min_size=8, max_size=8), st.integers(0, 7), st.integers(1, 9),
+       st.integers(1, 3))
+def test_price_is_monotone_in_concurrency_and_duration(ys: list[float], s: int, c: int, d: int) -> None:
+    book = PriceBook(P)
+    book.commit(0, np.array(ys))
+    menu = book.menu(0)
+    d = min(d, P.horizon - s - 1)
+    if d < 1:
+        return
+    assert float(menu.price(s, c + 1, d)) >= float(menu.price(s, c, d))
+    assert float(menu.price(s, c, d + 1)) >= float(menu.price(s, c, d))

@@ -1,0 +1,111 @@
+"""SoW validation: every rule of MODEL.md sections 1-2 gives a clear error naming field, value and bound."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from mechanism.platform import MAX_OUTCOMES, Platform
+from mechanism.sow import SoW
+
+P = Platform(C=10, C_m=4, D_m=5, S_m=10, H=100.0)
+
+
+def sow(**kw: object) -> dict[str, object]:
+    base: dict[str, object] = {"concurrency": 2, "value_steps": [[4, 50.0], [8, 10.0]],
+                               "outcomes": [[0, 2, 0.5], [1, 3, 0.5]]}
+    base.update(kw)
+    return base
+
+
+def test_valid_sow_parses_rows_and_dicts() -> None:
+    s = SoW.parse(sow(outcomes=[[0, 2, 0.25, "x"], {"arrival_offset": 1, "duration": 3, "probability": 0.75}]), P)
+    assert s.signals == ("x", None)
+    assert s.table.groups == ((0, "x"), (1, None))
+
+
+def test_value_is_first_step_at_or_after_completion_offset_else_zero() -> None:
+    s = SoW.parse(sow(), P)
+    assert s.value([1, 4, 5, 8, 9]).tolist() == [50.0, 50.0, 10.0, 10.0, 0.0]
+
+
+def test_duration_signal_mode_labels_each_outcome_with_its_duration() -> None:
+    s = SoW.parse(sow(signal_mode="duration"), P)
+    assert s.signals == ("2", "3")
+
+
+def test_integer_signals_are_the_same_label_as_their_text() -> None:
+    s = SoW.parse(sow(outcomes=[[0, 2, 0.5, 3], [1, 3, 0.5, "3"]]), P)
+    assert s.signals == ("3", "3")
+
+
+@pytest.mark.parametrize(("data", "match"), [
+    (sow(outcomes=[[0, 2, 0.5], [1, 3, 0.4]]), r"sum to 0\.9.*not 1"),
+    (sow(outcomes=[[0, 2, 0.0], [1, 3, 1.0]]), r"greater than 0"),
+    (sow(outcomes=[[0, 2, -0.5], [1, 3, 1.5]]), r"greater than 0"),
+    (sow(outcomes=[]), r"at least 1"),
+    (sow(value_steps=[]), r"at least 1"),
+    (sow(value_steps=[[4, 10.0], [8, 50.0]]), r"value_steps\[1\] value v=50\.0 must be below the previous v=10\.0"),
+    (sow(value_steps=[[4, 50.0], [4, 10.0]]), r"value_steps\[1\] deadline k=4 must exceed the previous k=4"),
+    (sow(value_steps=[[0, 50.0]]), r"deadline k=0 is below the bound 1"),
+    (sow(value_steps=[[4, float("nan")]]), r"positive and finite"),
+    (sow(outcomes=[[0, 6, 1.0]]), r"outcomes\[0\]\.duration=6 exceeds the bound D_m=5"),
+    (sow(outcomes=[[0, 0, 1.0]]), r"greater than or equal to 1"),
+    (sow(outcomes=[[10, 1, 1.0]]), r"arrival_offset=10 exceeds the bound S_m-1=9"),
+    (sow(outcomes=[[-1, 1, 1.0]]), r"greater than or equal to 0"),
+    (sow(concurrency=5), r"concurrency=5 exceeds the bound C_m=4"),
+    (sow(concurrency=0), r"greater than or equal to 1"),
+    (sow(value_steps=[[11, 50.0]]), r"deadline k=11 exceeds the bound S_m=10"),
+    (sow(value_steps=[[4, 150.0]]), r"value v=150\.0 exceeds the bound H=100\.0"),
+    (sow(value_steps=[[4, 50.0], [8, 0.5]]), r"value v=0\.5 is below the bound 1"),
+    (sow(outcomes=[[0, 2, 0.5], [0, 2, 0.5]]), r"outcomes\[1\] repeats \(arrival_offset=0, duration=2\)"),
+    (sow(outcomes=[[0, 2, 0.5, "a"], [1, 3, 0.5]], signal_mode="none"), r"signal='a' given but signal_mode is 'none'"),
+    (sow(outcomes=[[0, 2, 0.5, "9"], [1, 3, 0.5]], signal_mode="duration"), r"differs from its duration"),
+    (sow(outcomes=[[0, 2]]), r"has 2 fields"),
+    (sow(outcomes=[[0, 2, 1.0, True]]), r"signal must be text"),
+    (sow(extra=1), r"Extra inputs are not permitted"),
+])
+def test_invalid_sow_is_rejected_with_a_clear_message(data: dict[str, object], match: str) -> None:
+    with pytest.raises(ValidationError, match=match):
+        SoW.parse(data, P)
+
+
+def test_support_above_the_outcome_bound_is_rejected() -> None:
+    P_big = Platform(C=10, C_m=4, D_m=200, S_m=100, H=100.0)
+    n = MAX_OUTCOMES + 1
+    rows = [[a, d, 1.0 / n] for a in range(100) for d in range(1, 200)][:n]
+    with pytest.raises(ValidationError, match=rf"outcomes has {n} entries, above the bound {MAX_OUTCOMES}"):
+        SoW.parse(sow(outcomes=rows), P_big)
+
+
+def test_support_at_the_outcome_bound_is_accepted() -> None:
+    P_big = Platform(C=10, C_m=4, D_m=200, S_m=100, H=100.0)
+    n = MAX_OUTCOMES
+    rows = [[a, d, 1.0 / n] for a in range(100) for d in range(1, 101)][:n]
+    assert len(SoW.parse(sow(outcomes=rows), P_big).outcomes) == n
+
+
+def test_bounds_are_checked_only_with_a_platform() -> None:
+    s = SoW.model_validate(sow(concurrency=9))
+    with pytest.raises(ValueError, match="concurrency=9 exceeds the bound C_m=4"):
+        s.check_bounds(P)
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"C_m": 11}, r"C_m=11 exceeds the bound C=10"),
+    ({"C": 0}, r"greater than or equal to 1"),
+    ({"H": 0.5}, r"greater than or equal to 1"),
+    ({"epsilon": 1.0}, r"less than 1"),
+    ({"samples": 0}, r"greater than or equal to 1"),
+])
+def test_invalid_platform_is_rejected(kw: dict[str, object], match: str) -> None:
+    params: dict[str, object] = {"C": 10, "C_m": 4, "D_m": 5, "S_m": 10, "H": 100.0}
+    params.update(kw)
+    with pytest.raises(ValidationError, match=match):
+        Platform(**params)  # type: ignore[arg-type]
+
+
+def test_lemma_f1_sample_count_matches_the_formula() -> None:
+    p = Platform(C=1000, C_m=16, D_m=48, S_m=96, H=100.0, eps0=0.02, delta0=0.01)
+    # T = 2 ln(D_m S_m / delta0) / eps0^2 = 5000 * 2 * ln(460800) = 5000 * 2 * 13.04076 = 65,203.8 -> 65,204
+    assert p.sample_count == 65204

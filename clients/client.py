@@ -1,0 +1,231 @@
+"""Typed Python client for the sowsched gRPC service: deadlines, bearer tokens, retries with the same request id."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc
+
+import server.gen  # noqa: F401
+from mechanism.engine import JobView, Quote, RoundReport
+from mechanism.events import Event
+from mechanism.platform import Platform
+from mechanism.sow import Signal, SoW
+from server import convert
+from server.gen.sowsched.v1 import scheduler_pb2 as pb
+from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
+
+RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
+                   ("grpc.max_reconnect_backoff_ms", 1000), ("grpc.max_receive_message_length", 64 << 20)]
+T = TypeVar("T")
+
+
+class RpcFailure(Exception):
+    """The server refused the call, or it failed after every retry; `code` is the gRPC status name."""
+
+    def __init__(self, code: str, details: str) -> None:
+        super().__init__(f"{code}: {details}")
+        self.code = code
+        self.details = details
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    view: JobView
+    tenant: str
+
+
+@dataclass(frozen=True)
+class InvoiceLine:
+    job: str
+    round: int
+    start: int
+    duration: int
+    concurrency: int
+    amount: float
+    quote: Quote
+
+
+@dataclass(frozen=True)
+class Invoice:
+    tenant: str
+    lines: tuple[InvoiceLine, ...]
+    total: float
+
+
+@dataclass(frozen=True)
+class PriceMenu:
+    start: int
+    expected_usage: tuple[float, ...]
+    unit_price: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """GetPlatform: the configured platform, the oracle in use, the clock and the state digest."""
+
+    platform: Platform
+    samples: int
+    oracle: str
+    clock: str
+    round_seconds: float
+    now: int
+    events: int
+    active_jobs: int
+    state_digest: str
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retry UNAVAILABLE and DEADLINE_EXCEEDED `attempts - 1` times, backing off exponentially up to `max_backoff`."""
+
+    attempts: int = 8
+    backoff: float = 0.05
+    max_backoff: float = 2.0
+
+    def delays(self) -> Iterator[float]:
+        d = self.backoff
+        for _ in range(self.attempts - 1):
+            yield d
+            d = min(2 * d, self.max_backoff)
+
+
+class SchedulerClient:
+    """One channel to a server; every mutating call carries a request id, reused on every retry."""
+
+    def __init__(self, target: str, token: str | None = None, *, tls_ca: Path | None = None,
+                 timeout: float = 30.0, retry: RetryPolicy | None = None) -> None:
+        self.target = target
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        if tls_ca is not None:
+            creds = grpc.ssl_channel_credentials(root_certificates=Path(tls_ca).read_bytes())
+            self.channel = grpc.secure_channel(target, creds, options=CHANNEL_OPTIONS)
+        else:
+            self.channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self.stub = pb_grpc.SchedulerStub(self.channel)
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> SchedulerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: Callable[..., T], request: Any, timeout: float | None = None) -> T:
+        delays = self.retry.delays()
+        while True:
+            try:
+                return method(request, timeout=timeout or self.timeout, metadata=self._metadata)
+            except grpc.RpcError as exc:
+                code = exc.code()
+                delay = next(delays, None) if code in RETRYABLE else None
+                if delay is None:
+                    raise RpcFailure(code.name, exc.details() or "") from None
+                time.sleep(delay)
+
+    # ---- commands ----
+
+    def submit_raw(self, job_id: str, sow: SoW | dict[str, Any], *, request_id: str | None = None,
+                   tenant: str = "") -> pb.Quote:
+        data = sow.model_dump(mode="json") if isinstance(sow, SoW) else sow
+        req = pb.SubmitSoWRequest(request_id=request_id or new_request_id(), job_id=job_id,
+                                  sow=convert.sow_to_proto(data), tenant=tenant)
+        return self._call(self.stub.SubmitSoW, req)
+
+    def submit(self, job_id: str, sow: SoW | dict[str, Any], *, request_id: str | None = None,
+               tenant: str = "") -> Quote:
+        """Submit a SoW born in the current round; the binding quote."""
+        return convert.quote_from_proto(self.submit_raw(job_id, sow, request_id=request_id, tenant=tenant))
+
+    def report_arrival(self, job_id: str, signal: Signal = None, *, request_id: str | None = None) -> JobStatus:
+        req = pb.ReportArrivalRequest(request_id=request_id or new_request_id(), job_id=job_id,
+                                      **convert.signal_field(signal))
+        return _status(self._call(self.stub.ReportArrival, req))
+
+    def report_completion(self, job_id: str, *, request_id: str | None = None) -> JobStatus:
+        req = pb.ReportCompletionRequest(request_id=request_id or new_request_id(), job_id=job_id)
+        return _status(self._call(self.stub.ReportCompletion, req))
+
+    def advance(self, *, request_id: str | None = None) -> RoundReport:
+        req = pb.AdvanceRoundRequest(request_id=request_id or new_request_id())
+        return convert.round_from_proto(self._call(self.stub.AdvanceRound, req))
+
+    # ---- reads ----
+
+    def get_job(self, job_id: str) -> JobStatus:
+        return _status(self._call(self.stub.GetJob, pb.GetJobRequest(job_id=job_id)))
+
+    def list_jobs_page(self, *, states: tuple[str, ...] = (), tenant: str = "", page_size: int = 0,
+                       page_token: str = "") -> tuple[list[JobStatus], str]:
+        req = pb.ListJobsRequest(states=list(states), tenant=tenant, page_size=page_size, page_token=page_token)
+        resp = self._call(self.stub.ListJobs, req)
+        return [_status(j) for j in resp.jobs], resp.next_page_token
+
+    def list_jobs(self, *, states: tuple[str, ...] = (), tenant: str = "", page_size: int = 0) -> Iterator[JobStatus]:
+        """Every visible job in birth order, page by page."""
+        token = ""
+        while True:
+            jobs, token = self.list_jobs_page(states=states, tenant=tenant, page_size=page_size, page_token=token)
+            yield from jobs
+            if not token:
+                return
+
+    def price_menu(self, start: int = 0, length: int = 0) -> PriceMenu:
+        resp = self._call(self.stub.GetPriceMenu, pb.GetPriceMenuRequest(start=start, length=length))
+        return PriceMenu(resp.start, tuple(resp.expected_usage), tuple(resp.unit_price))
+
+    def invoice(self, tenant: str = "") -> Invoice:
+        resp = self._call(self.stub.GetInvoice, pb.GetInvoiceRequest(tenant=tenant))
+        lines = tuple(InvoiceLine(c.job_id, c.round, c.start, c.duration, c.concurrency, c.amount,
+                                  convert.quote_from_proto(c.quote)) for c in resp.charges)
+        return Invoice(resp.tenant, lines, resp.total)
+
+    def status(self) -> ServerStatus:
+        r = self._call(self.stub.GetPlatform, pb.GetPlatformRequest())
+        return ServerStatus(platform=Platform.model_validate(json.loads(r.platform_json)), samples=r.samples,
+                            oracle=r.oracle, clock=r.clock, round_seconds=r.round_seconds, now=r.now,
+                            events=r.events, active_jobs=r.active_jobs, state_digest=r.state_digest)
+
+    def echo(self, payload: bytes = b"") -> bytes:
+        return self._call(self.stub.Echo, pb.EchoRequest(payload=payload)).payload
+
+    def watch(self, from_seq: int = 0, *, follow: bool = True, resume: bool = True) -> Iterator[Event]:
+        """Events from `from_seq` on; after a disconnect, reopen from the last seen seq + 1 (no gaps, no repeats)."""
+        seq = from_seq
+        delays = self.retry.delays()
+        while True:
+            stream = self.stub.WatchEvents(pb.WatchEventsRequest(from_seq=seq, follow=follow),
+                                           metadata=self._metadata)
+            try:
+                for msg in stream:
+                    event = convert.event_from_proto(msg)
+                    seq = event.seq + 1
+                    delays = self.retry.delays()
+                    yield event
+                return
+            except grpc.RpcError as exc:
+                delay = next(delays, None) if resume and exc.code() in RETRYABLE else None
+                if delay is None:
+                    raise RpcFailure(exc.code().name, exc.details() or "") from None
+                time.sleep(delay)
+            finally:
+                stream.cancel()
+
+
+def _status(msg: pb.Job) -> JobStatus:
+    return JobStatus(convert.job_from_proto(msg), msg.tenant)
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex

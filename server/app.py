@@ -1,0 +1,184 @@
+"""Server assembly: the servicer, health, reflection, TLS, the wall clock, structured logs and clean shutdown."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+import time
+from concurrent import futures
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+import server.gen  # noqa: F401
+from server.config import ServerConfig
+from server.gen.sowsched.v1 import scheduler_pb2 as pb
+from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
+from server.scheduler import CLOCK, DurableScheduler, Refused
+from server.service import Clock, SchedulerService, encode_reply
+from server.store import CommandStore, store_path
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Scheduler"].full_name
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+log = logging.getLogger("sowsched.server")
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    store: str
+    listen: str = "127.0.0.1:50051"
+    clock: Literal["simulated", "wall"] = "simulated"
+    round_seconds: float = 60.0
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    max_workers: int = 64
+    grace_seconds: float = 10.0
+
+
+class StartupError(RuntimeError):
+    """The server cannot start with these options; the message names the option and its value."""
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and the record's `fields`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {"ts": round(record.created, 6), "level": record.levelname.lower(),
+                               "logger": record.name, "msg": record.getMessage()}
+        out.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
+def setup_logging(level: str = "info") -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger("sowsched")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
+
+
+class WallClock(threading.Thread):
+    """Advances the round every `round_seconds` through the same writer as every other command."""
+
+    def __init__(self, scheduler: DurableScheduler, round_seconds: float) -> None:
+        super().__init__(name="sowsched-clock", daemon=True)
+        self.scheduler = scheduler
+        self.round_seconds = round_seconds
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        deadline = time.monotonic() + self.round_seconds
+        while not self.halt.wait(max(0.0, deadline - time.monotonic())):
+            try:
+                self.scheduler.execute(CLOCK, None, "advance", {})
+            except Refused as exc:
+                log.error("round not advanced", extra={"fields": {"error": str(exc)}})
+                return
+            deadline += self.round_seconds
+
+
+class RunningServer:
+    """A started server: its bound port, and `stop` that lets the command in flight finish."""
+
+    def __init__(self, grpc_server: grpc.Server, port: int, scheduler: DurableScheduler, service: SchedulerService,
+                 health_servicer: health.HealthServicer, clock: WallClock | None, grace: float) -> None:
+        self.grpc_server = grpc_server
+        self.port = port
+        self.scheduler = scheduler
+        self.service = service
+        self._health = health_servicer
+        self._clock = clock
+        self._grace = grace
+        self._stopped = threading.Event()
+
+    def stop(self, grace: float | None = None) -> None:
+        """Refuse new calls, finish those in flight (the writer's command included), then close the log."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        self._health.enter_graceful_shutdown()
+        if self._clock is not None:
+            self._clock.halt.set()
+            self._clock.join()
+        self.service.stopping.set()
+        self.grpc_server.stop(self._grace if grace is None else grace).wait()
+        self.scheduler.close()
+        log.info("stopped", extra={"fields": {"port": self.port}})
+
+    def wait(self) -> None:
+        self.grpc_server.wait_for_termination()
+
+
+def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
+    """Replay the log, bind, and start serving; the returned server knows its port (listen on :0 to pick one)."""
+    host = options.listen.rsplit(":", 1)[0]
+    if not config.auth_enabled and host not in LOOPBACK:
+        raise StartupError(f"listen={options.listen!r}: without tokens in the configuration the server only "
+                         "listens on loopback; add [operator] and [[tenants]] tokens")
+    if options.clock == "wall" and not options.round_seconds > 0:
+        raise StartupError(f"round_seconds={options.round_seconds} must be positive with --clock wall")
+    identity = {"platform": config.platform.model_dump(mode="json"), "oracle": config.oracle}
+    started = time.perf_counter()
+    scheduler = DurableScheduler(config, CommandStore(store_path(options.store), identity), encode_reply)
+    log.info("replayed", extra={"fields": {"commands": scheduler.replayed, "round": scheduler.engine.now,
+                                           "s": round(time.perf_counter() - started, 3)}})
+    clock = Clock(options.clock, options.round_seconds)
+    service = SchedulerService(scheduler, clock)
+    grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=options.max_workers,
+                                                         thread_name_prefix="sowsched-rpc"))
+    pb_grpc.add_SchedulerServicer_to_server(service, grpc_server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, grpc_server)
+    for name in ("", SERVICE_NAME):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), grpc_server)
+    port = _bind(grpc_server, options)
+    grpc_server.start()
+    ticker = None
+    if options.clock == "wall":
+        ticker = WallClock(scheduler, options.round_seconds)
+        ticker.start()
+    log.info("serving", extra={"fields": {"listen": options.listen, "port": port, "clock": options.clock,
+                                          "tls": options.tls_cert is not None, "store": options.store,
+                                          "auth": config.auth_enabled}})
+    return RunningServer(grpc_server, port, scheduler, service, health_servicer, ticker, options.grace_seconds)
+
+
+def _bind(grpc_server: grpc.Server, options: ServerOptions) -> int:
+    if (options.tls_cert is None) != (options.tls_key is None):
+        raise StartupError("TLS needs both a certificate (--tls-cert) and a key (--tls-key)")
+    if options.tls_cert is not None and options.tls_key is not None:
+        creds = grpc.ssl_server_credentials([(options.tls_key.read_bytes(), options.tls_cert.read_bytes())])
+        port = grpc_server.add_secure_port(options.listen, creds)
+    else:
+        port = grpc_server.add_insecure_port(options.listen)
+    if port == 0:
+        raise StartupError(f"listen={options.listen!r}: cannot bind")
+    return port
+
+
+def serve_until_signalled(config: ServerConfig, options: ServerOptions, port_file: Path | None = None) -> int:
+    """Run until SIGTERM or SIGINT, then shut down cleanly (the command in flight completes and is logged)."""
+    done = threading.Event()
+    running = start_server(config, options)
+    if port_file is not None:
+        tmp = port_file.with_suffix(port_file.suffix + ".tmp")
+        tmp.write_text(str(running.port))
+        tmp.replace(port_file)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: done.set())
+    while not done.wait(1.0):
+        pass
+    log.info("signal received: shutting down", extra={"fields": {"grace_s": options.grace_seconds}})
+    running.stop()
+    return 0

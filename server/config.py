@@ -1,0 +1,187 @@
+"""Server configuration: the platform and its tenants, read from a TOML file and validated with pydantic."""
+
+from __future__ import annotations
+
+import hmac
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from mechanism.platform import Platform
+
+OPERATOR = "operator"
+TENANT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class TokenSource(BaseModel):
+    """A bearer token, given inline (`token`) or read from an environment variable (`token_env`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    token: str | None = Field(default=None, min_length=8)
+    token_env: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TokenSource:
+        if (self.token is None) == (self.token_env is None):
+            raise ValueError("give exactly one of token (at least 8 characters) or token_env")
+        return self
+
+    def resolve(self, where: str) -> str:
+        if self.token is not None:
+            return self.token
+        assert self.token_env is not None
+        value = os.environ.get(self.token_env, "")
+        if len(value) < 8:
+            raise ConfigError(f"{where}.token_env={self.token_env!r}: the variable is unset or shorter than 8 characters")
+        return value
+
+
+class TenantConfig(TokenSource):
+    name: str = Field(pattern=TENANT_NAME)
+
+    @field_validator("name")
+    @classmethod
+    def _not_operator(cls, v: str) -> str:
+        if v == OPERATOR:
+            raise ValueError(f"name={v!r} is reserved for the operator")
+        return v
+
+
+class ServerSection(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    oracle: Literal["mc", "exact"] = "mc"
+
+
+class ConfigFile(BaseModel):
+    """The whole platform.toml: [platform], optional [server], optional [operator] and [[tenants]]."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    platform: Platform
+    server: ServerSection = ServerSection()
+    operator: TokenSource | None = None
+    tenants: tuple[TenantConfig, ...] = ()
+
+    @model_validator(mode="after")
+    def _unique(self) -> ConfigFile:
+        seen: set[str] = set()
+        for i, t in enumerate(self.tenants):
+            if t.name in seen:
+                raise ValueError(f"tenants[{i}].name={t.name!r} is used twice")
+            seen.add(t.name)
+        if self.tenants and self.operator is None:
+            raise ValueError("tenants are configured but [operator] is missing: give the operator a token")
+        return self
+
+
+class ConfigError(ValueError):
+    """The configuration file is unreadable or invalid; the message names the field, value and bound."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: a tenant, or the operator (who may act for every tenant)."""
+
+    name: str
+
+    @property
+    def is_operator(self) -> bool:
+        return self.name == OPERATOR
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    platform: Platform
+    oracle: Literal["mc", "exact"]
+    tokens: dict[str, str]  # token -> principal name; empty: authentication is off (loopback only)
+    tenants: tuple[str, ...]
+
+    @property
+    def auth_enabled(self) -> bool:
+        return bool(self.tokens)
+
+    def authenticate(self, token: str) -> Principal | None:
+        """The principal holding `token`, compared in constant time; None if it is unknown."""
+        found = None
+        for known, name in self.tokens.items():
+            if hmac.compare_digest(known.encode(), token.encode()):
+                found = name
+        return Principal(found) if found is not None else None
+
+
+def parse_config(data: dict[str, Any]) -> ServerConfig:
+    """Validate a decoded platform.toml document."""
+    try:
+        doc = ConfigFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc)) from None
+    tokens: dict[str, str] = {}
+    if doc.operator is not None:
+        tokens[doc.operator.resolve("operator")] = OPERATOR
+    for i, t in enumerate(doc.tenants):
+        token = t.resolve(f"tenants[{i}]")
+        if token in tokens:
+            raise ConfigError(f"tenants[{i}] ({t.name!r}) reuses the token of {tokens[token]!r}")
+        tokens[token] = t.name
+    return ServerConfig(platform=doc.platform, oracle=doc.server.oracle, tokens=tokens,
+                        tenants=tuple(t.name for t in doc.tenants))
+
+
+def load_config(path: str | Path) -> ServerConfig:
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read the configuration: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    try:
+        return parse_config(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{p}: {exc}") from None
+
+
+def _explain(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        value = err.get("input")
+        shown = "" if isinstance(value, dict) else f" (value {value!r})"
+        parts.append(f"{loc}{shown}: {err['msg']}")
+    return "; ".join(parts)
+
+
+EXAMPLE = """\
+# sowsched platform.toml: the platform bounds, the mechanism's parameters and who may call the server.
+[platform]
+C = 32          # identical nodes
+C_m = 8         # max concurrency of a job
+D_m = 24        # max duration (rounds)
+S_m = 48        # a job's value is 0 at S_m rounds after birth
+H = 100.0       # max value
+epsilon = 0.1
+eps0 = 0.05
+delta0 = 0.05
+seed = 7
+# samples = 2000  # Monte Carlo samples; default ceil(2 ln(D_m S_m / delta0) / eps0^2) (Lemma F.1)
+
+[server]
+oracle = "mc"   # or "exact" (small instances only)
+
+[operator]
+token_env = "SOWSCHED_OPERATOR_TOKEN"
+
+[[tenants]]
+name = "acme"
+token = "acme-token-change-me"
+
+[[tenants]]
+name = "globex"
+token_env = "SOWSCHED_GLOBEX_TOKEN"
+"""

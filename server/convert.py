@@ -1,0 +1,117 @@
+"""Wire translation: the mechanism's SoW, Quote, JobView, RoundReport and Event to and from protobuf messages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import server.gen  # noqa: F401  (puts the generated `sowsched.v1` package on the import path)
+from mechanism.engine import JobView, Quote, RoundReport
+from mechanism.events import Event
+from mechanism.launch_plan import GroupPlan, LaunchPlan, OutcomeQuote
+from mechanism.sow import Signal
+from server.gen.sowsched.v1 import scheduler_pb2 as pb
+
+
+def _opt(msg: Any, name: str) -> Any:
+    return getattr(msg, name) if msg.HasField(name) else None
+
+
+# ---- statements of work ----
+
+def sow_to_dict(msg: pb.SoW) -> dict[str, Any]:
+    """The SoW message as the dict `SoW.parse` validates (so errors name the same fields as a JSON file)."""
+    return {
+        "concurrency": msg.concurrency,
+        "value_steps": [[s.deadline, s.value] for s in msg.value_steps],
+        "outcomes": [{"arrival_offset": o.arrival_offset, "duration": o.duration, "probability": o.probability,
+                      "signal": _opt(o, "signal")} for o in msg.outcomes],
+        "signal_mode": msg.signal_mode or "explicit",
+    }
+
+
+def sow_to_proto(data: dict[str, Any]) -> pb.SoW:
+    """A SoW dict (as in sow.json, outcomes as dicts or [arrival_offset, duration, probability, signal?] rows)."""
+    msg = pb.SoW(concurrency=int(data["concurrency"]), signal_mode=str(data.get("signal_mode") or ""))
+    for k, v in data["value_steps"]:
+        msg.value_steps.add(deadline=int(k), value=float(v))
+    for row in data["outcomes"]:
+        if isinstance(row, dict):
+            a, d, p, s = row["arrival_offset"], row["duration"], row["probability"], row.get("signal")
+        else:
+            a, d, p, s = (*row, None)[:4]
+        o = msg.outcomes.add(arrival_offset=int(a), duration=int(d), probability=float(p))
+        if s is not None:
+            o.signal = str(s)
+    return msg
+
+
+# ---- quotes ----
+
+def quote_to_proto(q: Quote, tenant: str = "") -> pb.Quote:
+    p = q.plan
+    msg = pb.Quote(job_id=q.job, birth=p.birth, utility=p.utility, tenant=tenant)
+    for g in p.groups:
+        msg.groups.add(arrival=g.arrival, utility=g.utility, **_present(signal=g.signal, start=g.start))
+    for o in p.outcomes:
+        msg.outcomes.add(arrival=o.arrival, duration=o.duration, probability=o.probability, utility=o.utility,
+                         **_present(signal=o.signal, start=o.start, price=o.price, failure_raw=o.failure_raw,
+                                    failure=o.failure))
+    return msg
+
+
+def quote_from_proto(msg: pb.Quote) -> Quote:
+    groups = tuple(GroupPlan(arrival=g.arrival, signal=_opt(g, "signal"), start=_opt(g, "start"), utility=g.utility)
+                   for g in msg.groups)
+    outcomes = tuple(OutcomeQuote(arrival=o.arrival, duration=o.duration, signal=_opt(o, "signal"),
+                                  probability=o.probability, start=_opt(o, "start"), price=_opt(o, "price"),
+                                  failure_raw=_opt(o, "failure_raw"), failure=_opt(o, "failure"), utility=o.utility)
+                     for o in msg.outcomes)
+    return Quote(msg.job_id, LaunchPlan(birth=msg.birth, groups=groups, outcomes=outcomes, utility=msg.utility))
+
+
+def _present(**fields: Any) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+# ---- jobs ----
+
+_JOB_OPTIONAL = ("arrival", "signal", "start", "finish", "ended", "reported_arrival", "scheduled_start")
+
+
+def job_to_proto(v: JobView, tenant: str = "") -> pb.Job:
+    return pb.Job(job_id=v.id, seq=v.seq, state=v.state, birth=v.birth, concurrency=v.concurrency,
+                  charge=v.charge, value=v.value, tenant=tenant,
+                  **_present(**{k: getattr(v, k) for k in _JOB_OPTIONAL}))
+
+
+def job_from_proto(msg: pb.Job) -> JobView:
+    return JobView(id=msg.job_id, seq=msg.seq, state=msg.state, birth=msg.birth, concurrency=msg.concurrency,
+                   charge=msg.charge, value=msg.value, **{k: _opt(msg, k) for k in _JOB_OPTIONAL})
+
+
+# ---- events and rounds ----
+
+def event_to_proto(e: Event) -> pb.Event:
+    return pb.Event(seq=e.seq, round=e.round, type=e.type, job_id=e.job,
+                    data_json=json.dumps(e.data, sort_keys=True))
+
+
+def event_from_proto(msg: pb.Event) -> Event:
+    return Event(seq=msg.seq, round=msg.round, type=msg.type, job=msg.job_id,
+                 data=json.loads(msg.data_json) if msg.data_json else {})
+
+
+def round_to_proto(r: RoundReport) -> pb.RoundReport:
+    return pb.RoundReport(round=r.round, events=[event_to_proto(e) for e in r.events], running=r.running,
+                          expected_usage=r.expected_usage, unit_price=r.unit_price)
+
+
+def round_from_proto(msg: pb.RoundReport) -> RoundReport:
+    return RoundReport(round=msg.round, events=tuple(event_from_proto(e) for e in msg.events), running=msg.running,
+                       expected_usage=msg.expected_usage, unit_price=msg.unit_price)
+
+
+def signal_field(signal: Signal) -> dict[str, Any]:
+    """Keyword arguments setting an optional `signal` field, or none for "no signal"."""
+    return {} if signal is None else {"signal": str(signal)}

@@ -1,0 +1,174 @@
+"""The durable scheduler: one writer applies commands to the engine in order and logs each before it is acknowledged."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from mechanism.engine import Engine, EngineError, JobView, Quote, RoundReport
+from mechanism.sow import SoW
+from server.config import OPERATOR, Principal, ServerConfig
+from server.store import CommandStore, StoreError
+
+Result = Quote | JobView | RoundReport
+Encoder = Callable[[str, Result, str], bytes]  # (kind, result, owner tenant) -> the reply as sent
+CLOCK = "clock"  # the caller recorded for wall-clock rounds
+
+log = logging.getLogger("sowsched.scheduler")
+
+
+class Refused(Exception):
+    """A request the service refuses before the engine sees it; `code` names the gRPC status."""
+
+    code = "INVALID_ARGUMENT"
+
+
+class PermissionDenied(Refused):
+    code = "PERMISSION_DENIED"
+
+
+class FailedPrecondition(Refused):
+    code = "FAILED_PRECONDITION"
+
+
+class Unavailable(Refused):
+    code = "UNAVAILABLE"
+
+
+class ReplayDiverged(StoreError):
+    """Replaying the log did not reproduce a logged reply: the log and the code disagree."""
+
+
+@dataclass(frozen=True)
+class Acknowledged:
+    """A command's reply as sent: freshly applied, or the logged reply of an earlier identical request."""
+
+    reply: bytes
+    replayed: bool
+
+
+def body_hash(kind: str, body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps([kind, body], sort_keys=True).encode()).hexdigest()
+
+
+def apply_command(engine: Engine, kind: str, body: dict[str, Any]) -> Result:
+    """Apply one logged command; raises EngineError (or pydantic ValidationError) and then changes nothing."""
+    if kind == "submit":
+        return engine.submit(body["job_id"], SoW.parse(body["sow"], engine.platform))
+    if kind == "arrive":
+        return engine.report_arrival(body["job_id"], body["signal"])
+    if kind == "complete":
+        return engine.report_completion(body["job_id"])
+    if kind == "advance":
+        return engine.advance()
+    raise StoreError(f"command kind={kind!r} is unknown")
+
+
+class DurableScheduler:
+    """The engine behind one lock, its command log, job owners and request ids; replays the log on start."""
+
+    def __init__(self, config: ServerConfig, store: CommandStore, encode: Encoder) -> None:
+        self.config = config
+        self.engine = Engine(config.platform, oracle=config.oracle)
+        self.store = store
+        self._encode = encode
+        self._lock = threading.Lock()
+        self.changed = threading.Condition(self._lock)
+        self.owners: dict[str, str] = {}  # job id -> tenant
+        self._requests: dict[tuple[str, str], tuple[str, bytes]] = {}  # (caller, request id) -> (hash, reply)
+        self._broken: str | None = None
+        self.replayed = self._replay()
+
+    def _replay(self) -> int:
+        n = 0
+        for cmd in self.store.commands():
+            result = apply_command(self.engine, cmd.kind, cmd.body)
+            owner = self._record(cmd.kind, cmd.body)
+            if self._encode(cmd.kind, result, owner) != cmd.reply:
+                raise ReplayDiverged(f"store {self.store.path}: replaying command {cmd.seq} ({cmd.kind}) did not "
+                                     "reproduce its logged reply; the log was written by different code")
+            if cmd.request_id is not None:
+                self._requests[(cmd.caller, cmd.request_id)] = (cmd.body_hash, cmd.reply)
+            n += 1
+        return n
+
+    def _record(self, kind: str, body: dict[str, Any]) -> str:
+        if kind == "submit":
+            self.owners[body["job_id"]] = body["tenant"]
+        return str(body.get("tenant") or self.owners.get(body.get("job_id", ""), OPERATOR))
+
+    # ---- commands ----
+
+    def execute(self, caller: Principal | str, request_id: str | None, kind: str,
+                body: dict[str, Any]) -> Acknowledged:
+        """Apply `kind` with `body` and log it, or return the logged reply of the same earlier request."""
+        name = caller.name if isinstance(caller, Principal) else caller
+        h = body_hash(kind, body)
+        with self._lock:
+            if self._broken is not None:
+                raise Unavailable(self._broken)
+            if request_id:
+                prior = self._requests.get((name, request_id))
+                if prior is not None:
+                    if prior[0] != h:
+                        raise Refused(f"request_id={request_id!r} was already used for a different {kind} "
+                                      "request; use a new request id")
+                    return Acknowledged(prior[1], replayed=True)
+            self._authorize(name, kind, body)
+            result = apply_command(self.engine, kind, body)
+            owner = self._record(kind, body)
+            reply = self._encode(kind, result, owner)
+            self._log(kind, name, request_id or None, body, h, reply)
+            self.changed.notify_all()
+            return Acknowledged(reply, replayed=False)
+
+    def _authorize(self, caller: str, kind: str, body: dict[str, Any]) -> None:
+        if caller in (OPERATOR, CLOCK):
+            return
+        if kind == "advance":
+            raise PermissionDenied("AdvanceRound needs the operator token")
+        if kind == "submit":
+            if body["tenant"] != caller:
+                raise PermissionDenied(f"tenant {caller!r} cannot submit for tenant {body['tenant']!r}")
+            return
+        owner = self.owners.get(body["job_id"])
+        if owner is not None and owner != caller:
+            raise PermissionDenied(f"job {body['job_id']!r} belongs to another tenant")
+
+    def _log(self, kind: str, caller: str, request_id: str | None, body: dict[str, Any], h: str,
+             reply: bytes) -> None:
+        try:
+            self.store.append(kind, caller, request_id, body, h, reply, self.engine.now)
+        except StoreError as exc:
+            # The engine has applied a command the log does not hold: stop serving; a restart replays the log.
+            self._broken = f"the command log failed ({exc}); the server must be restarted"
+            log.critical("command log failed", extra={"fields": {"error": str(exc)}})
+            raise Unavailable(self._broken) from None
+        if request_id is not None:
+            self._requests[(caller, request_id)] = (h, reply)
+
+    # ---- reads ----
+
+    @contextmanager
+    def reading(self) -> Iterator[Engine]:
+        """The engine between two commands: never half-way through a round."""
+        with self._lock:
+            if self._broken is not None:
+                raise Unavailable(self._broken)
+            yield self.engine
+
+    def close(self) -> None:
+        with self._lock:
+            self._broken = self._broken or "the server is shutting down"
+            self.changed.notify_all()
+            self.store.close()
+
+
+__all__ = ["Acknowledged", "DurableScheduler", "EngineError", "FailedPrecondition", "PermissionDenied", "Refused", "Unavailable",
+           "apply_command", "body_hash"]

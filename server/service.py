@@ -1,0 +1,279 @@
+"""The gRPC servicer: authenticate, translate protobuf to domain calls and back, map refusals to status codes."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import grpc
+from pydantic import ValidationError
+
+import server.gen  # noqa: F401
+from mechanism.engine import Engine, EngineError, JobView, Quote, RoundReport
+from mechanism.sow import SoW
+from server import convert
+from server.config import OPERATOR, Principal
+from server.gen.sowsched.v1 import scheduler_pb2 as pb
+from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
+from server.scheduler import DurableScheduler, FailedPrecondition, PermissionDenied, Refused, Result
+
+MAX_PAGE = 1000
+DEFAULT_PAGE = 100
+MAX_REQUEST_ID = 128
+WATCH_POLL_S = 0.5
+log = logging.getLogger("sowsched.rpc")
+T = TypeVar("T")
+
+
+def encode_reply(kind: str, result: Result, owner: str) -> bytes:
+    """The reply of a logged command, exactly as sent (the log keeps it for retries and replay checks)."""
+    if isinstance(result, Quote):
+        return convert.quote_to_proto(result, owner).SerializeToString(deterministic=True)
+    if isinstance(result, JobView):
+        return convert.job_to_proto(result, owner).SerializeToString(deterministic=True)
+    assert isinstance(result, RoundReport), kind
+    return convert.round_to_proto(result).SerializeToString(deterministic=True)
+
+
+class Clock:
+    """How rounds advance: by AdvanceRound (simulated) or every `round_seconds` (wall)."""
+
+    def __init__(self, mode: str, round_seconds: float) -> None:
+        self.mode = mode
+        self.round_seconds = round_seconds
+
+
+class SchedulerService(pb_grpc.SchedulerServicer):
+    def __init__(self, scheduler: DurableScheduler, clock: Clock) -> None:
+        self.scheduler = scheduler
+        self.clock = clock
+        self.stopping = threading.Event()
+
+    # ---- plumbing ----
+
+    def _call(self, context: grpc.ServicerContext, method: str, body: Callable[[Principal], T]) -> T:
+        """Authenticate, run `body`, log one structured line, and turn refusals into status codes."""
+        started = time.perf_counter()
+        who = "-"
+        code = "OK"
+        try:
+            principal = self._principal(context)
+            if principal is None:
+                code = "UNAUTHENTICATED"
+                context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                              "missing or unknown bearer token in the 'authorization' metadata")
+            assert principal is not None
+            who = principal.name
+            return body(principal)
+        except (EngineError, Refused) as exc:
+            code = exc.code
+            context.abort(getattr(grpc.StatusCode, exc.code), str(exc))
+        except ValidationError as exc:
+            code = "INVALID_ARGUMENT"
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, _validation_message(exc))
+        finally:
+            log.info("rpc", extra={"fields": {"method": method, "caller": who, "code": code,
+                                              "ms": round(1000 * (time.perf_counter() - started), 3)}})
+        raise AssertionError("unreachable")  # context.abort raises
+
+    def _principal(self, context: grpc.ServicerContext) -> Principal | None:
+        cfg = self.scheduler.config
+        if not cfg.auth_enabled:
+            return Principal(OPERATOR)
+        header = dict(context.invocation_metadata()).get("authorization", "")
+        scheme, _, token = str(header).partition(" ")
+        return cfg.authenticate(token.strip()) if scheme.lower() == "bearer" else None
+
+    def _command(self, principal: Principal, request_id: str, kind: str, body: dict[str, Any]) -> bytes:
+        if len(request_id) > MAX_REQUEST_ID:
+            raise Refused(f"request_id has {len(request_id)} characters, above the bound {MAX_REQUEST_ID}")
+        return self.scheduler.execute(principal, request_id or None, kind, body).reply
+
+    # ---- commands ----
+
+    def SubmitSoW(self, request: pb.SubmitSoWRequest, context: grpc.ServicerContext) -> pb.Quote:
+        def body(p: Principal) -> pb.Quote:
+            tenant = _acting_tenant(p, request.tenant, self.scheduler.config.tenants)
+            sow = SoW.parse(convert.sow_to_dict(request.sow), self.scheduler.config.platform)
+            data = {"job_id": request.job_id, "tenant": tenant, "sow": sow.model_dump(mode="json")}
+            return pb.Quote.FromString(self._command(p, request.request_id, "submit", data))
+        return self._call(context, "SubmitSoW", body)
+
+    def ReportArrival(self, request: pb.ReportArrivalRequest, context: grpc.ServicerContext) -> pb.Job:
+        def body(p: Principal) -> pb.Job:
+            data = {"job_id": request.job_id, "signal": request.signal if request.HasField("signal") else None}
+            return pb.Job.FromString(self._command(p, request.request_id, "arrive", data))
+        return self._call(context, "ReportArrival", body)
+
+    def ReportCompletion(self, request: pb.ReportCompletionRequest, context: grpc.ServicerContext) -> pb.Job:
+        def body(p: Principal) -> pb.Job:
+            return pb.Job.FromString(self._command(p, request.request_id, "complete", {"job_id": request.job_id}))
+        return self._call(context, "ReportCompletion", body)
+
+    def AdvanceRound(self, request: pb.AdvanceRoundRequest, context: grpc.ServicerContext) -> pb.RoundReport:
+        def body(p: Principal) -> pb.RoundReport:
+            if not p.is_operator:
+                raise PermissionDenied("AdvanceRound needs the operator token")
+            if self.clock.mode != "simulated":
+                raise FailedPrecondition("AdvanceRound is for the simulated clock; this server advances "
+                                         f"every {self.clock.round_seconds} s (--clock wall)")
+            return pb.RoundReport.FromString(self._command(p, request.request_id, "advance", {}))
+        return self._call(context, "AdvanceRound", body)
+
+    # ---- reads ----
+
+    def GetJob(self, request: pb.GetJobRequest, context: grpc.ServicerContext) -> pb.Job:
+        def body(p: Principal) -> pb.Job:
+            with self.scheduler.reading() as engine:
+                view = engine.view(request.job_id)
+                owner = self._owned(p, request.job_id)
+                return convert.job_to_proto(view, owner)
+        return self._call(context, "GetJob", body)
+
+    def ListJobs(self, request: pb.ListJobsRequest, context: grpc.ServicerContext) -> pb.ListJobsResponse:
+        def body(p: Principal) -> pb.ListJobsResponse:
+            tenant = _visible_tenant(p, request.tenant)
+            size = _page_size(request.page_size)
+            after = _page_token(request.page_token)
+            states = set(request.states)
+            with self.scheduler.reading() as engine:
+                out = pb.ListJobsResponse()
+                for job in engine.jobs.values():
+                    owner = self.scheduler.owners[job.id]
+                    if job.seq <= after or (tenant and owner != tenant) or (states and job.state.value not in states):
+                        continue
+                    if len(out.jobs) == size:
+                        out.next_page_token = str(out.jobs[-1].seq)
+                        break
+                    out.jobs.append(convert.job_to_proto(engine.view(job.id), owner))
+                return out
+        return self._call(context, "ListJobs", body)
+
+    def GetPriceMenu(self, request: pb.GetPriceMenuRequest, context: grpc.ServicerContext) -> pb.PriceMenu:
+        def body(p: Principal) -> pb.PriceMenu:
+            with self.scheduler.reading() as engine:
+                horizon = engine.platform.horizon
+                start = request.start if request.start else engine.now
+                length = request.length if request.length else horizon
+                if start < engine.now:
+                    raise Refused(f"start={start} is before the current round {engine.now}")
+                if not 1 <= length <= 10 * horizon:
+                    raise Refused(f"length={length} is outside [1, {10 * horizon}] (10 horizons)")
+                y, price = engine.price_menu(start, length)
+            return pb.PriceMenu(start=start, expected_usage=y.tolist(), unit_price=price.tolist())
+        return self._call(context, "GetPriceMenu", body)
+
+    def GetInvoice(self, request: pb.GetInvoiceRequest, context: grpc.ServicerContext) -> pb.Invoice:
+        def body(p: Principal) -> pb.Invoice:
+            tenant = _visible_tenant(p, request.tenant) or p.name
+            if tenant not in self.scheduler.config.tenants and tenant != OPERATOR:
+                raise Refused(f"tenant={tenant!r} is not configured")
+            with self.scheduler.reading() as engine:
+                inv = pb.Invoice(tenant=tenant)
+                for c in engine.ledger.charges:
+                    if self.scheduler.owners[c.job] != tenant:
+                        continue
+                    inv.charges.add(job_id=c.job, round=c.round, start=c.start, duration=c.duration,
+                                    concurrency=c.concurrency, amount=c.amount,
+                                    quote=convert.quote_to_proto(engine.quote(c.job), tenant))
+                inv.total = float(sum(c.amount for c in inv.charges))
+                return inv
+        return self._call(context, "GetInvoice", body)
+
+    def GetPlatform(self, request: pb.GetPlatformRequest, context: grpc.ServicerContext) -> pb.PlatformInfo:
+        def body(p: Principal) -> pb.PlatformInfo:
+            with self.scheduler.reading() as engine:
+                return platform_info(engine, self.clock)
+        return self._call(context, "GetPlatform", body)
+
+    def Echo(self, request: pb.EchoRequest, context: grpc.ServicerContext) -> pb.EchoReply:
+        return self._call(context, "Echo", lambda p: pb.EchoReply(payload=request.payload))
+
+    def WatchEvents(self, request: pb.WatchEventsRequest, context: grpc.ServicerContext) -> Iterator[pb.Event]:
+        principal = self._call(context, "WatchEvents", lambda p: p)
+        if request.from_seq < 0:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"from_seq={request.from_seq} is below the bound 0")
+        yield from self._watch(principal, request.from_seq, request.follow, context)
+
+    def _watch(self, principal: Principal, seq: int, follow: bool,
+               context: grpc.ServicerContext) -> Iterator[pb.Event]:
+        """Events from `seq` on, the caller's own only (tenants); with `follow`, wait for new ones."""
+        sched = self.scheduler
+        while context.is_active() and not self.stopping.is_set():
+            with sched.changed:
+                events = sched.engine.events
+                if seq >= len(events):
+                    if not follow:
+                        return
+                    sched.changed.wait(WATCH_POLL_S)
+                    continue
+                batch = events[seq: seq + 256]
+                owners = sched.owners
+            seq += len(batch)
+            for e in batch:
+                if principal.is_operator or owners.get(e.job) == principal.name:
+                    yield convert.event_to_proto(e)
+
+    def _owned(self, p: Principal, job_id: str) -> str:
+        owner = self.scheduler.owners[job_id]
+        if not p.is_operator and owner != p.name:
+            raise PermissionDenied(f"job {job_id!r} belongs to another tenant")
+        return owner
+
+
+def platform_info(engine: Engine, clock: Clock) -> pb.PlatformInfo:
+    pl = engine.platform
+    return pb.PlatformInfo(C=pl.C, C_m=pl.C_m, D_m=pl.D_m, S_m=pl.S_m, H=pl.H, epsilon=pl.epsilon, eps0=pl.eps0,
+                           delta0=pl.delta0, seed=pl.seed, samples=pl.sample_count, oracle=engine.oracle_kind,
+                           clock=clock.mode, round_seconds=clock.round_seconds, now=engine.now,
+                           events=len(engine.events), active_jobs=engine.active_jobs, state_digest=engine.digest(),
+                           platform_json=pl.model_dump_json())
+
+
+def _acting_tenant(p: Principal, requested: str, tenants: tuple[str, ...]) -> str:
+    """The tenant a submission belongs to: the caller's own, or (operator only) the one it names."""
+    if not p.is_operator:
+        if requested and requested != p.name:
+            raise PermissionDenied(f"tenant {p.name!r} cannot submit for tenant {requested!r}")
+        return p.name
+    if requested and requested not in tenants:
+        raise Refused(f"tenant={requested!r} is not configured (configured: {', '.join(tenants) or 'none'})")
+    return requested or OPERATOR
+
+
+def _visible_tenant(p: Principal, requested: str) -> str:
+    """Whose jobs a read covers: a tenant sees only its own; the operator every tenant's, or the one it names."""
+    if p.is_operator:
+        return requested
+    if requested and requested != p.name:
+        raise PermissionDenied(f"tenant {p.name!r} cannot read tenant {requested!r}: platform-wide views need "
+                               "the operator token")
+    return p.name
+
+
+def _page_size(n: int) -> int:
+    if n < 0 or n > MAX_PAGE:
+        raise Refused(f"page_size={n} is outside [0, {MAX_PAGE}] (0 means {DEFAULT_PAGE})")
+    return n or DEFAULT_PAGE
+
+
+def _page_token(token: str) -> int:
+    if not token:
+        return -1
+    if not token.isdigit():
+        raise Refused(f"page_token={token!r} is not a token this server returned")
+    return int(token)
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        value = err.get("input")
+        shown = f" (value {value!r})" if isinstance(value, (int, float, str)) or value is None else ""
+        parts.append(f"sow.{loc}{shown}: {msg}" if loc else f"sow: {msg}")
+    return "; ".join(parts)

@@ -1,0 +1,118 @@
+"""The durable command log: every accepted command, committed to SQLite (WAL) before its reply is sent."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = "1"
+COMMAND_KINDS = ("submit", "arrive", "complete", "advance")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS commands (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    caller TEXT NOT NULL,
+    request_id TEXT,
+    body TEXT NOT NULL,
+    body_hash TEXT NOT NULL,
+    reply BLOB NOT NULL,
+    round INTEGER NOT NULL,
+    logged_at REAL NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS commands_request ON commands (caller, request_id)
+    WHERE request_id IS NOT NULL;
+"""
+
+
+class StoreError(RuntimeError):
+    """The log cannot be opened or written, or belongs to a different platform."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One accepted command as logged: what was asked, by whom, and the reply that acknowledged it."""
+
+    seq: int
+    kind: str
+    caller: str
+    request_id: str | None
+    body: dict[str, Any]
+    body_hash: str
+    reply: bytes
+    round: int
+
+
+def store_path(url: str) -> Path:
+    """`sqlite:///rel/path.db` (relative), `sqlite:////abs/path.db` (absolute) or a plain file path."""
+    if url.startswith("sqlite:///"):
+        rest = url[len("sqlite:///"):]
+    elif "://" in url:
+        raise StoreError(f"store={url!r}: only sqlite:///PATH (or a plain path) is supported")
+    else:
+        rest = url
+    if not rest:
+        raise StoreError(f"store={url!r} names no file")
+    return Path(rest)
+
+
+class CommandStore:
+    """An append-only SQLite log in WAL mode with synchronous=FULL: a returned `append` survives a crash."""
+
+    def __init__(self, path: str | Path, identity: dict[str, Any]) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {self.path}: cannot open: {exc}") from None
+        self._check_identity(identity)
+
+    def _check_identity(self, identity: dict[str, Any]) -> None:
+        """A log replays only into the platform and oracle that wrote it."""
+        wanted = json.dumps(identity, sort_keys=True)
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'identity'").fetchone()
+        if row is None:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("INSERT INTO meta VALUES ('identity', ?), ('schema', ?)", (wanted, SCHEMA_VERSION))
+            self._db.execute("COMMIT")
+        elif row[0] != wanted:
+            raise StoreError(f"store {self.path} was written for {row[0]}, not for the configured {wanted}; "
+                             "use a new store or the original configuration")
+
+    def commands(self) -> Iterator[Command]:
+        """Every logged command in order."""
+        cur = self._db.execute(
+            "SELECT seq, kind, caller, request_id, body, body_hash, reply, round FROM commands ORDER BY seq")
+        for seq, kind, caller, request_id, body, body_hash, reply, round_ in cur:
+            yield Command(seq, kind, caller, request_id, json.loads(body), body_hash, bytes(reply), round_)
+
+    def append(self, kind: str, caller: str, request_id: str | None, body: dict[str, Any], body_hash: str,
+               reply: bytes, round_: int) -> int:
+        """Log one command and commit it (fsync of the WAL) before returning its sequence number."""
+        if kind not in COMMAND_KINDS:
+            raise StoreError(f"command kind={kind!r} is not one of {COMMAND_KINDS}")
+        try:
+            cur = self._db.execute(
+                "INSERT INTO commands (kind, caller, request_id, body, body_hash, reply, round, logged_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (kind, caller, request_id, json.dumps(body, sort_keys=True), body_hash, reply, round_, time.time()))
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {self.path}: cannot append the {kind} command: {exc}") from None
+        assert cur.lastrowid is not None
+        return int(cur.lastrowid)
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM commands").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()

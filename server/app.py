@@ -127,9 +127,8 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
                          "listens on loopback; add [operator] and [[tenants]] tokens")
     if options.clock == "wall" and not options.round_seconds > 0:
         raise StartupError(f"round_seconds={options.round_seconds} must be positive with --clock wall")
-    identity = {"platform": config.platform.model_dump(mode="json"), "oracle": config.oracle}
     started = time.perf_counter()
-    scheduler = DurableScheduler(config, CommandStore(store_path(options.store), identity), encode_reply)
+    scheduler = DurableScheduler(config, CommandStore(store_path(options.store), config.identity()), encode_reply)
     log.info("replayed", extra={"fields": {"commands": scheduler.replayed, "round": scheduler.engine.now,
                                            "s": round(time.perf_counter() - started, 3)}})
     clock = Clock(options.clock, options.round_seconds)

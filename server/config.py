@@ -102,6 +102,10 @@ class ServerConfig:
     tokens: dict[str, str]  # token -> principal name; empty: authentication is off (loopback only)
     tenants: tuple[str, ...]
 
+    def identity(self) -> dict[str, Any]:
+        """What a command log must be replayed with: the platform and the oracle."""
+        return {"platform": self.platform.model_dump(mode="json"), "oracle": self.oracle}
+
     @property
     def auth_enabled(self) -> bool:
         return bool(self.tokens)

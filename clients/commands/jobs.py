@@ -1,0 +1,188 @@
+"""`sowsched submit|arrive|complete|advance|jobs|watch|invoice`: talk to a running server (all with --json)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from clients.client import RpcFailure, SchedulerClient
+from mechanism.engine import Quote, RoundReport
+from mechanism.events import Event
+
+DEFAULT_SERVER = "127.0.0.1:50051"
+STATES = ("SUBMITTED", "WAITING", "RUNNING", "COMPLETED", "EVICTED", "CANCELLED", "EXPIRED", "NOT_SCHEDULED")
+
+
+def add_connection_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--server", default=os.environ.get("SOWSCHED_SERVER", DEFAULT_SERVER),
+                   help="HOST:PORT of the server (env SOWSCHED_SERVER; default %(default)s)")
+    p.add_argument("--token", default=os.environ.get("SOWSCHED_TOKEN"),
+                   help="bearer token (env SOWSCHED_TOKEN)")
+    p.add_argument("--tls-ca", type=Path, help="CA certificate: connect with TLS")
+    p.add_argument("--timeout", type=float, default=30.0, help="deadline per call in seconds")
+
+
+def connect(args: argparse.Namespace) -> SchedulerClient:
+    return SchedulerClient(args.server, args.token, tls_ca=args.tls_ca, timeout=args.timeout)
+
+
+def register(sub: Any) -> None:
+    p = _command(sub, "submit", "submit a statement of work from a JSON file; prints the binding quote", submit)
+    p.add_argument("sow", type=Path, metavar="SOW.json")
+    p.add_argument("--job-id", help="job id (default: the file name without .json)")
+    p.add_argument("--request-id", help="idempotency key: a retry with the same id returns the same quote")
+    p.add_argument("--tenant", default="", help="operator only: submit on behalf of this tenant")
+    p = _command(sub, "arrive", "report that a job is ready now", arrive)
+    p.add_argument("job")
+    p.add_argument("--signal", help="the observed signal (omit for none)")
+    p.add_argument("--request-id")
+    p = _command(sub, "complete", "report that a job's work ends in this round", complete)
+    p.add_argument("job")
+    p.add_argument("--request-id")
+    p = _command(sub, "advance", "play the current round (operator, simulated clock)", advance)
+    p.add_argument("--request-id")
+    p = _command(sub, "jobs", "list jobs (a tenant sees its own)", jobs)
+    p.add_argument("--state", action="append", choices=STATES, default=[], help="filter (repeatable)")
+    p.add_argument("--tenant", default="", help="operator only: one tenant's jobs")
+    p = _command(sub, "watch", "print events as they happen", watch)
+    p.add_argument("--from-seq", type=int, default=0, help="first event sequence number (resume point)")
+    p.add_argument("--no-follow", action="store_true", help="stop after the events that exist now")
+    p.add_argument("--limit", type=int, default=0, help="stop after this many events")
+    p = _command(sub, "invoice", "a tenant's charges with the quote each came from", invoice)
+    p.add_argument("--tenant", default="", help="operator only: whose invoice")
+
+
+def _command(sub: Any, name: str, help_text: str,
+             body: Callable[[SchedulerClient, argparse.Namespace], Any]) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help_text)
+    add_connection_arguments(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_runner(name, body))
+    return p
+
+
+def _runner(name: str, body: Callable[[SchedulerClient, argparse.Namespace], Any]) -> Callable[..., int]:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            with connect(args) as client:
+                out = body(client, args)
+        except RpcFailure as exc:
+            print(f"sowsched {name}: {exc}", file=sys.stderr)
+            return 1
+        except (OSError, ValueError) as exc:
+            print(f"sowsched {name}: {exc}", file=sys.stderr)
+            return 2
+        if out is not None:
+            shown = {k: v for k, v in out.items() if k != "text"}
+            print(json.dumps(shown, sort_keys=True) if args.json else _text(out))
+        return 0
+    return run
+
+
+def _text(out: dict[str, Any]) -> str:
+    return str(out.get("text") or json.dumps(out, indent=2, sort_keys=True))
+
+
+def read_sow(path: Path) -> dict[str, Any]:
+    """The SoW in a JSON file; a syntax error names the line and column."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a SoW is a JSON object, not {type(data).__name__}")
+    return data
+
+
+def submit(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    job_id = args.job_id or args.sow.stem
+    quote = client.submit(job_id, read_sow(args.sow), request_id=args.request_id, tenant=args.tenant)
+    return {**quote.to_dict(), "text": quote_text(quote)}
+
+
+def quote_text(q: Quote) -> str:
+    lines = [f"quote for job {q.job} (born round {q.plan.birth}): estimated utility {q.plan.utility:.4f}"]
+    for g in q.plan.groups:
+        start = "never" if g.start is None else f"start round {g.start}"
+        lines.append(f"  arrival {g.arrival} signal {g.signal!s:>6}: {start}")
+    lines.append("  arrival duration  prob    start    price  failure(raw/announced)  utility")
+    for o in q.plan.outcomes:
+        if o.start is None:
+            lines.append(f"  {o.arrival:7d} {o.duration:8d} {o.probability:6.3f}    never")
+            continue
+        lines.append(f"  {o.arrival:7d} {o.duration:8d} {o.probability:6.3f} {o.start:8d} {o.price:8.3f}  "
+                     f"{o.failure_raw:9.4f} / {o.failure:<9.4f}  {o.utility:8.3f}")
+    return "\n".join(lines)
+
+
+def arrive(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    s = client.report_arrival(args.job, args.signal, request_id=args.request_id)
+    return {**s.view.to_dict(), "tenant": s.tenant, "text": f"job {s.view.id}: {s.view.state}"
+            + ("" if s.view.scheduled_start is None else f", scheduled to start in round {s.view.scheduled_start}")}
+
+
+def complete(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    s = client.report_completion(args.job, request_id=args.request_id)
+    return {**s.view.to_dict(), "tenant": s.tenant, "text": f"job {s.view.id}: {s.view.state}, completion reported"}
+
+
+def advance(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    r = client.advance(request_id=args.request_id)
+    return {**round_dict(r), "text": f"round {r.round}: {len(r.events)} events, running {r.running} nodes, "
+            f"unit price {r.unit_price:.4f}\n" + "\n".join(event_text(e) for e in r.events)}
+
+
+def round_dict(r: RoundReport) -> dict[str, Any]:
+    return {"round": r.round, "events": [e.to_dict() for e in r.events], "running": r.running,
+            "expected_usage": r.expected_usage, "unit_price": r.unit_price}
+
+
+def jobs(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    rows = list(client.list_jobs(states=tuple(args.state), tenant=args.tenant))
+    text = [f"{'job':24} {'tenant':12} {'state':14} {'birth':>5} {'c':>3} {'start':>5} {'charge':>9} {'value':>8}"]
+    for s in rows:
+        v = s.view
+        text.append(f"{v.id:24} {s.tenant:12} {v.state:14} {v.birth:5d} {v.concurrency:3d} "
+                    f"{'-' if v.start is None else v.start:>5} {v.charge:9.3f} {v.value:8.3f}")
+    return {"jobs": [{**s.view.to_dict(), "tenant": s.tenant} for s in rows], "text": "\n".join(text)}
+
+
+def event_text(e: Event) -> str:
+    data = " ".join(f"{k}={v}" for k, v in e.data.items() if k != "plan")
+    return f"#{e.seq:<6} round {e.round:<5} {e.type:13} {e.job} {data}"
+
+
+def watch(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any] | None:
+    events: list[dict[str, Any]] = []
+    seen = 0
+    try:
+        for e in client.watch(args.from_seq, follow=not args.no_follow):
+            seen += 1
+            if args.json:
+                events.append(e.to_dict())
+            else:
+                print(event_text(e), flush=True)
+            if args.limit and seen >= args.limit:
+                break
+    except KeyboardInterrupt:
+        pass
+    if not args.json:
+        return None
+    next_seq = events[-1]["seq"] + 1 if events else args.from_seq
+    return {"events": events, "next_seq": next_seq}
+
+
+def invoice(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    inv = client.invoice(args.tenant)
+    text = [f"invoice of {inv.tenant}: {len(inv.lines)} charges, total {inv.total:.4f}"]
+    text += [f"  {c.job:24} round {c.round:5d} start {c.start:5d} duration {c.duration:3d} x{c.concurrency:<3d} "
+             f"{c.amount:10.4f}" for c in inv.lines]
+    return {"tenant": inv.tenant, "total": inv.total, "text": "\n".join(text),
+            "charges": [{"job": c.job, "round": c.round, "start": c.start, "duration": c.duration,
+                         "concurrency": c.concurrency, "amount": c.amount, "quote": c.quote.to_dict()}
+                        for c in inv.lines]}

@@ -275,9 +275,13 @@ class Engine:
 
     # ---- the failure oracle's view of the earlier jobs ----
 
+    def residuals(self) -> list[Residual]:
+        """What is still random about every active job at the start of the current round, oldest first."""
+        return [self._residual(j) for j in self._active if j.state.active]
+
     def _current_oracle(self) -> MonteCarloOracle | ExactOracle:
         if self._oracle_round != self.now:
-            self._oracle.reset(self.now, [self._residual(j) for j in self._active if j.state.active])
+            self._oracle.reset(self.now, self.residuals())
             self._oracle_round = self.now
         return self._oracle
 

@@ -78,7 +78,7 @@ class MonteCarloOracle:
         p = self.platform
         hist = _survival_histogram(self.paths(), concurrency, p.S_m, p.D_m, p.C).sum(axis=0)
         survive = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]  # survive[s, d] = #samples with g >= d
-        return 1.0 - survive[:, 1:] / float(self.samples)
+        return (self.samples - survive[:, 1:]) / float(self.samples)  # failures / N, exactly as counted
 
     def _packed(self, residuals: list[Residual]) -> tuple[np.ndarray, ...]:
         p = self.platform

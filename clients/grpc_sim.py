@@ -1,0 +1,82 @@
+"""The simulation's SchedulerPort over gRPC: the in-process driver runs unchanged against a server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from clients.client import JobStatus, RpcFailure, SchedulerClient
+from mechanism.engine import (
+    DuplicateJob,
+    EngineError,
+    InvalidReport,
+    OracleKind,
+    Quote,
+    RoundReport,
+    UnknownJob,
+)
+from mechanism.simulation import SimulationResult, Workload, drive
+from mechanism.sow import Signal, SoW
+
+T = TypeVar("T")
+
+# A refusal the engine would have raised in process, by status code; every other failure propagates.
+_REFUSALS: dict[str, type[EngineError]] = {"NOT_FOUND": UnknownJob, "ALREADY_EXISTS": DuplicateJob,
+                                           "FAILED_PRECONDITION": InvalidReport, "INVALID_ARGUMENT": EngineError}
+
+
+class RemoteSchedulerError(RuntimeError):
+    """The server cannot run this simulation (different platform or oracle, or not fresh)."""
+
+
+class GrpcScheduler:
+    """Submit, report and advance through a client; refusals come back as the engine's own exceptions."""
+
+    def __init__(self, client: SchedulerClient, tenant_of: Callable[[str], str] | None = None) -> None:
+        self.client = client
+        self.tenant_of = tenant_of
+
+    def submit(self, job_id: str, sow: SoW) -> Quote:
+        tenant = self.tenant_of(job_id) if self.tenant_of else ""
+        return _refusals_as_engine_errors(lambda: self.client.submit(job_id, sow, tenant=tenant))
+
+    def report_arrival(self, job_id: str, signal: Signal) -> JobStatus:
+        return _refusals_as_engine_errors(lambda: self.client.report_arrival(job_id, signal))
+
+    def report_completion(self, job_id: str) -> JobStatus:
+        return _refusals_as_engine_errors(lambda: self.client.report_completion(job_id))
+
+    def advance(self) -> RoundReport:
+        return self.client.advance()
+
+
+def _refusals_as_engine_errors(call: Callable[[], T]) -> T:
+    try:
+        return call()
+    except RpcFailure as exc:
+        kind = _REFUSALS.get(exc.code)
+        if kind is None:
+            raise
+        raise kind(exc.details) from exc
+
+
+def check_server(client: SchedulerClient, workload: Workload, oracle: OracleKind) -> None:
+    """The server must run the workload's platform and oracle, and not have started yet."""
+    status = client.status()
+    if status.platform != workload.platform:
+        raise RemoteSchedulerError(f"the server's platform {status.platform.model_dump()} differs from the "
+                                   f"workload's {workload.platform.model_dump()}; start it with that platform")
+    if status.oracle != oracle:
+        raise RemoteSchedulerError(f"the server uses oracle={status.oracle!r}, the simulation asks for {oracle!r}")
+    if status.clock != "simulated":
+        raise RemoteSchedulerError(f"the server's clock is {status.clock!r}; a simulation needs --clock simulated")
+    if status.now != 0 or status.events != 0:
+        raise RemoteSchedulerError(f"the server is at round {status.now} with {status.events} events; "
+                                   "a simulation needs a fresh store")
+
+
+def run_remote_simulation(workload: Workload, client: SchedulerClient, oracle: OracleKind = "mc",
+                          tenant_of: Callable[[str], str] | None = None) -> SimulationResult:
+    """Simulate `workload` against the server behind `client` (operator token; simulated clock)."""
+    check_server(client, workload, oracle)
+    return drive(workload, GrpcScheduler(client, tenant_of))

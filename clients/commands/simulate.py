@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -21,6 +22,8 @@ def register(sub: Any) -> None:
     p.add_argument("--oracle", choices=("mc", "exact"), default="mc", help="failure oracle")
     p.add_argument("--events", metavar="OUT.jsonl", help="write one JSON object per event")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--server", metavar="HOST:PORT", help="drive a running server (fresh store) over gRPC instead")
+    p.add_argument("--token", default=os.environ.get("SOWSCHED_TOKEN"), help="operator token for --server")
     p.set_defaults(func=run)
 
 
@@ -36,7 +39,17 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"sowsched simulate: {exc}", file=sys.stderr)
         return 2
-    result = run_simulation(workload, oracle=args.oracle)
+    if args.server:
+        from clients.client import RpcFailure, SchedulerClient
+        from clients.grpc_sim import RemoteSchedulerError, run_remote_simulation
+        try:
+            with SchedulerClient(args.server, args.token) as client:
+                result = run_remote_simulation(workload, client, oracle=args.oracle)
+        except (RpcFailure, RemoteSchedulerError) as exc:
+            print(f"sowsched simulate: {exc}", file=sys.stderr)
+            return 1
+    else:
+        result = run_simulation(workload, oracle=args.oracle)
     if args.events:
         write_events(result, args.events)
     if args.json:

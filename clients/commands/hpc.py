@@ -1,0 +1,91 @@
+"""`sowsched hpc` and `sowsched hpc-study`: schedule an SWF trace and compare schedulers (seed 001)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from clients.swf import CLEANING_RULES, load_workload
+from mechanism.hpc.cp import DEFAULT_TIME_LIMIT
+from mechanism.hpc.jobs import ESTIMATE_MODES
+from mechanism.hpc.study import run_scheduler, run_study, study_table
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} must be > 0")
+    return value
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trace", required=True, help="SWF file")
+    parser.add_argument("--nodes", type=_positive_int, help="node count R (default: header MaxNodes/MaxProcs)")
+    parser.add_argument("--estimates", choices=ESTIMATE_MODES, default="exact", help="E_j = runtime or requested")
+    parser.add_argument(
+        "--time-limit", type=float, default=DEFAULT_TIME_LIMIT, help="CP-SAT seconds per round (off-line: total)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("hpc", help="schedule an SWF trace with one scheduler and print the seed-001 metrics")
+    _common(p)
+    p.add_argument("--jobs", type=_positive_int, help="use only the first N jobs")
+    p.add_argument("--scheduler", required=True, help="e.g. fcfs-conservative, easy, cp-af, cp-offline-awf")
+    p.set_defaults(func=hpc)
+    s = sub.add_parser("hpc-study", help="Table-2-style comparison (percent of List-REG) on an SWF trace")
+    _common(s)
+    s.add_argument("--jobs", type=_positive_int, help="trace prefix for the list schedulers and EASY (default all)")
+    s.add_argument("--cp-jobs", type=int, default=0, help="trace prefix for the CP schedulers (0: skip CP)")
+    s.add_argument("--schedulers", help="comma-separated subset of the table's schedulers")
+    s.set_defaults(func=hpc_study)
+
+
+def _cleaning(report: Any) -> dict[str, Any]:
+    return {"records": report.records, "kept": report.kept, "nodes": report.nodes, **report.counts}
+
+
+def hpc(args: argparse.Namespace) -> int:
+    workload, report = load_workload(args.trace, args.nodes)
+    window = workload.prefix(args.jobs)
+    result = run_scheduler(window, args.scheduler, args.estimates, args.time_limit)
+    out = {
+        **result.metrics.as_dict(),
+        "scheduler": args.scheduler,
+        "estimates": args.estimates,
+        "details": result.details,
+        "cleaning": _cleaning(report),
+    }
+    if args.json:
+        print(json.dumps(out, sort_keys=True))
+    else:
+        for key, value in out.items():
+            print(f"{key}: {value}")
+    sys.stdout.flush()
+    return 0
+
+
+def hpc_study(args: argparse.Namespace) -> int:
+    if args.cp_jobs < 0:
+        raise SystemExit(f"--cp-jobs={args.cp_jobs} must be >= 0")
+    workload, report = load_workload(args.trace, args.nodes)
+    schedulers = tuple(args.schedulers.split(",")) if args.schedulers else None
+    result = run_study(workload, args.jobs, args.cp_jobs or 0, args.estimates, args.time_limit, schedulers)
+    if args.json:
+        out = {
+            "trace": args.trace,
+            "estimates": result.estimates,
+            "time_limit": result.time_limit,
+            "cleaning": _cleaning(report),
+            "cleaning_rules": CLEANING_RULES,
+            "table": result.table,
+            "runs": result.runs,
+        }
+        print(json.dumps(out, sort_keys=True))
+    else:
+        print(study_table(result))
+    sys.stdout.flush()
+    return 0

@@ -85,8 +85,8 @@ def run_scheduler(workload: Workload, name: str, estimates: Estimates, time_limi
         objective = Objective(name.removeprefix("cp-offline-"))
         reference = simulate(workload, conservative(Order.FCFS), "exact").starts
         off = solve_offline(workload, objective, reference, time_limit)
-        details = {"status": off.status, "solver_seconds": round(off.seconds, 3), "time_limit": time_limit}
-        return RunResult(name, evaluate(workload.jobs, off.starts, workload.nodes), details)
+        summary = {"status": off.status, "solver_seconds": round(off.seconds, 3), "time_limit": time_limit}
+        return RunResult(name, evaluate(workload.jobs, off.starts, workload.nodes), summary)
     scheduler = make_scheduler(name, time_limit)
     sim = simulate(workload, scheduler, estimates)
     details: dict[str, Any] = {"rounds": sim.rounds, "max_queue": sim.max_queue}

@@ -181,8 +181,10 @@ class SchedulerClient:
             if not token:
                 return
 
-    def price_menu(self, start: int = 0, length: int = 0) -> PriceMenu:
-        resp = self._call(self.stub.GetPriceMenu, pb.GetPriceMenuRequest(start=start, length=length))
+    def price_menu(self, start: int | None = None, length: int = 0) -> PriceMenu:
+        """y and p(y) for rounds [start, start + length); start defaults to now, length to the horizon."""
+        req = pb.GetPriceMenuRequest(length=length, **({} if start is None else {"start": start}))
+        resp = self._call(self.stub.GetPriceMenu, req)
         return PriceMenu(resp.start, tuple(resp.expected_usage), tuple(resp.unit_price))
 
     def invoice(self, tenant: str = "") -> Invoice:

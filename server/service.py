@@ -156,7 +156,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         def body(p: Principal) -> pb.PriceMenu:
             with self.scheduler.reading() as engine:
                 horizon = engine.platform.horizon
-                start = request.start if request.start else engine.now
+                start = request.start if request.HasField("start") else engine.now
                 length = request.length if request.length else horizon
                 if start < engine.now:
                     raise Refused(f"start={start} is before the current round {engine.now}")

@@ -1,0 +1,117 @@
+"""Shared set-up for the gRPC tests: a small platform, tokens, and servers on 127.0.0.1 port 0."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from clients.client import RetryPolicy, SchedulerClient
+from server.app import RunningServer, ServerOptions, start_server
+from server.config import ServerConfig, parse_config
+
+ROOT = Path(__file__).resolve().parent.parent
+OP = "operator-token-0001"
+ACME = "acme-token-000001"
+GLOBEX = "globex-token-0001"
+PLATFORM: dict[str, Any] = {"C": 8, "C_m": 4, "D_m": 4, "S_m": 8, "H": 50.0, "samples": 2000, "seed": 3}
+CONFIG: dict[str, Any] = {"platform": PLATFORM, "operator": {"token": OP},
+                          "tenants": [{"name": "acme", "token": ACME}, {"name": "globex", "token": GLOBEX}]}
+PATIENT = RetryPolicy(attempts=60, backoff=0.05, max_backoff=0.5)
+
+
+def config() -> ServerConfig:
+    return parse_config(CONFIG)
+
+
+def sow(concurrency: int = 2, value: float = 20.0, outcomes: list[list[Any]] | None = None,
+        signal_mode: str = "explicit") -> dict[str, Any]:
+    return {"concurrency": concurrency, "value_steps": [[6, value]],
+            "outcomes": outcomes or [[0, 2, 0.5], [1, 3, 0.5]], "signal_mode": signal_mode}
+
+
+@contextmanager
+def running(store: Path, **options: Any) -> Iterator[RunningServer]:
+    srv = start_server(config(), ServerOptions(store=str(store), listen="127.0.0.1:0", **options))
+    try:
+        yield srv
+    finally:
+        srv.stop(0)
+
+
+def client(srv_or_port: RunningServer | int, token: str | None = OP, **kw: Any) -> SchedulerClient:
+    port = srv_or_port if isinstance(srv_or_port, int) else srv_or_port.port
+    return SchedulerClient(f"127.0.0.1:{port}", token, **kw)
+
+
+TOML = f"""
+[platform]
+C = {PLATFORM['C']}
+C_m = {PLATFORM['C_m']}
+D_m = {PLATFORM['D_m']}
+S_m = {PLATFORM['S_m']}
+H = {PLATFORM['H']}
+samples = {PLATFORM['samples']}
+seed = {PLATFORM['seed']}
+
+[operator]
+token = "{OP}"
+
+[[tenants]]
+name = "acme"
+token = "{ACME}"
+
+[[tenants]]
+name = "globex"
+token = "{GLOBEX}"
+"""
+
+
+class ServerProcess:
+    """`sowsched serve` in a subprocess on a fixed port, to be killed and restarted."""
+
+    def __init__(self, tmp: Path, port: int = 0, *extra: str) -> None:
+        self.tmp = tmp
+        self.config = tmp / "platform.toml"
+        self.config.write_text(TOML)
+        self.store = tmp / "log.db"
+        self.port = port
+        self.extra = extra
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = open(tmp / "server.log", "ab")  # noqa: SIM115 (closed in close())
+
+    def start(self) -> int:
+        port_file = self.tmp / "port"
+        port_file.unlink(missing_ok=True)
+        cmd = [sys.executable, "-m", "clients.cli", "serve", "--listen", f"127.0.0.1:{self.port}",
+               "--store", str(self.store), "--config", str(self.config), "--port-file", str(port_file),
+               "--log-level", "warning", *self.extra]
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=self.log, env=dict(os.environ))
+        deadline = time.monotonic() + 60
+        while not port_file.exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"server did not start: {(self.tmp / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.02)
+        self.port = int(port_file.read_text())
+        return self.port
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def terminate(self) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=60)
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill()
+        self.log.close()

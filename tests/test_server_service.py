@@ -1,0 +1,438 @@
+"""Every RPC of sowsched.v1.Scheduler against a real server on 127.0.0.1 port 0, with every refusal's status code."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from clients.client import RpcFailure, SchedulerClient
+from mechanism.engine import Engine
+from mechanism.platform import Platform
+from mechanism.pricing import unit_price
+from mechanism.sow import SoW
+from server.app import RunningServer, ServerOptions, StartupError, start_server
+from server.config import ServerConfig
+from tests.grpc_support import ACME, GLOBEX, OP, PLATFORM, client, config, running, sow
+
+
+@pytest.fixture()
+def srv(tmp_path: Path) -> Iterator[RunningServer]:
+    with running(tmp_path / "s.db") as s:
+        yield s
+
+
+@pytest.fixture()
+def op(srv: RunningServer) -> SchedulerClient:
+    return client(srv, OP)
+
+
+@pytest.fixture()
+def acme(srv: RunningServer) -> SchedulerClient:
+    return client(srv, ACME)
+
+
+@pytest.fixture()
+def globex(srv: RunningServer) -> SchedulerClient:
+    return client(srv, GLOBEX)
+
+
+def refused(code: str, match: str) -> pytest.RaisesContext[RpcFailure]:
+    return pytest.raises(RpcFailure, match=f"^{code}: .*{match}")
+
+
+# ---- SubmitSoW ----
+
+def test_submit_returns_the_quote_the_engine_computes(acme: SchedulerClient) -> None:
+    quote = acme.submit("j1", sow())
+    engine = Engine(Platform(**PLATFORM))
+    assert quote == engine.submit("j1", SoW.parse(sow(), engine.platform))
+    assert [g.start for g in quote.plan.groups] == [0, 1]
+    assert all(o.price is not None and o.failure_raw is not None for o in quote.plan.outcomes)
+
+
+def test_submit_quote_marks_never_groups_without_start(acme: SchedulerClient) -> None:
+    # Value 1 cannot pay a two-node price above 1: every group is "never" and carries no price.
+    quote = acme.submit("cheap", sow(value=1.0, outcomes=[[0, 4, 1.0]]))
+    raw = acme.submit_raw("cheap2", sow(value=1.0, outcomes=[[0, 4, 1.0]]))
+    assert quote.plan.groups[0].start is None and not raw.groups[0].HasField("start")
+    assert not raw.outcomes[0].HasField("price")
+
+
+@pytest.mark.parametrize(("body", "match"), [
+    (sow(concurrency=5), r"concurrency=5 exceeds the bound C_m=4"),
+    (sow(outcomes=[[0, 2, 0.5], [1, 3, 0.4]]), r"sum to 0.9"),
+    (sow(outcomes=[[0, 9, 1.0]]), r"duration=9 exceeds the bound D_m=4"),
+    (sow(value=60.0), r"v=60.0 exceeds the bound H=50.0"),
+    ({**sow(), "value_steps": [[9, 20.0]]}, r"k=9 exceeds the bound S_m=8"),
+    ({**sow(), "outcomes": []}, r"sow.outcomes.*at least 1"),
+    (sow(signal_mode="sometimes"), r"sow.signal_mode.*'sometimes'"),
+    (sow(outcomes=[[0, 0, 1.0]]), r"sow.outcomes.0.duration \(value 0\).*greater than or equal to 1"),
+])
+def test_submit_rejects_a_sow_outside_the_bounds_naming_field_value_and_bound(
+        acme: SchedulerClient, op: SchedulerClient, body: dict, match: str) -> None:
+    with refused("INVALID_ARGUMENT", match):
+        acme.submit("bad", body)
+    assert list(op.list_jobs()) == []
+
+
+def test_submit_rejects_a_duplicate_job_id(acme: SchedulerClient, globex: SchedulerClient) -> None:
+    acme.submit("j1", sow())
+    with refused("ALREADY_EXISTS", "'j1' already exists"):
+        globex.submit("j1", sow())
+
+
+@pytest.mark.parametrize(("job_id", "match"), [("", "1 to 128 characters"), ("x" * 129, "1 to 128 characters")])
+def test_submit_rejects_a_bad_job_id(acme: SchedulerClient, job_id: str, match: str) -> None:
+    with refused("INVALID_ARGUMENT", match):
+        acme.submit(job_id, sow())
+
+
+def test_submit_rejects_an_overlong_request_id(acme: SchedulerClient) -> None:
+    with refused("INVALID_ARGUMENT", "request_id has 129 characters, above the bound 128"):
+        acme.submit("j1", sow(), request_id="r" * 129)
+
+
+def test_a_retry_with_the_same_request_id_returns_the_same_quote_and_creates_nothing(
+        acme: SchedulerClient, op: SchedulerClient) -> None:
+    first = acme.submit("j1", sow(), request_id="req-1")
+    events = op.status().events
+    acme.submit("j2", sow(value=30.0))  # moves prices: a recomputed quote for j1 would differ
+    assert acme.submit("j1", sow(), request_id="req-1") == first
+    assert [s.view.id for s in op.list_jobs()] == ["j1", "j2"]
+    assert op.status().events == events + 1
+
+
+def test_the_same_request_id_with_a_different_body_is_rejected(acme: SchedulerClient) -> None:
+    acme.submit("j1", sow(), request_id="req-1")
+    with refused("INVALID_ARGUMENT", "request_id='req-1' was already used for a different submit"):
+        acme.submit("j1", sow(value=30.0), request_id="req-1")
+    with refused("INVALID_ARGUMENT", "already used"):
+        acme.submit("j9", sow(), request_id="req-1")
+
+
+def test_request_ids_are_per_caller(acme: SchedulerClient, globex: SchedulerClient) -> None:
+    acme.submit("a1", sow(), request_id="same")
+    assert globex.submit("g1", sow(), request_id="same").job == "g1"
+
+
+def test_a_tenant_cannot_submit_for_another_tenant(acme: SchedulerClient) -> None:
+    with refused("PERMISSION_DENIED", "'acme' cannot submit for tenant 'globex'"):
+        acme.submit("j1", sow(), tenant="globex")
+
+
+def test_the_operator_submits_for_a_configured_tenant_only(op: SchedulerClient, acme: SchedulerClient) -> None:
+    op.submit("j1", sow(), tenant="acme")
+    assert acme.get_job("j1").tenant == "acme"
+    with refused("INVALID_ARGUMENT", "tenant='nobody' is not configured"):
+        op.submit("j2", sow(), tenant="nobody")
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token-123"])
+def test_calls_without_a_known_bearer_token_are_unauthenticated(srv: RunningServer, token: str | None) -> None:
+    with refused("UNAUTHENTICATED", "bearer token"):
+        client(srv, token).submit("j1", sow())
+    with refused("UNAUTHENTICATED", "bearer token"):
+        client(srv, token).status()
+
+
+def test_a_malformed_authorization_header_is_unauthenticated(srv: RunningServer) -> None:
+    stub = client(srv, None).stub
+    with pytest.raises(grpc.RpcError) as info:
+        stub.Echo(__import__("server.gen.sowsched.v1.scheduler_pb2", fromlist=["x"]).EchoRequest(),
+                  metadata=(("authorization", f"Basic {OP}"),))
+    assert info.value.code() is grpc.StatusCode.UNAUTHENTICATED
+
+
+# ---- ReportArrival / ReportCompletion / AdvanceRound: a job's whole life ----
+
+def test_a_job_lives_submit_arrive_start_complete_and_is_billed_its_quoted_price(
+        acme: SchedulerClient, op: SchedulerClient) -> None:
+    quote = acme.submit("j1", sow())
+    status = acme.report_arrival("j1")
+    assert (status.view.state, status.view.reported_arrival, status.view.scheduled_start) == ("SUBMITTED", 0, 0)
+    r0 = op.advance()
+    assert [(e.type, e.job) for e in r0.events] == [("arrive", "j1"), ("start", "j1")]
+    assert r0.running == 2
+    assert acme.report_completion("j1").view.state == "RUNNING"
+    r1 = op.advance()
+    assert [(e.type, e.data["duration"]) for e in r1.events] == [("complete", 2)]
+    job = acme.get_job("j1").view
+    price = next(o.price for o in quote.plan.outcomes if (o.arrival, o.duration) == (0, 2))
+    assert (job.state, job.finish, job.value) == ("COMPLETED", 2, 20.0)
+    assert job.charge == pytest.approx(price)
+    invoice = acme.invoice()
+    assert invoice.total == pytest.approx(price)
+    assert [(c.job, c.duration, c.quote) for c in invoice.lines] == [("j1", 2, quote)]
+
+
+def test_the_charge_is_c_times_the_sum_of_unit_prices_at_birth(acme: SchedulerClient, op: SchedulerClient) -> None:
+    # Hand check of eq. 7 on an empty platform: every round costs p(0) = 1/(2 D_m), so 2 nodes x 2 rounds = 0.5.
+    acme.submit("j1", sow(outcomes=[[0, 2, 1.0]]))
+    acme.report_arrival("j1")
+    op.advance()
+    acme.report_completion("j1")
+    op.advance()
+    assert acme.get_job("j1").view.charge == pytest.approx(2 * 2 / (2 * PLATFORM["D_m"]))
+
+
+def test_an_arrival_outside_the_declared_support_is_refused_and_changes_nothing(
+        acme: SchedulerClient, op: SchedulerClient) -> None:
+    acme.submit("j1", sow())
+    before = (acme.get_job("j1"), op.status())
+    with refused("INVALID_ARGUMENT", "outside its declared support"):
+        acme.report_arrival("j1", "fast")
+    assert (acme.get_job("j1"), op.status()) == before
+
+
+def test_reports_on_unknown_jobs_are_not_found(acme: SchedulerClient) -> None:
+    with refused("NOT_FOUND", "'nope' not found"):
+        acme.report_arrival("nope")
+    with refused("NOT_FOUND", "'nope' not found"):
+        acme.report_completion("nope")
+    with refused("NOT_FOUND", "'nope' not found"):
+        acme.get_job("nope")
+
+
+def test_reports_for_another_tenants_job_are_denied_and_change_nothing(
+        acme: SchedulerClient, globex: SchedulerClient, op: SchedulerClient) -> None:
+    acme.submit("j1", sow())
+    before = op.status()
+    with refused("PERMISSION_DENIED", "belongs to another tenant"):
+        globex.report_arrival("j1")
+    with refused("PERMISSION_DENIED", "belongs to another tenant"):
+        globex.report_completion("j1")
+    with refused("PERMISSION_DENIED", "belongs to another tenant"):
+        globex.get_job("j1")
+    assert op.status() == before
+
+
+def test_a_second_arrival_and_a_completion_of_a_job_not_running_are_failed_preconditions(
+        acme: SchedulerClient) -> None:
+    acme.submit("j1", sow())
+    with refused("FAILED_PRECONDITION", "does not run in round 0"):
+        acme.report_completion("j1")
+    acme.report_arrival("j1")
+    with refused("FAILED_PRECONDITION", "already reported its arrival"):
+        acme.report_arrival("j1")
+
+
+def test_reports_on_finished_jobs_are_failed_preconditions(acme: SchedulerClient, op: SchedulerClient) -> None:
+    acme.submit("j1", sow(outcomes=[[0, 1, 1.0]]))
+    acme.report_arrival("j1")
+    acme.report_completion("j1")
+    op.advance()
+    assert acme.get_job("j1").view.state == "COMPLETED"
+    with refused("FAILED_PRECONDITION", "is COMPLETED"):
+        acme.report_arrival("j1")
+    with refused("FAILED_PRECONDITION", "is COMPLETED"):
+        acme.report_completion("j1")
+
+
+def test_a_report_retried_with_its_request_id_is_acknowledged_once(acme: SchedulerClient) -> None:
+    acme.submit("j1", sow())
+    first = acme.report_arrival("j1", request_id="arr-1")
+    assert acme.report_arrival("j1", request_id="arr-1") == first
+    with refused("FAILED_PRECONDITION", "already reported"):
+        acme.report_arrival("j1", request_id="arr-2")
+
+
+def test_advance_round_is_operator_only(acme: SchedulerClient, op: SchedulerClient) -> None:
+    with refused("PERMISSION_DENIED", "operator token"):
+        acme.advance()
+    assert op.status().now == 0
+
+
+def test_an_advance_retried_with_its_request_id_plays_one_round(op: SchedulerClient) -> None:
+    first = op.advance(request_id="tick-0")
+    assert op.advance(request_id="tick-0") == first
+    assert op.status().now == 1
+
+
+def test_advance_round_is_refused_under_the_wall_clock(tmp_path: Path) -> None:
+    with running(tmp_path / "w.db", clock="wall", round_seconds=3600.0) as s, \
+            refused("FAILED_PRECONDITION", "simulated clock"):
+        client(s).advance()
+
+
+def test_the_wall_clock_advances_rounds_by_itself_and_logs_them(tmp_path: Path) -> None:
+    with running(tmp_path / "w.db", clock="wall", round_seconds=0.05) as s:
+        c = client(s)
+        deadline = 200
+        while c.status().now < 3 and deadline:
+            deadline -= 1
+            __import__("time").sleep(0.02)
+        assert c.status().clock == "wall" and c.status().now >= 3
+    with running(tmp_path / "w.db") as again:
+        assert client(again).status().now >= 3
+
+
+# ---- reads ----
+
+def test_list_jobs_pages_in_birth_order_and_filters_by_state(op: SchedulerClient, acme: SchedulerClient) -> None:
+    for i in range(5):
+        op.submit(f"j{i}", sow(), tenant="acme")
+    page, token = op.list_jobs_page(page_size=2)
+    assert [s.view.id for s in page] == ["j0", "j1"] and token
+    page, token = op.list_jobs_page(page_size=2, page_token=token)
+    assert [s.view.id for s in page] == ["j2", "j3"]
+    assert [s.view.id for s in op.list_jobs(page_size=2)] == [f"j{i}" for i in range(5)]
+    acme.report_arrival("j0")
+    op.advance()
+    assert [s.view.id for s in op.list_jobs(states=("RUNNING",))] == ["j0"]
+    assert len(list(op.list_jobs(states=("SUBMITTED", "RUNNING")))) == 5
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"page_size": -1}, r"page_size=-1 is outside \[0, 1000\]"),
+    ({"page_size": 1001}, r"page_size=1001 is outside \[0, 1000\]"),
+    ({"page_token": "abc"}, "page_token='abc' is not a token this server returned"),
+])
+def test_list_jobs_rejects_bad_paging(op: SchedulerClient, kw: dict, match: str) -> None:
+    with refused("INVALID_ARGUMENT", match):
+        op.list_jobs_page(**kw)
+
+
+def test_a_tenant_lists_only_its_own_jobs(op: SchedulerClient, acme: SchedulerClient,
+                                          globex: SchedulerClient) -> None:
+    acme.submit("a1", sow())
+    globex.submit("g1", sow())
+    assert [s.view.id for s in acme.list_jobs()] == ["a1"]
+    assert [s.view.id for s in op.list_jobs()] == ["a1", "g1"]
+    assert [s.view.id for s in op.list_jobs(tenant="globex")] == ["g1"]
+    with refused("PERMISSION_DENIED", "platform-wide views need the operator token"):
+        acme.list_jobs_page(tenant="globex")
+
+
+def test_the_price_menu_is_eq_7_of_the_expected_usage(acme: SchedulerClient, op: SchedulerClient) -> None:
+    platform = Platform(**PLATFORM)
+    empty = acme.price_menu()
+    assert empty.start == 0 and len(empty.unit_price) == platform.horizon
+    assert empty.unit_price == pytest.approx([1 / (2 * platform.D_m)] * platform.horizon)
+    acme.submit("j1", sow(outcomes=[[0, 2, 1.0]]))
+    menu = acme.price_menu(0, 3)
+    assert menu.expected_usage == pytest.approx((2.0, 2.0, 0.0))
+    assert menu.unit_price == pytest.approx(unit_price(menu.expected_usage, platform).tolist())
+    op.advance()
+    with refused("INVALID_ARGUMENT", "start=0 is before the current round 1"):
+        acme.price_menu(0, 3)
+    with refused("INVALID_ARGUMENT", r"length=200 is outside \[1, 110\]"):
+        acme.price_menu(1, 200)
+
+
+def test_invoices_are_per_tenant_and_operator_only_for_others(acme: SchedulerClient, globex: SchedulerClient,
+                                                              op: SchedulerClient) -> None:
+    for client_, job in ((acme, "a1"), (globex, "g1")):  # one round each: both start at once
+        client_.submit(job, sow(outcomes=[[0, 1, 1.0]]))
+        client_.report_arrival(job)
+        client_.report_completion(job)
+        op.advance()
+    assert [c.job for c in acme.invoice().lines] == ["a1"]
+    assert [c.job for c in op.invoice("globex").lines] == ["g1"]
+    with refused("PERMISSION_DENIED", "cannot read tenant 'globex'"):
+        acme.invoice("globex")
+    with refused("INVALID_ARGUMENT", "tenant='nobody' is not configured"):
+        op.invoice("nobody")
+
+
+def test_get_platform_reports_bounds_clock_and_the_engines_digest(acme: SchedulerClient,
+                                                                  op: SchedulerClient) -> None:
+    acme.submit("j1", sow())
+    acme.report_arrival("j1")
+    op.advance()
+    engine = Engine(Platform(**PLATFORM))
+    engine.submit("j1", SoW.parse(sow(), engine.platform))
+    engine.report_arrival("j1", None)
+    engine.advance()
+    status = acme.status()
+    assert status.platform == Platform(**PLATFORM)
+    assert (status.samples, status.oracle, status.clock, status.now) == (2000, "mc", "simulated", 1)
+    assert (status.events, status.active_jobs) == (len(engine.events), 1)
+    assert status.state_digest == engine.digest()
+
+
+def test_watch_events_replays_from_a_sequence_number_and_filters_by_tenant(
+        acme: SchedulerClient, globex: SchedulerClient, op: SchedulerClient) -> None:
+    acme.submit("a1", sow())
+    globex.submit("g1", sow())
+    acme.report_arrival("a1")
+    op.advance()
+    everything = list(op.watch(follow=False))
+    assert [(e.seq, e.type, e.job) for e in everything] == [
+        (0, "quote", "a1"), (1, "quote", "g1"), (2, "arrive", "a1"), (3, "start", "a1")]
+    assert [e.seq for e in op.watch(2, follow=False)] == [2, 3]
+    assert [e.job for e in acme.watch(follow=False)] == ["a1", "a1", "a1"]
+    with refused("INVALID_ARGUMENT", "from_seq=-1 is below the bound 0"):
+        list(op.watch(-1, follow=False))
+
+
+def test_a_following_watch_receives_new_events(acme: SchedulerClient, op: SchedulerClient) -> None:
+    stream = op.watch(0, follow=True)
+    acme.submit("a1", sow())
+    first = next(stream)
+    acme.submit("a2", sow())
+    second = next(stream)
+    assert [(first.seq, first.job), (second.seq, second.job)] == [(0, "a1"), (1, "a2")]
+    stream.close()
+
+
+def test_echo_returns_its_payload(acme: SchedulerClient) -> None:
+    assert acme.echo(b"ping") == b"ping"
+
+
+# ---- standard services, TLS, open mode ----
+
+def test_health_checking_reports_serving(srv: RunningServer) -> None:
+    stub = health_pb2_grpc.HealthStub(client(srv).channel)
+    for service in ("", "sowsched.v1.Scheduler"):
+        assert stub.Check(health_pb2.HealthCheckRequest(service=service)).status == \
+            health_pb2.HealthCheckResponse.SERVING
+
+
+def test_reflection_lists_the_scheduler_service(srv: RunningServer) -> None:
+    stub = reflection_pb2_grpc.ServerReflectionStub(client(srv).channel)
+    reply = next(stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")])))
+    names = {s.name for s in reply.list_services_response.service}
+    assert {"sowsched.v1.Scheduler", "grpc.health.v1.Health"} <= names
+
+
+def test_tls_serves_clients_that_trust_the_certificate(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                           "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                           "-keyout", str(key), "-out", str(cert)], capture_output=True, check=False)
+    if made.returncode != 0:
+        pytest.skip(f"openssl cannot make a test certificate: {made.stderr.decode()[-200:]}")
+    with running(tmp_path / "t.db", tls_cert=cert, tls_key=key) as s:
+        secure = SchedulerClient(f"localhost:{s.port}", OP, tls_ca=cert)
+        assert secure.echo(b"tls") == b"tls"
+        with refused("UNAVAILABLE", ""):
+            client(s, OP, retry=__import__("clients.client", fromlist=["x"]).RetryPolicy(attempts=1)).echo(b"x")
+
+
+def test_tls_needs_both_certificate_and_key(tmp_path: Path) -> None:
+    with pytest.raises(StartupError, match="TLS needs both"):
+        start_server(config(), ServerOptions(store=str(tmp_path / "x.db"), listen="127.0.0.1:0",
+                                             tls_cert=tmp_path / "cert.pem"))
+
+
+def test_without_tokens_every_caller_is_the_operator_on_loopback_only(tmp_path: Path) -> None:
+    open_config = ServerConfig(platform=Platform(**PLATFORM), oracle="mc", tokens={}, tenants=())
+    s = start_server(open_config, ServerOptions(store=str(tmp_path / "o.db"), listen="127.0.0.1:0"))
+    try:
+        assert client(s, None).advance().round == 0
+    finally:
+        s.stop(0)
+    with pytest.raises(StartupError, match=r"listen='0\.0\.0\.0:0': without tokens"):
+        start_server(open_config, ServerOptions(store=str(tmp_path / "o2.db"), listen="0.0.0.0:0"))
+
+
+def test_wall_clock_needs_a_positive_round_length(tmp_path: Path) -> None:
+    with pytest.raises(StartupError, match=r"round_seconds=0\.0 must be positive"):
+        start_server(config(), ServerOptions(store=str(tmp_path / "x.db"), listen="127.0.0.1:0", clock="wall",
+                                             round_seconds=0.0))

@@ -1,0 +1,255 @@
+"""Engine: LIFO order, capacity, the job state machine, report validation, determinism and replay."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mechanism.engine import DuplicateJob, Engine, EngineError, InvalidReport, OutsideSupport, UnknownJob
+from mechanism.jobs import IllegalTransition, JobState
+from mechanism.simulation import run_simulation
+from mechanism.sow import SoW
+from tests.conftest import random_sow, small_platform
+
+
+def one_round_sow(p: object, c: int = 1, d: int = 1, arrivals: tuple[int, ...] = (0,)) -> SoW:
+    n = len(arrivals)
+    return SoW.parse({"concurrency": c, "value_steps": [[5, 40.0]],
+                      "outcomes": [[a, d, 1.0 / n] for a in arrivals]}, p)
+
+
+@dataclass
+class RoundRecord:
+    active_at_overload: dict[str, int]  # job -> seq, active when step 3 ran
+    removed: dict[str, int]  # evicted or cancelled by overload this round
+    ran: dict[str, int]  # job -> concurrency, for every job that occupied this round
+
+
+def random_run(seed: int, n_jobs: int = 12, rounds: int = 14) -> tuple[Engine, list[RoundRecord]]:
+    """Drive an engine with random SoWs and random (possibly off-plan) reports; record every round."""
+    p = small_platform(C=4, samples=300, seed=seed % 1000)
+    rng = np.random.default_rng(seed)
+    e = Engine(p)
+    records = []
+    born = 0
+    for _ in range(rounds):
+        for _ in range(int(rng.integers(0, 4))):
+            if born < n_jobs:
+                e.submit(f"j{born}", random_sow(rng, p, max_outcomes=3))
+                born += 1
+        for job in list(e.jobs.values()):
+            groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth]
+            if job.state is JobState.SUBMITTED and groups and rng.random() < 0.8:
+                e.report_arrival(job.id, groups[int(rng.integers(0, len(groups)))][1])
+            if rng.random() < 0.4:
+                with contextlib.suppress(InvalidReport):
+                    e.report_completion(job.id)
+        active = {j.id: j.seq for j in e.jobs.values() if j.state.active}
+        report = e.advance()
+        kinds = {ev.job: ev for ev in report.events}
+        step2 = {j for j, ev in kinds.items() if ev.type in ("expire", "not_scheduled")}
+        removed = {j: e.jobs[j].seq for j, ev in kinds.items() if ev.data.get("reason") == "overload"}
+        ended_running = {j for j, ev in kinds.items()
+                         if ev.type == "complete" or ev.data.get("reason") == "overrun"}
+        ran = {j.id: j.sow.concurrency for j in e.jobs.values()
+               if j.state is JobState.RUNNING or j.id in ended_running}
+        records.append(RoundRecord({j: s for j, s in active.items() if j not in step2}, removed, ran))
+        assert report.running == sum(ran.values())
+    return e, records
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_lifo_never_removes_an_older_active_job_while_a_newer_one_survives(seed: int) -> None:
+    _, records = random_run(seed)
+    for r in records:
+        survivors = [s for j, s in r.active_at_overload.items() if j not in r.removed]
+        for seq in r.removed.values():
+            assert all(s < seq for s in survivors)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_running_jobs_never_exceed_capacity(seed: int) -> None:
+    e, records = random_run(seed)
+    for r in records:
+        assert sum(r.ran.values()) <= e.platform.C
+
+
+def test_random_runs_do_exercise_lifo_removals() -> None:
+    removed = sum(len(r.removed) for seed in range(8) for r in random_run(seed)[1])
+    assert removed > 0
+
+
+def two_way_sow(p: object, c: int) -> SoW:
+    """Arrives at 0 or 1; worth 40 only if done by the end of round 0, so waiting to avoid a collision costs."""
+    return SoW.parse({"concurrency": c, "value_steps": [[1, 40.0], [6, 2.0]],
+                      "outcomes": [[0, 1, 0.5], [1, 1, 0.5]]}, p)
+
+
+def test_overload_cancels_the_newest_job_and_keeps_the_older_one() -> None:
+    p = small_platform(C=3, samples=200)
+    e = Engine(p)
+    e.submit("old", two_way_sow(p, 2))
+    e.submit("new", two_way_sow(p, 2))
+    assert e.jobs["old"].plan.start_for(0, None) == 0 and e.jobs["new"].plan.start_for(0, None) == 0
+    e.report_arrival("old", None)
+    e.report_arrival("new", None)
+    e.report_completion("old")
+    e.report_completion("new")
+    events = [(ev.job, ev.type, ev.data.get("reason")) for ev in e.advance().events if ev.type != "arrive"]
+    assert events == [("new", "cancel", "overload"), ("old", "start", None), ("old", "complete", None)]
+
+
+def test_newest_active_job_is_cancelled_even_when_it_does_not_contribute() -> None:
+    # Remark 2: "old" and "mid" collide in round 0; "late" cannot run before round 1 but is newest, so it goes
+    # first; the load is still too high, so "mid" goes as well; "old" survives.
+    p = small_platform(C=3, samples=200)
+    e = Engine(p)
+    e.submit("old", two_way_sow(p, 2))
+    e.submit("mid", two_way_sow(p, 2))
+    e.submit("late", SoW.parse({"concurrency": 1, "value_steps": [[6, 40.0]], "outcomes": [[2, 1, 1.0]]}, p))
+    assert e.jobs["late"].plan.start_for(2, None) is not None
+    e.report_arrival("old", None)
+    e.report_arrival("mid", None)
+    e.report_completion("old")
+    removed = [ev.job for ev in e.advance().events if ev.data.get("reason") == "overload"]
+    assert removed == ["late", "mid"]
+    assert e.jobs["old"].state is JobState.COMPLETED
+
+
+def test_illegal_transitions_raise() -> None:
+    p = small_platform()
+    e = Engine(p)
+    e.submit("a", one_round_sow(p))
+    job = e.jobs["a"]
+    with pytest.raises(IllegalTransition, match="SUBMITTED -> RUNNING is not allowed"):
+        job.move(JobState.RUNNING, 0)
+    with pytest.raises(IllegalTransition, match="SUBMITTED -> COMPLETED is not allowed"):
+        job.move(JobState.COMPLETED, 0)
+    job.move(JobState.EXPIRED, 0)
+    with pytest.raises(IllegalTransition, match="EXPIRED -> WAITING is not allowed"):
+        job.move(JobState.WAITING, 0)
+
+
+def test_job_life_cycle_submitted_waiting_running_completed_with_charge() -> None:
+    p = small_platform(C=4, samples=100)
+    e = Engine(p)
+    q = e.submit("a", one_round_sow(p, c=2, d=2))
+    assert q.plan.groups[0].start == 0
+    e.report_arrival("a", None)
+    assert e.view("a").scheduled_start == 0
+    r0 = e.advance()
+    assert [ev.type for ev in r0.events] == ["arrive", "start"]
+    e.report_completion("a")
+    r1 = e.advance()
+    (done,) = r1.events
+    assert done.type == "complete" and done.data["duration"] == 2
+    assert done.data["charge"] == pytest.approx(float(e.jobs["a"].menu.price(0, 2, 2)))
+    assert e.jobs["a"].value == 40.0 and e.ledger.revenue == done.data["charge"]
+
+
+def test_a_job_running_past_its_longest_declared_duration_is_evicted_without_charge() -> None:
+    p = small_platform(C=4, samples=100)
+    e = Engine(p)
+    e.submit("a", one_round_sow(p, c=1, d=2))
+    e.report_arrival("a", None)
+    e.advance()
+    r = e.advance()
+    (ev,) = r.events
+    assert (ev.type, ev.data["reason"]) == ("evict", "overrun")
+    assert e.ledger.revenue == 0.0 and e.jobs["a"].charge == 0.0
+
+
+def test_unreported_job_expires_after_its_last_possible_arrival() -> None:
+    p = small_platform(C=4, samples=100)
+    e = Engine(p)
+    e.submit("a", one_round_sow(p, arrivals=(0, 1)))
+    assert [ev.type for ev in e.advance().events] == []
+    assert [ev.type for ev in e.advance().events] == ["expire"]
+
+
+def test_arrival_in_a_never_group_ends_not_scheduled() -> None:
+    p = small_platform(C=4, samples=100)
+    e = Engine(p)
+    # Worth 1 at c=3 for 3 rounds, while even the cheapest round costs 3 * 1/(2 D_m) = 0.5 per round: never.
+    e.submit("a", SoW.parse({"concurrency": 3, "value_steps": [[6, 1.0]], "outcomes": [[0, 3, 1.0]]}, p))
+    assert e.jobs["a"].plan.start_for(0, None) is None
+    e.report_arrival("a", None)
+    assert [ev.type for ev in e.advance().events] == ["not_scheduled"]
+
+
+@pytest.mark.parametrize(("call", "error", "match"), [
+    (lambda e: e.report_arrival("nope", None), UnknownJob, "job 'nope' not found"),
+    (lambda e: e.report_completion("nope"), UnknownJob, "job 'nope' not found"),
+    (lambda e: e.report_arrival("a", "x"), OutsideSupport, r"signal='x'\) is outside its declared support"),
+    (lambda e: e.report_completion("a"), InvalidReport, "is SUBMITTED and does not run in round 0"),
+    (lambda e: e.submit("a", one_round_sow(small_platform())), DuplicateJob, "job id 'a' already exists"),
+    (lambda e: e.submit("", one_round_sow(small_platform())), EngineError, "must have 1 to 128 characters"),
+    (lambda e: e.submit("z", SoW.model_validate({"concurrency": 9, "value_steps": [[3, 5.0]],
+                                                 "outcomes": [[0, 1, 1.0]]})), EngineError,
+     "concurrency=9 exceeds the bound C_m=3"),
+])
+def test_bad_commands_are_refused_and_change_nothing(call: object, error: type[Exception], match: str) -> None:
+    p = small_platform(samples=100)
+    e = Engine(p)
+    e.submit("a", one_round_sow(p, arrivals=(1,)))
+    digest = e.digest()
+    with pytest.raises(error, match=match):
+        call(e)  # type: ignore[operator]
+    assert e.digest() == digest
+
+
+def test_duplicate_and_late_reports_are_refused() -> None:
+    p = small_platform(samples=100)
+    e = Engine(p)
+    e.submit("a", one_round_sow(p, d=2))
+    e.report_arrival("a", None)
+    with pytest.raises(InvalidReport, match="already reported its arrival in round 0"):
+        e.report_arrival("a", None)
+    e.report_completion("a")
+    with pytest.raises(InvalidReport, match="already reported its completion in round 0"):
+        e.report_completion("a")
+    e.advance()
+    with pytest.raises(InvalidReport, match="is COMPLETED: an arrival is accepted only while SUBMITTED"):
+        e.report_arrival("a", None)
+    with pytest.raises(InvalidReport, match="is COMPLETED and does not run in round 1"):
+        e.report_completion("a")
+
+
+def test_same_seed_gives_identical_events_and_different_seeds_differ() -> None:
+    from clients.workloads import make_workload
+
+    def events(seed: int) -> list[dict[str, object]]:
+        return [ev.to_dict() for ev in run_simulation(make_workload("overload", seed=seed, rounds=12)).events]
+
+    assert events(3) == events(3)
+    assert events(3) != events(4)
+
+
+def test_replaying_the_inputs_rebuilds_the_identical_state() -> None:
+    p = small_platform(C=4, samples=300, seed=11)
+    rng = np.random.default_rng(2)
+    log: list[tuple[str, tuple[object, ...]]] = []
+    e = Engine(p)
+    for i in range(10):
+        sow = random_sow(rng, p)
+        e.submit(f"j{i}", sow)
+        log.append(("submit", (f"j{i}", sow)))
+        for job in e.jobs.values():
+            groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth]
+            if job.state is JobState.SUBMITTED and groups:
+                e.report_arrival(job.id, groups[0][1])
+                log.append(("report_arrival", (job.id, groups[0][1])))
+        e.advance()
+        log.append(("advance", ()))
+    replay = Engine(p)
+    for name, args in log:
+        getattr(replay, name)(*args)
+    assert replay.digest() == e.digest()
+    assert [ev.to_dict() for ev in replay.events] == [ev.to_dict() for ev in e.events]

@@ -1,0 +1,116 @@
+"""Launch plans equal a brute-force argmax of eq. (1); the toy example of seed 002 Sec. 1.1."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clients.workloads import toy_platform, toy_sow
+from mechanism.engine import Engine
+from mechanism.launch_plan import FailureEstimates, choose_plan
+from mechanism.pricing import PriceBook
+from mechanism.sow import SoW
+from tests.conftest import random_sow, small_platform
+
+
+def brute_force_plan(sow: SoW, birth: int, menu: object, est: FailureEstimates, S_m: int) -> dict[object, int | None]:
+    """Try every start for every group with plain Python loops; never when the best utility is <= 0."""
+    plan: dict[object, int | None] = {}
+    for a, sig in sow.group_keys():
+        best_u, best_s = 0.0, None
+        for s in range(a, S_m):
+            u = 0.0
+            for o, osig in zip(sow.outcomes, sow.signals, strict=True):
+                if (o.arrival_offset, osig) != (a, sig):
+                    continue
+                value = float(sow.value(s + o.duration))
+                price = float(menu.price(birth + s, sow.concurrency, o.duration))  # type: ignore[attr-defined]
+                u += o.probability * (1.0 - est.announced[s, o.duration - 1]) * (value - price)
+            if u > best_u + 1e-9 * max(1.0, abs(best_u)):
+                best_u, best_s = u, s
+        plan[(a, sig)] = None if best_s is None else birth + best_s
+    return plan
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["none", "duration"]))
+def test_plan_equals_brute_force_argmax(seed: int, mode: str) -> None:
+    p = small_platform(C=5, samples=100)
+    rng = np.random.default_rng(seed)
+    sow = random_sow(rng, p, max_outcomes=5, signal_mode=mode)
+    book = PriceBook(p)
+    book.commit(0, rng.uniform(0, 6, size=p.horizon))
+    menu = book.menu(0)
+    raw = rng.choice([0.0, 0.01, 0.3, 0.7, 1.0], size=(p.S_m, p.D_m))
+    est = FailureEstimates.from_raw(raw, p.failure_threshold)
+    plan = choose_plan(sow, 0, menu, est)
+    expected = brute_force_plan(sow, 0, menu, est, p.S_m)
+    assert {(g.arrival, g.signal): g.start for g in plan.groups} == expected
+
+
+def test_plan_utility_is_the_probability_weighted_sum_of_outcome_utilities() -> None:
+    p = small_platform(C=5, samples=100)
+    sow = random_sow(np.random.default_rng(3), p, max_outcomes=5)
+    plan = Engine(p).submit("a", sow).plan
+    assert plan.utility == pytest.approx(sum(o.probability * o.utility for o in plan.outcomes))
+    assert plan.utility == pytest.approx(sum(g.utility for g in plan.groups))
+
+
+def test_announced_estimates_zero_values_at_or_below_the_threshold() -> None:
+    raw = np.array([[0.0, 0.05, 0.06, 0.5]])
+    est = FailureEstimates.from_raw(raw, 0.06)
+    assert est.announced.tolist() == [[0.0, 0.0, 0.0, 0.5]]
+
+
+def test_ties_go_to_never_when_the_best_utility_is_not_positive() -> None:
+    p = small_platform(C=4, samples=100)
+    sow = SoW.parse({"concurrency": 1, "value_steps": [[6, 1.0]], "outcomes": [[0, 1, 1.0]]}, p)
+    book = PriceBook(p)
+    book.commit(0, np.full(p.horizon, 100.0))  # every round costs more than the job is worth
+    est = FailureEstimates.from_raw(np.zeros((p.S_m, p.D_m)), p.failure_threshold)
+    assert choose_plan(sow, 0, book.menu(0), est).groups[0].start is None
+
+
+def test_ties_between_starts_go_to_the_earliest() -> None:
+    p = small_platform(C=4, samples=100)
+    sow = SoW.parse({"concurrency": 1, "value_steps": [[6, 10.0]], "outcomes": [[1, 1, 1.0]]}, p)
+    est = FailureEstimates.from_raw(np.zeros((p.S_m, p.D_m)), p.failure_threshold)
+    assert choose_plan(sow, 0, PriceBook(p).menu(0), est).groups[0].start == 1
+
+
+@pytest.mark.parametrize("X", range(1, 9))
+def test_toy_example_starts_immediately_and_expected_welfare_is_x_plus_2_to_minus_x(X: int) -> None:
+    """Seed 002 Sec. 1.1: scheduled on arrival the job earns sum_k P(k) V(k) = X + 2^-X: linear in X."""
+    p = toy_platform(X, seed=0, samples=500)
+    sow = toy_sow(X, p)
+    plan = Engine(p).submit("toy", sow).plan
+    assert all(g.start == g.arrival for g in plan.groups)
+    expected_welfare = sum(o.probability * float(sow.value(o.start + o.duration)) for o in plan.outcomes)
+    assert expected_welfare == pytest.approx(X + 2.0 ** -X, rel=1e-12)
+
+
+def test_toy_simulated_welfare_per_job_grows_linearly_in_x() -> None:
+    from clients.workloads import make_workload
+    from mechanism.simulation import run_simulation
+
+    per_job = {}
+    for X in (2, 4, 6, 8):
+        runs = [run_simulation(make_workload("toy", seed=s, X=X, jobs=60)) for s in range(3)]
+        assert all(r.counts["completed"] == 60 for r in runs)
+        per_job[X] = float(np.mean([r.welfare / 60 for r in runs]))
+    slope = np.polyfit(list(per_job), list(per_job.values()), 1)[0]
+    assert slope == pytest.approx(1.0, abs=0.25), per_job
+
+
+def test_every_start_in_range_is_considered() -> None:
+    p = small_platform(C=4, samples=100)
+    sow = SoW.parse({"concurrency": 1, "value_steps": [[6, 10.0]], "outcomes": [[0, 1, 1.0]]}, p)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        raw = np.ones((p.S_m, p.D_m))
+        free = int(rng.integers(0, p.S_m))
+        raw[free, :] = 0.0  # only one start is safe
+        est = FailureEstimates.from_raw(raw, p.failure_threshold)
+        assert choose_plan(sow, 0, PriceBook(p).menu(0), est).groups[0].start == free

@@ -1,0 +1,77 @@
+"""Thm 3.2: against the same announced menu, truthful reporting maximises the agent's estimated utility."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mechanism.engine import Engine
+from mechanism.launch_plan import FailureEstimates, LaunchPlan, choose_plan
+from mechanism.sow import SoW
+from tests.conftest import random_sow, small_platform
+
+
+def true_utility(plan: LaunchPlan, reported: SoW, truth: SoW, engine: Engine) -> float:
+    """Estimated utility under the TRUE SoW of following `plan` (chosen for `reported`) at the same menu.
+
+    The job really needs truth.concurrency nodes: declaring fewer means it cannot run (0). It pays and risks
+    failure at the declared concurrency. An arrival outside the declared support is refused (0).
+    """
+    if reported.concurrency < truth.concurrency:
+        return 0.0
+    p = engine.platform
+    oracle = engine._current_oracle()
+    est = FailureEstimates.from_raw(oracle.estimates(reported.concurrency), p.failure_threshold)
+    menu = engine.prices.menu(engine.now)
+    starts = {(g.arrival - plan.birth, g.signal): g.start for g in plan.groups}
+    total = 0.0
+    for o, sig in zip(truth.outcomes, truth.signals, strict=True):
+        s = starts.get((o.arrival_offset, sig))
+        if s is None:
+            continue
+        rel = s - engine.now
+        keep = 1.0 - est.announced[rel, o.duration - 1]
+        value = float(truth.value(rel + o.duration))
+        total += o.probability * keep * (value - float(menu.price(s, reported.concurrency, o.duration)))
+    return total
+
+
+def engine_with_history(seed: int) -> Engine:
+    p = small_platform(C=4, samples=400, seed=seed % 1000)
+    rng = np.random.default_rng(seed)
+    e = Engine(p)
+    for i in range(int(rng.integers(0, 6))):
+        e.submit(f"bg{i}", random_sow(rng, p))
+        if rng.random() < 0.3:
+            e.advance()
+    return e
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["none", "duration"]), st.integers(0, 3))
+def test_truthful_plan_is_never_beaten_by_a_misreport(seed: int, mode: str, kind: int) -> None:
+    e = engine_with_history(seed)
+    p = e.platform
+    rng = np.random.default_rng(seed + 1)
+    truth = random_sow(rng, p, max_outcomes=4, signal_mode=mode)
+    if kind == 0:  # another distribution
+        lie = random_sow(rng, p, max_outcomes=4, signal_mode=mode, concurrency=truth.concurrency)
+        lie = lie.model_copy(update={"value_steps": truth.value_steps})
+    elif kind == 1:  # other values
+        lie = random_sow(rng, p, max_outcomes=4, signal_mode=mode, concurrency=truth.concurrency)
+        lie = truth.model_copy(update={"value_steps": lie.value_steps})
+    elif kind == 2:  # other concurrency
+        lie = truth.model_copy(update={"concurrency": int(rng.integers(1, p.C_m + 1))})
+    else:  # everything at once
+        lie = random_sow(rng, p, max_outcomes=4, signal_mode=mode)
+    lie = SoW.parse(lie.model_dump(), p)
+
+    def plan_for(sow: SoW) -> LaunchPlan:
+        est = FailureEstimates.from_raw(e._current_oracle().estimates(sow.concurrency), p.failure_threshold)
+        return choose_plan(sow, e.now, e.prices.menu(e.now), est)
+
+    honest = true_utility(plan_for(truth), truth, truth, e)
+    lying = true_utility(plan_for(lie), lie, truth, e)
+    assert honest >= lying - 1e-9 * max(1.0, abs(honest))
+    assert honest >= 0.0

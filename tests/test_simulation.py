@@ -1,0 +1,125 @@
+"""In-process simulation: totals, workloads, W.json files and the `sowsched simulate` command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clients.cli import main
+from clients.workloads import load_workload_file, make_workload, parse_workload
+from mechanism.simulation import run_simulation
+
+PLATFORM = {"C": 4, "C_m": 2, "D_m": 3, "S_m": 8, "H": 50.0, "epsilon": 0.1, "eps0": 0.05, "delta0": 0.05,
+            "seed": 1, "samples": 500}
+
+
+def job(id_: str, birth: int, realized: list[int], **kw: object) -> dict[str, object]:
+    base: dict[str, object] = {"id": id_, "birth": birth, "concurrency": 1, "value_steps": [[6, 20.0]],
+                               "outcomes": [[0, 1, 0.5, None], [1, 2, 0.5, None]], "realized": realized}
+    base.update(kw)
+    return base
+
+
+def test_totals_are_consistent_with_job_records() -> None:
+    r = run_simulation(make_workload("overload", seed=2, rounds=15))
+    done = [j for j in r.jobs if j.state == "completed"]
+    assert r.welfare == pytest.approx(sum(j.value for j in done))
+    assert r.revenue == pytest.approx(sum(j.charge for j in done))
+    assert r.utility == pytest.approx(r.welfare - r.revenue)
+    assert sum(r.counts.values()) == len(r.jobs)
+    assert 0.0 <= r.utilization <= 1.0
+    assert r.busy_node_rounds == sum(r.running)
+
+
+def test_overload_workload_evicts_or_cancels() -> None:
+    r = run_simulation(make_workload("overload", seed=0))
+    assert r.counts["evicted"] + r.counts["cancelled"] > 0
+
+
+def test_pipelines_workload_completes_most_jobs() -> None:
+    r = run_simulation(make_workload("pipelines", seed=0, rounds=40))
+    assert r.counts["completed"] >= 0.8 * len(r.jobs)
+
+
+def test_workload_file_jobs_in_the_same_round_are_submitted_in_file_order() -> None:
+    doc = {"platform": PLATFORM, "jobs": [job("b", 0, [0, 1]), job("a", 0, [1, 2]), job("c", 1, [0, 1])]}
+    r = run_simulation(parse_workload(doc))
+    quotes = [e.job for e in r.events if e.type == "quote"]
+    assert quotes == ["b", "a", "c"]
+    assert r.counts["completed"] == 3
+
+
+def test_realized_outcome_outside_the_support_is_refused_and_the_job_expires() -> None:
+    # Declared arrivals 0 or 2; it really arrives at 1: the report is refused, and after round 2 it expires.
+    doc = {"platform": PLATFORM, "jobs": [job("x", 0, [1, 1], outcomes=[[0, 1, 0.5, None], [2, 1, 0.5, None]])]}
+    r = run_simulation(parse_workload(doc))
+    assert r.rejected_reports == 1 and r.counts["expired"] == 1
+
+
+def test_duration_longer_than_declared_is_evicted_as_overrun() -> None:
+    doc = {"platform": PLATFORM, "jobs": [job("x", 0, [0, 3], outcomes=[[0, 1, 0.5, None], [0, 2, 0.5, None]])]}
+    r = run_simulation(parse_workload(doc))
+    assert r.counts["evicted"] == 1 and r.revenue == 0.0
+
+
+@pytest.mark.parametrize(("doc", "match"), [
+    ({"platform": PLATFORM, "jobs": [job("a", 0, [0, 1]), job("a", 1, [0, 1])]}, r"jobs\[1\]\.id='a' is used twice"),
+    ({"platform": PLATFORM, "jobs": [job("a", 0, [0, 1], concurrency=3)]},
+     r"(?s)jobs\[0\] \(id 'a'\):.*concurrency=3 exceeds the bound C_m=2"),
+    ({"platform": PLATFORM, "jobs": [job("a", 0, [0, 0])]}, r"realized=\[0, 0\] needs arrival_offset >= 0 and duration >= 1"),
+    ({"platform": {**PLATFORM, "C": 0}, "jobs": []}, r"platform\.C"),
+    ({"platform": PLATFORM, "jobs": [job("a", -1, [0, 1])]}, r"birth"),
+    ({"platform": PLATFORM}, r"jobs"),
+])
+def test_bad_workload_files_are_rejected_with_the_field(doc: dict[str, object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        parse_workload(doc)
+
+
+def test_invalid_json_reports_line_and_column(tmp_path: Path) -> None:
+    f = tmp_path / "w.json"
+    f.write_text('{"platform": {\n  "C": 4,,\n}}')
+    with pytest.raises(ValueError, match="not valid JSON at line 2 column 10"):
+        load_workload_file(f)
+
+
+@pytest.mark.parametrize(("name", "load", "match"), [
+    ("nope", 1.0, "workload='nope' is not one of toy, pipelines, overload"),
+    ("toy", 0.0, "load=0.0 must be positive"),
+])
+def test_bad_workload_names_and_loads_are_rejected(name: str, load: float, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        make_workload(name, load=load)
+
+
+def test_cli_simulate_prints_the_summary_and_writes_events(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = {"platform": PLATFORM, "jobs": [job("b", 0, [0, 1]), job("a", 1, [1, 2])]}
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps(doc))
+    out = tmp_path / "ev.jsonl"
+    assert main(["simulate", "--workload-file", str(w), "--events", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    for key in ("welfare", "revenue", "utility", "completed", "evicted", "cancelled", "expired", "not_scheduled",
+                "utilization"):
+        assert key in summary
+    events = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {"round", "type", "job"} <= set(events[0])
+    quote = next(e for e in events if e["type"] == "quote")
+    assert {"plan", "utility"} <= set(quote) and {"arrival", "signal", "start"} == set(quote["plan"][0])
+    assert all("charge" in e for e in events if e["type"] == "complete")
+
+
+def test_cli_simulate_reports_a_bad_file_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--workload-file", str(tmp_path / "missing.json"), "--json"]) == 2
+    assert "No such file" in capsys.readouterr().err
+
+
+def test_exact_oracle_runs_a_small_workload_and_agrees_roughly_with_mc() -> None:
+    doc = {"platform": {**PLATFORM, "samples": 4000},
+           "jobs": [job(f"j{i}", i // 2, [i % 2, 1 + i % 2]) for i in range(6)]}
+    w = parse_workload(doc)
+    exact, mc = run_simulation(w, oracle="exact"), run_simulation(w, oracle="mc")
+    assert exact.counts["completed"] + exact.counts["evicted"] + exact.counts["cancelled"] > 0
+    assert abs(exact.welfare - mc.welfare) <= 0.5 * max(exact.welfare, 1.0)

@@ -1,0 +1,215 @@
+"""CP-SAT model of the hindsight problem: optional intervals, a cumulative of capacity C, step values (MODEL.md s. 8).
+
+Math (J = jobs that can earn value; job j has arrival a_j, duration d_j, concurrency c_j, birth b_j and reachable
+value steps (k_ji, v_ji), i = 1..m_j, with v_j(m_j+1) = 0):
+
+    maximise   sum_j sum_i (v_ji - v_j(i+1)) * meet[j,i]
+    subject to a_j <= start[j] <= b_j + k_jm - d_j                        (domain: every start earns value)
+               interval[j] = [start[j], start[j] + d_j) present iff run[j]
+               cumulative(interval, c, C)                                  (load <= C in every round)
+               meet[j,i] => start[j] + d_j - b_j <= k_ji,  meet[j,i] => run[j],  meet[j,m_j] = run[j]
+
+The telescoped sum equals V_j(start + d_j) = v_ji for the first met deadline. Values are scaled to integers
+(`value_scale`); the exact rounding error is added to the reported bound, and the reported value is recomputed
+from the schedule in floating point.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ortools.sat import cp_model_pb2
+from ortools.sat.python import cp_model
+
+from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult, Status, relative_gap
+
+SOLVER_NAME = "cpsat"
+
+
+@dataclass(frozen=True)
+class CpSatParams:
+    """Time limit (s), CP-SAT worker count, an optional hint (job id -> start or None), objective scale."""
+
+    time_limit: float = 60.0
+    workers: int = 2
+    hint: Mapping[str, int | None] | None = None
+    value_scale: float = 1e6
+    log: bool = False
+    time_indexed: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.time_limit > 0:
+            raise ValueError(f"time_limit={self.time_limit} must be above 0 seconds")
+        if self.workers < 1:
+            raise ValueError(f"workers={self.workers} is below the bound 1")
+        if not self.value_scale >= 1:
+            raise ValueError(f"value_scale={self.value_scale} is below the bound 1")
+
+
+@dataclass
+class CpSatModel:
+    """The built model and the variables `extract` reads back."""
+
+    instance: HindsightInstance
+    model: cp_model.CpModel
+    start: dict[str, cp_model.IntVar]
+    run: dict[str, cp_model.IntVar]
+    meet: dict[str, list[cp_model.IntVar]]
+    at: dict[str, dict[int, cp_model.IntVar]]
+    scale: float
+    rounding_slack: float
+
+
+def build(instance: HindsightInstance, value_scale: float = 1e6, time_indexed: bool = True) -> CpSatModel:
+    """Variables, the cumulative and the objective; jobs that cannot earn value are left out.
+
+    With `time_indexed`, a redundant channel at[j,s] (job j starts at s) with per-round capacity rows is added:
+    the same feasible set, but CP-SAT's LP relaxation becomes the (much tighter) time-indexed one.
+    """
+    model = cp_model.CpModel()
+    built = CpSatModel(instance, model, {}, {}, {}, {}, value_scale, 0.0)
+    intervals: list[cp_model.IntervalVar] = []
+    demands: list[int] = []
+    terms: list[tuple[cp_model.IntVar, int]] = []
+    for job in instance.jobs:
+        if not job.can_earn:
+            continue
+        intervals.append(_add_job(built, job))
+        demands.append(job.concurrency)
+        terms.extend(_add_value_steps(built, job))
+    # Capacity: sum_j c_j [start[j] <= t < start[j] + d_j] run[j] <= C for every round t.
+    model.add_cumulative(intervals, demands, instance.capacity)
+    if time_indexed:
+        _add_time_indexed_channel(built)
+    # Objective: sum of telescoped step increments of the met deadlines.
+    model.maximize(sum(coef * var for var, coef in terms))
+    return built
+
+
+def _add_job(built: CpSatModel, job: HindsightJob) -> cp_model.IntervalVar:
+    j = job.id
+    # Domain: a_j <= start[j] <= b_j + k_jm - d_j.
+    start = built.model.new_int_var(job.arrival, job.last_start, f"start[{j}]")
+    run = built.model.new_bool_var(f"run[{j}]")
+    built.start[j], built.run[j] = start, run
+    # Interval [start[j], start[j] + d_j), present iff run[j].
+    return built.model.new_optional_fixed_size_interval_var(start, job.duration, run, f"interval[{j}]")
+
+
+def _add_value_steps(built: CpSatModel, job: HindsightJob) -> list[tuple[cp_model.IntVar, int]]:
+    j, model = job.id, built.model
+    steps = job.reachable_steps()
+    meets: list[cp_model.IntVar] = []
+    terms: list[tuple[cp_model.IntVar, int]] = []
+    for i, (k, v) in enumerate(steps):
+        if i == len(steps) - 1:
+            meet = built.run[j]  # meet[j,m] = run[j]: the domain already meets the last deadline.
+        else:
+            meet = model.new_bool_var(f"meet[{j},{i}]")
+            # meet[j,i] => start[j] + d_j - b_j <= k_ji and meet[j,i] => run[j].
+            model.add(built.start[j] <= job.last_start_for(k)).only_enforce_if(meet)
+            model.add_implication(meet, built.run[j])
+        if meets:
+            # Meeting an earlier deadline meets every later one: meet[j,i-1] => meet[j,i].
+            model.add_implication(meets[-1], meet)
+        meets.append(meet)
+        increment = v - (steps[i + 1][1] if i + 1 < len(steps) else 0.0)
+        coef = round(increment * built.scale)
+        built.rounding_slack += abs(coef - increment * built.scale) / built.scale
+        terms.append((meet, coef))
+    built.meet[j] = meets
+    return terms
+
+
+def _add_time_indexed_channel(built: CpSatModel) -> None:
+    model, instance = built.model, built.instance
+    covering: dict[int, list[tuple[cp_model.IntVar, int]]] = {}
+    for job in instance.jobs:
+        if job.id not in built.run:
+            continue
+        j = job.id
+        at = {s: model.new_bool_var(f"at[{j},{s}]") for s in job.starts()}
+        built.at[j] = at
+        # Channel: sum_s at[j,s] = run[j]; start[j] = a_j + sum_s (s - a_j) at[j,s].
+        model.add(sum(at.values()) == built.run[j])
+        model.add(built.start[j] == job.arrival + sum((s - job.arrival) * var for s, var in at.items()))
+        for s, var in at.items():
+            for t in range(s, s + job.duration):
+                covering.setdefault(t, []).append((var, job.concurrency))
+        # Deadlines: meet[j,i] = sum_{s <= b_j + k_ji - d_j} at[j,s].
+        for (k, _), meet in zip(job.reachable_steps(), built.meet[j], strict=True):
+            model.add(meet == sum(var for s, var in at.items() if s <= job.last_start_for(k)))
+    # Capacity per round: sum_j c_j sum_{s = t-d_j+1}^{t} at[j,s] <= C.
+    for t in sorted(covering):
+        if sum(c for _, c in covering[t]) > instance.capacity:
+            model.add(sum(c * var for var, c in covering[t]) <= instance.capacity)
+
+
+def add_hint(built: CpSatModel, hint: Mapping[str, int | None]) -> None:
+    """Hint a schedule; a hinted start outside a job's valuable range is hinted as "not run"."""
+    for job in built.instance.jobs:
+        if job.id not in built.start:
+            continue
+        s = hint.get(job.id)
+        runs = s is not None and job.arrival <= s <= job.last_start
+        built.model.add_hint(built.run[job.id], int(runs))
+        built.model.add_hint(built.start[job.id], s if runs and s is not None else job.arrival)
+        steps = job.reachable_steps()
+        for i, meet in enumerate(built.meet[job.id][:-1]):
+            met = runs and s is not None and s <= job.last_start_for(steps[i][0])
+            built.model.add_hint(meet, int(met))
+        for start, var in built.at.get(job.id, {}).items():
+            built.model.add_hint(var, int(runs and s == start))
+
+
+def solve(built: CpSatModel, params: CpSatParams) -> tuple[cp_model.CpSolver, cp_model_pb2.CpSolverStatus]:
+    """Run CP-SAT with the time limit and worker count; returns the solver and its status code."""
+    if params.hint is not None:
+        add_hint(built, params.hint)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = params.time_limit
+    solver.parameters.num_workers = params.workers
+    solver.parameters.log_search_progress = params.log
+    status = solver.solve(built.model)
+    return solver, status
+
+
+def extract(built: CpSatModel, solver: cp_model.CpSolver, status: cp_model_pb2.CpSolverStatus) -> OfflineResult:
+    """The schedule, its exact value, the solver's bound plus rounding slack, the gap and an honest status."""
+    instance = built.instance
+    trivial = trivial_bound(instance)
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        starts = {j.id: _start_of(built, solver, j.id) for j in instance.jobs}
+        bound = min(trivial, solver.best_objective_bound / built.scale + built.rounding_slack)
+        state: Status = "optimal" if status == cp_model.OPTIMAL else "feasible"
+    elif status == cp_model.UNKNOWN:
+        starts = {j.id: None for j in instance.jobs}
+        bound, state = trivial, "unknown"
+    else:
+        raise RuntimeError(f"CP-SAT returned {solver.status_name(status)} on the hindsight model, "
+                           "which always has the empty schedule as a solution")
+    value = instance.schedule_value(starts)
+    bound = max(bound, value)
+    return OfflineResult(value=value, bound=bound, gap=relative_gap(value, bound), status=state,
+                         solve_seconds=solver.wall_time, starts=starts, solver=SOLVER_NAME)
+
+
+def _start_of(built: CpSatModel, solver: cp_model.CpSolver, job_id: str) -> int | None:
+    if job_id not in built.run or not solver.boolean_value(built.run[job_id]):
+        return None
+    return int(solver.value(built.start[job_id]))
+
+
+def trivial_bound(instance: HindsightInstance) -> float:
+    """Every job earning its best reachable value: an upper bound that needs no solver."""
+    return math.fsum(job.reachable_steps()[0][1] for job in instance.jobs if job.can_earn)
+
+
+def solve_cpsat(instance: HindsightInstance, params: CpSatParams | None = None) -> OfflineResult:
+    """Build, solve and extract in one call."""
+    params = params or CpSatParams()
+    built = build(instance, params.value_scale, params.time_indexed)
+    solver, status = solve(built, params)
+    return extract(built, solver, status)

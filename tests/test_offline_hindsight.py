@@ -1,0 +1,97 @@
+"""Hindsight jobs and instances: the value step convention, valuable starts, schedule checks, validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult, relative_gap
+
+
+def job(**kw: object) -> HindsightJob:
+    params: dict[str, object] = {"id": "a", "birth": 2, "arrival": 3, "duration": 2, "concurrency": 1,
+                                 "value_steps": ((4, 10.0), (6, 5.0))}
+    params.update(kw)
+    return HindsightJob(**params)  # type: ignore[arg-type]
+
+
+def test_value_is_first_step_whose_deadline_the_completion_meets() -> None:
+    j = job()
+    # start s completes at s + 2; offset from birth 2 is s.
+    assert j.value(3) == 10.0  # f - b = 3 <= 4
+    assert j.value(4) == 10.0  # f - b = 4 <= 4
+    assert j.value(5) == 5.0   # f - b = 5 <= 6
+    assert j.value(6) == 5.0
+    assert j.value(7) == 0.0   # past the last deadline
+    assert j.value(None) == 0.0
+
+
+def test_start_before_arrival_earns_nothing() -> None:
+    assert job().value(2) == 0.0
+
+
+def test_valuable_starts_run_from_arrival_to_last_start() -> None:
+    j = job()
+    assert j.last_start == 2 + 6 - 2
+    assert list(j.starts()) == [3, 4, 5, 6]
+    assert j.can_earn
+
+
+def test_job_that_cannot_meet_its_last_deadline_has_no_starts() -> None:
+    j = job(arrival=7)
+    assert not j.can_earn
+    assert list(j.starts()) == []
+    assert j.reachable_steps() == ()
+
+
+def test_reachable_steps_drop_deadlines_before_earliest_completion() -> None:
+    assert job(arrival=5).reachable_steps() == ((6, 5.0),)
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"birth": -1, "arrival": 0}, "birth=-1 is below the bound 0"),
+    ({"arrival": 1}, "arrival=1 is below its birth=2"),
+    ({"duration": 0}, "duration=0 is below the bound 1"),
+    ({"concurrency": 0}, "concurrency=0 is below the bound 1"),
+    ({"value_steps": ()}, "value_steps is empty"),
+    ({"value_steps": ((0, 1.0),)}, r"value_steps\[0\] deadline k=0 is below the bound 1"),
+    ({"value_steps": ((2, -1.0),)}, r"value_steps\[0\] value v=-1.0 must be positive"),
+    ({"value_steps": ((2, 3.0), (2, 1.0))}, r"value_steps\[1\] deadline k=2 must exceed the previous k=2"),
+    ({"value_steps": ((2, 3.0), (4, 3.0))}, r"value_steps\[1\] value v=3.0 must be below the previous v=3.0"),
+])
+def test_job_validation_names_field_value_and_bound(kw: dict[str, object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        job(**kw)
+
+
+def test_instance_rejects_repeated_ids_and_oversized_jobs_and_zero_capacity() -> None:
+    with pytest.raises(ValueError, match=r"jobs\[1\].id='a' repeats"):
+        HindsightInstance(2, (job(), job()))
+    with pytest.raises(ValueError, match=r"concurrency=3 exceeds the bound capacity=2"):
+        HindsightInstance(2, (job(concurrency=3),))
+    with pytest.raises(ValueError, match="capacity=0 is below the bound 1"):
+        HindsightInstance(0, ())
+
+
+def test_check_schedule_rejects_early_starts_overload_and_unknown_jobs() -> None:
+    inst = HindsightInstance(2, (job(id="a", concurrency=2), job(id="b", concurrency=1)))
+    inst.check_schedule({"a": 3, "b": 5})
+    with pytest.raises(ValueError, match=r"starts at 2, before its arrival=3"):
+        inst.check_schedule({"a": 2})
+    with pytest.raises(ValueError, match=r"round 4 load=3 exceeds the bound capacity=2"):
+        inst.check_schedule({"a": 3, "b": 4})
+    with pytest.raises(ValueError, match="names job 'z'"):
+        inst.check_schedule({"z": 3})
+
+
+def test_schedule_value_sums_job_values_and_horizon_covers_last_start() -> None:
+    inst = HindsightInstance(2, (job(id="a"), job(id="b", arrival=7)))
+    assert inst.schedule_value({"a": 5, "b": 7}) == 5.0
+    assert inst.horizon == 6 + 2
+
+
+def test_result_rejects_unknown_status_and_gap_is_relative_to_bound() -> None:
+    with pytest.raises(ValueError, match="status='done' is not one of"):
+        OfflineResult(1.0, 1.0, 0.0, "done", None)  # type: ignore[arg-type]
+    assert relative_gap(90.0, 100.0) == pytest.approx(0.1)
+    assert relative_gap(100.0, 100.0) == 0.0
+    assert relative_gap(0.0, 0.0) == 0.0

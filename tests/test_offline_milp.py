@@ -1,0 +1,78 @@
+"""Time-indexed MILP (HiGHS) and its LP bound: agreement with brute force, bound >= optimum, honest status."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mechanism.offline.brute import combinations, solve_brute
+from mechanism.offline.hindsight import HindsightInstance, HindsightJob
+from mechanism.offline.instances import random_instance
+from mechanism.offline.milp import MilpParams, build, lp_bound, solve_milp
+from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY
+
+
+def test_milp_proves_the_hand_computed_optimum() -> None:
+    result = solve_milp(HAND)
+    assert result.status == "optimal" and result.value == HAND_OPTIMUM
+    assert result.starts == HAND_SCHEDULE
+    assert result.bound == pytest.approx(HAND_OPTIMUM)
+    assert result.solver == "highs-milp" and result.solve_seconds is not None
+
+
+def test_time_indexed_model_has_a_column_per_valuable_start_and_rows_for_jobs_and_rounds() -> None:
+    model = build(HAND)
+    assert list(zip(model.column_job, model.column_start.tolist(), strict=True)) == [
+        ("A", 0), ("A", 1), ("A", 2), ("B", 0), ("C", 1)]
+    assert model.cost.tolist() == [10.0, 5.0, 5.0, 8.0, 3.0]
+    # Three job rows, then rounds 0..3 (A at 2 occupies rounds 2 and 3).
+    assert model.n_job_rows == 3 and model.n_rows == 3 + 4
+
+
+def test_lp_relaxation_of_the_hand_case_bounds_the_optimum() -> None:
+    bound = lp_bound(HAND)
+    assert bound.status == "optimal" and bound.bound >= HAND_OPTIMUM - 1e-9
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 100_000), n=st.integers(1, 6))
+def test_milp_optimum_equals_brute_force_and_lp_bound_is_at_least_it(seed: int, n: int) -> None:
+    inst = random_instance(n, seed, TINY)
+    if combinations(inst) > 200_000:
+        return
+    exact = solve_brute(inst)
+    result = solve_milp(inst)
+    assert result.status == "optimal"
+    assert result.value == pytest.approx(exact.value, abs=1e-6)
+    inst.check_schedule(result.starts)
+    assert lp_bound(inst).bound >= exact.value - 1e-6
+
+
+def test_milp_under_a_tiny_time_limit_reports_its_gap_honestly() -> None:
+    inst = random_instance(400, 3)
+    result = solve_milp(inst, MilpParams(time_limit=0.3))
+    assert result.status in ("feasible", "unknown")
+    assert result.bound >= result.value and result.gap > 0
+    assert result.gap == pytest.approx((result.bound - result.value) / result.bound)
+    inst.check_schedule(result.starts)
+
+
+def test_milp_with_a_feasible_hint_keeps_at_least_its_value() -> None:
+    result = solve_milp(HAND, MilpParams(time_limit=10.0, hint={"A": 0}))
+    assert result.value == HAND_OPTIMUM
+
+
+def test_milp_and_lp_on_an_instance_without_valuable_starts_return_zero() -> None:
+    inst = HindsightInstance(2, (HindsightJob("late", 0, 5, 2, 1, ((3, 4.0),)),))
+    assert solve_milp(inst).value == 0.0 and solve_milp(inst).status == "optimal"
+    assert lp_bound(inst).bound == 0.0
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"time_limit": -1.0}, "time_limit=-1.0 must be above 0 seconds"),
+    ({"threads": 0}, "threads=0 is below the bound 1"),
+])
+def test_milp_params_validation_names_field_and_bound(kw: dict[str, float], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        MilpParams(**kw)  # type: ignore[arg-type]

@@ -31,6 +31,7 @@ test: setup
 
 bench: setup
 	@echo 'benchmarks:'
+	$(BIN)/sowsched bench core --out bench-core.json
 
 lint: setup
 	$(BIN)/ruff check mechanism server clients tests

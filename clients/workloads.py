@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ def make_workload(name: str, seed: int = 0, load: float = 1.0, **params: Any) ->
     """A named synthetic workload; `load` scales how many jobs it brings per round."""
     if load <= 0 or not math.isfinite(load):
         raise ValueError(f"load={load} must be positive and finite")
-    makers = {"toy": toy_workload, "pipelines": pipelines_workload, "overload": overload_workload}
+    makers: dict[str, Callable[..., Workload]] = {
+        "toy": toy_workload, "pipelines": pipelines_workload, "overload": overload_workload}
     if name not in makers:
         raise ValueError(f"workload={name!r} is not one of {', '.join(WORKLOADS)}")
     return makers[name](seed=seed, load=load, **params)
@@ -90,12 +92,11 @@ def pipeline_sow(platform: Platform, lead: int, jitter: int, median: float, sigm
     w = np.exp(-0.5 * ((offsets - lead) / max(jitter, 1) * 1.5) ** 2)
     w /= w.sum()
     durations, pd = lognormal_durations(median, sigma, platform.D_m)
-    outcomes = [[int(a), int(d), float(pa * pdd), None] for a, pa in zip(offsets, w, strict=True)
-                for d, pdd in zip(durations, pd, strict=True)]
-    total = math.fsum(o[2] for o in outcomes)
-    for o in outcomes:
-        o[2] = o[2] / total
-    outcomes[-1][2] = 1.0 - math.fsum(o[2] for o in outcomes[:-1])
+    pairs = [(int(a), int(d)) for a in offsets for d in durations]
+    prob = np.outer(w, pd).ravel()
+    prob = prob / prob.sum()
+    prob[-1] = 1.0 - math.fsum(prob[:-1].tolist())
+    outcomes = [[a, d, float(x)] for (a, d), x in zip(pairs, prob, strict=True)]
     deadline = min(platform.S_m - 1, lead + jitter + round(2 * median) + 2)
     steps = [[deadline, value], [platform.S_m, max(1.0, value / 2)]]
     return SoW.parse({"concurrency": concurrency, "value_steps": steps, "outcomes": outcomes,

@@ -1,0 +1,127 @@
+"""Mechanism core: quote latency, the literal App. F procedure for comparison, and round advance time."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+
+from mechanism.engine import Engine
+from mechanism.failure_literal import literal_failure
+from mechanism.platform import Platform
+from mechanism.sow import SoW
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", default="100,1000", help="earlier active jobs for the quote-latency runs")
+    p.add_argument("--quotes", type=int, default=40, help="quotes timed per run")
+    p.add_argument("--literal-jobs", type=int, default=100, help="earlier jobs in the literal-procedure case")
+    p.add_argument("--literal-candidates", type=int, default=2, help="(s, d) candidates timed literally")
+    p.add_argument("--samples", type=int, default=None, help="override the Lemma F.1 sample count")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def bench_platform(seed: int, samples: int | None) -> Platform:
+    return Platform(C=1000, C_m=16, D_m=48, S_m=96, H=1000.0, epsilon=0.1, eps0=0.02, delta0=0.01, seed=seed,
+                    samples=samples)
+
+
+def random_sow(rng: np.random.Generator, p: Platform) -> SoW:
+    """A job like a batch of training runs: arrival within 20 rounds, a few candidate durations."""
+    n_a, n_d = int(rng.integers(1, 4)), int(rng.integers(1, 5))
+    arrivals = np.sort(rng.choice(np.arange(0, 20), size=n_a, replace=False))
+    durations = np.sort(rng.choice(np.arange(1, p.D_m + 1), size=n_d, replace=False))
+    w = rng.uniform(0.2, 1.0, size=n_a * n_d)
+    w /= w.sum()
+    outcomes = [[int(a), int(d), float(x)] for (a, d), x in zip(
+        [(a, d) for a in arrivals for d in durations], w, strict=True)]
+    outcomes[-1][2] = 1.0 - sum(o[2] for o in outcomes[:-1])
+    v = float(rng.uniform(100.0, p.H))
+    steps = [[int(min(p.S_m - 10, arrivals[-1] + durations[-1] + 10)), v], [p.S_m, max(1.0, v / 4)]]
+    return SoW.parse({"concurrency": int(rng.integers(1, p.C_m + 1)), "value_steps": steps,
+                      "outcomes": outcomes}, p)
+
+
+def loaded_engine(p: Platform, n_jobs: int, rng: np.random.Generator, rounds: int = 10) -> Engine:
+    """An engine with about n_jobs active jobs born over `rounds` rounds, with arrivals reported on time."""
+    e = Engine(p)
+    for r in range(rounds):
+        for i in range(n_jobs // rounds):
+            e.submit(f"bg{r}-{i}", random_sow(rng, p))
+        for job in e.jobs.values():
+            groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth]
+            if job.state.value == "SUBMITTED" and groups and rng.random() < 0.5:
+                e.report_arrival(job.id, groups[0][1])
+        e.advance()
+    return e
+
+
+def quote_latency(p: Platform, n_jobs: int, quotes: int, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    e = loaded_engine(p, n_jobs, rng)
+    t0 = time.perf_counter()
+    e.prepare_round()  # the round's oracle state (step 6 of the previous round)
+    prepare = time.perf_counter() - t0
+    times = []
+    for i in range(quotes):
+        sow = random_sow(rng, p)
+        t0 = time.perf_counter()
+        e.submit(f"q{i}", sow)
+        times.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    e.advance()
+    e.prepare_round()
+    advance = time.perf_counter() - t0
+    ms = np.array(times) * 1e3
+    return {"active_jobs": n_jobs, "quotes": quotes, "quote_p50_ms": float(np.percentile(ms, 50)),
+            "quote_p99_ms": float(np.percentile(ms, 99)), "oracle_prepare_ms": prepare * 1e3,
+            "round_advance_ms": advance * 1e3, "active_after": e.active_jobs}
+
+
+def literal_speedup(p: Platform, n_jobs: int, candidates: int, seed: int) -> dict[str, Any]:
+    """Time the fast oracle for all (s, d) at once against the literal procedure per candidate, same N."""
+    rng = np.random.default_rng(seed + 1)
+    e = loaded_engine(p, n_jobs, rng)
+    residuals = e.residuals()
+    sow = random_sow(rng, p)
+    t0 = time.perf_counter()
+    e.prepare_round()
+    fast_est = e._current_oracle().estimates(sow.concurrency)
+    fast = time.perf_counter() - t0
+    pairs = [(int(rng.integers(0, p.S_m)), int(rng.integers(1, p.D_m + 1))) for _ in range(candidates)]
+    t0 = time.perf_counter()
+    agree = True
+    for s, d in pairs:
+        value = literal_failure(p, e.now, residuals, sow.concurrency, s, d, p.sample_count)
+        agree &= value == fast_est[s, d - 1]
+    per_candidate = (time.perf_counter() - t0) / candidates
+    all_candidates = p.S_m * p.D_m
+    return {"literal_jobs": n_jobs, "literal_candidates_timed": candidates,
+            "literal_per_candidate_s": per_candidate, "literal_all_candidates_s_extrapolated": per_candidate * all_candidates,
+            "fast_all_candidates_s": fast, "speedup_vs_literal": per_candidate * all_candidates / fast,
+            "literal_equals_fast": bool(agree)}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    p = bench_platform(args.seed, args.samples)
+    runs = [quote_latency(p, int(k), args.quotes, args.seed) for k in str(args.jobs).split(",")]
+    big = max(runs, key=lambda r: r["active_jobs"])
+    lit = literal_speedup(p, args.literal_jobs, args.literal_candidates, args.seed)
+    return {"platform": p.model_dump(), "samples": p.sample_count, "runs": runs,
+            "quote_p50_ms": big["quote_p50_ms"], "quote_p99_ms": big["quote_p99_ms"],
+            "round_advance_ms": big["round_advance_ms"], **lit}
+
+
+def table(r: dict[str, Any]) -> str:
+    lines = [f"mechanism core, C=1000 C_m=16 D_m=48 S_m=96, N={r['samples']} samples (Lemma F.1)",
+             f"{'active jobs':>12} {'quote p50 ms':>13} {'quote p99 ms':>13} {'oracle prep ms':>15} {'advance ms':>11}"]
+    for x in r["runs"]:
+        lines.append(f"{x['active_jobs']:>12} {x['quote_p50_ms']:>13.1f} {x['quote_p99_ms']:>13.1f} "
+                     f"{x['oracle_prepare_ms']:>15.1f} {x['round_advance_ms']:>11.1f}")
+    lines.append(f"literal App. F ({r['literal_jobs']} jobs, {r['literal_candidates_timed']} candidates timed): "
+                 f"{r['literal_per_candidate_s']:.2f} s per (s, d); all {96 * 48} candidates ~"
+                 f"{r['literal_all_candidates_s_extrapolated']:.0f} s vs {r['fast_all_candidates_s']:.3f} s fast "
+                 f"-> speed-up {r['speedup_vs_literal']:.0f}x (estimates equal: {r['literal_equals_fast']})")
+    return "\n".join(lines)

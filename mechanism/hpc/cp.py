@@ -106,6 +106,7 @@ class BuiltModel:
     model: cp_model.CpModel
     starts: dict[int, cp_model.IntVar]
     origin: int
+    tables: bool = False
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,7 @@ def _psf_term(task: Task, wait: float, lam: float) -> float:
 
 def _add_psf_objective(built: BuiltModel, problem: Problem, lam: float) -> None:
     model, origin = built.model, built.origin
+    built.tables = True
     tables: list[tuple[Task, list[tuple[int, int]], list[float]]] = []
     for task in problem.tasks:
         latest = problem.horizon - task.duration - task.earliest
@@ -201,6 +203,8 @@ def build_model(problem: Problem, objective: Objective, lam: float = 0.0) -> Bui
         demands.append(busy.size)
     # (7)/(1): sum of pulse_j(t) <= R at every t
     model.add_cumulative(intervals, demands, problem.nodes)
+    # search: earliest-start first, which packs a first feasible plan quickly (no effect on optimality)
+    model.add_decision_strategy(list(starts.values()), cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
     built = BuiltModel(model=model, starts=starts, origin=origin)
     if objective is Objective.AF:
         # (4): sum_j F_j (the 1/|Q| factor is constant)
@@ -228,6 +232,9 @@ def solve(
     solver.parameters.max_time_in_seconds = max(0.01, time_limit)
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
+    if built.tables:
+        # the per-job cost tables make the LP relaxation large and weak; search without it
+        solver.parameters.linearization_level = 0
     status = solver.solve(built.model)
     seconds = solver.wall_time
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -286,10 +293,16 @@ class CpStats:
 
 
 def round_problem(state: RoundState) -> Problem:
-    """(7)-(8): the queued jobs from t_now, the running jobs as busy nodes until their estimated ends."""
+    """(7)-(8): the queued jobs from t_now, the running jobs as busy nodes until their estimated ends.
+
+    The horizon is the last estimated completion of the List-REG plan plus the longest queued estimate:
+    the List-REG plan is always feasible, and plans ending later are not searched.
+    """
     tasks = tuple(Task(w.index, w.submit, state.now, w.size, w.estimate) for w in state.queue)
     busy = tuple(Busy(state.now, r.end, r.size) for r in state.running if r.end > state.now)
-    horizon = max([state.now] + [b.end for b in busy]) + sum(t.duration for t in tasks)
+    reference = conservative(Order.FCFS).plan(state)
+    last = max([state.now] + [b.end for b in busy] + [reference[t.key] + t.duration for t in tasks])
+    horizon = last + max(t.duration for t in tasks)
     return Problem(tasks=tasks, busy=busy, nodes=state.nodes, horizon=horizon)
 
 

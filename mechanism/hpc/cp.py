@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
 from mechanism.hpc import metrics
@@ -204,7 +205,8 @@ def build_model(problem: Problem, objective: Objective, lam: float = 0.0) -> Bui
     # (7)/(1): sum of pulse_j(t) <= R at every t
     model.add_cumulative(intervals, demands, problem.nodes)
     # search: earliest-start first, which packs a first feasible plan quickly (no effect on optimality)
-    model.add_decision_strategy(list(starts.values()), cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
+    strategy = cp_model_pb2.DecisionStrategyProto
+    model.add_decision_strategy(list(starts.values()), strategy.CHOOSE_LOWEST_MIN, strategy.SELECT_MIN_VALUE)  # type: ignore[arg-type]  # ortools stubs
     built = BuiltModel(model=model, starts=starts, origin=origin)
     if objective is Objective.AF:
         # (4): sum_j F_j (the 1/|Q| factor is constant)

@@ -50,38 +50,23 @@ def client(srv_or_port: RunningServer | int, token: str | None = OP, **kw: Any) 
     return SchedulerClient(f"127.0.0.1:{port}", token, **kw)
 
 
-TOML = f"""
-[platform]
-C = {PLATFORM['C']}
-C_m = {PLATFORM['C_m']}
-D_m = {PLATFORM['D_m']}
-S_m = {PLATFORM['S_m']}
-H = {PLATFORM['H']}
-samples = {PLATFORM['samples']}
-seed = {PLATFORM['seed']}
-
-[operator]
-token = "{OP}"
-
-[[tenants]]
-name = "acme"
-token = "{ACME}"
-
-[[tenants]]
-name = "globex"
-token = "{GLOBEX}"
-"""
+def toml_text(platform: dict[str, Any]) -> str:
+    lines = ["[platform]", *(f"{k} = {v!r}" for k, v in platform.items() if v is not None), "",
+             "[operator]", f'token = "{OP}"']
+    for name, token in (("acme", ACME), ("globex", GLOBEX)):
+        lines += ["", "[[tenants]]", f'name = "{name}"', f'token = "{token}"']
+    return "\n".join(lines) + "\n"
 
 
 class ServerProcess:
     """`sowsched serve` in a subprocess on a fixed port, to be killed and restarted."""
 
-    def __init__(self, tmp: Path, port: int = 0, *extra: str) -> None:
+    def __init__(self, tmp: Path, platform: dict[str, Any] | None = None, *extra: str) -> None:
         self.tmp = tmp
         self.config = tmp / "platform.toml"
-        self.config.write_text(TOML)
+        self.config.write_text(toml_text(platform or PLATFORM))
         self.store = tmp / "log.db"
-        self.port = port
+        self.port = 0
         self.extra = extra
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = open(tmp / "server.log", "ab")  # noqa: SIM115 (closed in close())
@@ -89,7 +74,7 @@ class ServerProcess:
     def start(self) -> int:
         port_file = self.tmp / "port"
         port_file.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "clients.cli", "serve", "--listen", f"127.0.0.1:{self.port}",
+        cmd = [sys.executable, "-m", "clients.commands.server", "serve", "--listen", f"127.0.0.1:{self.port}",
                "--store", str(self.store), "--config", str(self.config), "--port-file", str(port_file),
                "--log-level", "warning", *self.extra]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=self.log, env=dict(os.environ))

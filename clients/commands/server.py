@@ -91,3 +91,15 @@ def _offline_digest(args: argparse.Namespace) -> dict[str, Any]:
                 "commands": sched.replayed, "source": str(path)}
     finally:
         sched.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m clients.commands.server serve ...`: the same commands without importing the whole CLI."""
+    parser = argparse.ArgumentParser(prog="python -m clients.commands.server")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

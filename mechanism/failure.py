@@ -19,6 +19,7 @@ from mechanism.platform import Platform
 from mechanism.rng import stream_key, uniform
 
 CHUNKS = 64  # samples are processed in this many independent chunks (threads), results are exact integers
+HIST_CHUNKS = 8  # fewer chunks for the histogram: each one owns an (S_m, D_m + 1) table
 
 
 @dataclass(frozen=True)
@@ -51,32 +52,35 @@ class MonteCarloOracle:
         self.round = -1
         self._pending: list[Residual] = []
         self._paths: np.ndarray | None = None
+        self._peak: np.ndarray | None = None  # per sample, the highest load of its path
 
     def reset(self, round_: int, residuals: list[Residual]) -> None:
         """Start round `round_` with the earlier active jobs' residuals, in birth order (paths built lazily)."""
         self.round = round_
         self._pending = list(residuals)
         self._paths = None
+        self._peak = None
 
     def append(self, residual: Residual) -> None:
         """A job born in this round joins the earlier jobs of every later SoW of the round."""
-        if self._paths is None:
+        if self._paths is None or self._peak is None:
             self._pending.append(residual)
         else:
-            _append_job(self._paths, *self._packed([residual]), self.platform.C)
+            _append_job(self._paths, self._peak, *self._packed([residual]), self.platform.C)
 
     def paths(self) -> np.ndarray:
         """L[n, tau - t]: load demanded by the earlier jobs in sample n, round tau (int32, N x (S_m + D_m - 1))."""
         if self._paths is None:
-            self._paths = _build_paths(*self._packed(self._pending), self.samples, self.platform.horizon,
-                                       self.platform.C)
+            self._paths, self._peak = _build_paths(*self._packed(self._pending), self.samples,
+                                                   self.platform.horizon, self.platform.C)
             self._pending = []
         return self._paths
 
     def estimates(self, concurrency: int) -> np.ndarray:
         """Raw E(s, c, d) as an (S_m, D_m) array, column d - 1."""
         p = self.platform
-        hist = _survival_histogram(self.paths(), concurrency, p.S_m, p.D_m, p.C).sum(axis=0)
+        paths = self.paths()
+        hist = _survival_histogram(paths, self._peak, concurrency, p.S_m, p.D_m, p.C).sum(axis=0)
         survive = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]  # survive[s, d] = #samples with g >= d
         return (self.samples - survive[:, 1:]) / float(self.samples)  # failures / N, exactly as counted
 
@@ -104,24 +108,37 @@ def _draw(key: np.uint64, sample: int, cdf: np.ndarray, lo: int, hi: int) -> int
 
 
 @numba.njit(cache=True)
-def _append_one(row: np.ndarray, s: int, d: int, c: int, capacity: int) -> None:  # pragma: no cover
-    """Add a job newer than all of `row`'s jobs: it demands c over [s, s+d) until the first overflow removes it."""
+def _append_one(row: np.ndarray, peak: int, s: int, d: int, c: int, capacity: int) -> int:  # pragma: no cover
+    """Add a job newer than all of `row`'s jobs: it demands c over [s, s+d) until the first overflow removes it.
+
+    `peak` bounds the row from above. Returns the highest load among the rounds it raised (0 if none).
+    """
+    top = 0
     if s < 0:
-        return
+        return top
     end = min(s + d, row.size)
+    if peak + c <= capacity:  # nothing overflows anywhere: it simply adds its demand
+        for tau in range(s, end):
+            row[tau] += c
+            top = max(top, row[tau])
+        return top
     for tau in range(s):  # cancelled while waiting: it never contributes
         if row[tau] > capacity:
-            return
+            return top
     for tau in range(s, end):
         row[tau] += c  # its demand counts in the round it is evicted
+        top = max(top, row[tau])
         if row[tau] > capacity:
-            return
+            return top
+    return top
 
 
 @numba.njit(cache=True, parallel=True)
 def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
-                 cdf: np.ndarray, n_samples: int, horizon: int, capacity: int) -> np.ndarray:  # pragma: no cover
+                 cdf: np.ndarray, n_samples: int, horizon: int,
+                 capacity: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
     paths = np.zeros((n_samples, horizon), dtype=np.int32)
+    peak = np.zeros(n_samples, dtype=np.int64)
     n_jobs = keys.size
     per_chunk = (n_samples + CHUNKS - 1) // CHUNKS
     for ch in numba.prange(CHUNKS):
@@ -138,40 +155,45 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
                     diff[min(s + length[i], horizon)] -= conc[k]
             row = paths[n]
             acc = 0
-            overflow = False
+            top = 0
             for tau in range(horizon):
                 acc += diff[tau]
                 row[tau] = acc
-                if acc > capacity:
-                    overflow = True
-            if overflow:  # evictions happen: replay LIFO exactly, oldest job first
+                top = max(top, acc)
+            if top > capacity:  # evictions happen: replay LIFO exactly, oldest job first
                 row[:] = 0
+                top = 0
                 for k in range(n_jobs):
                     i = chosen[k]
-                    _append_one(row, start[i], length[i], conc[k], capacity)
-    return paths
+                    top = max(top, _append_one(row, capacity + 1, start[i], length[i], conc[k], capacity))
+            peak[n] = top
+    return paths, peak
 
 
 @numba.njit(cache=True, parallel=True)
-def _append_job(paths: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray,
-                length: np.ndarray, cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
+def _append_job(paths: np.ndarray, peak: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray,
+                start: np.ndarray, length: np.ndarray, cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
     n_samples = paths.shape[0]
     for n in numba.prange(n_samples):
         for k in range(keys.size):
             i = _draw(keys[k], n, cdf, ptr[k], ptr[k + 1])
-            _append_one(paths[n], start[i], length[i], conc[k], capacity)
+            peak[n] = max(peak[n], _append_one(paths[n], peak[n], start[i], length[i], conc[k], capacity))
 
 
 @numba.njit(cache=True, parallel=True)
-def _survival_histogram(paths: np.ndarray, c: int, n_starts: int, max_d: int,
+def _survival_histogram(paths: np.ndarray, peak: np.ndarray, c: int, n_starts: int, max_d: int,
                         capacity: int) -> np.ndarray:  # pragma: no cover
     """hist[chunk, s, g]: samples where a job starting at s survives exactly the durations 1..g (g capped at D_m)."""
     n_samples, horizon = paths.shape
-    out = np.zeros((CHUNKS, n_starts, max_d + 1), dtype=np.int64)
-    per_chunk = (n_samples + CHUNKS - 1) // CHUNKS
-    for ch in numba.prange(CHUNKS):
+    out = np.zeros((HIST_CHUNKS, n_starts, max_d + 1), dtype=np.int64)
+    per_chunk = (n_samples + HIST_CHUNKS - 1) // HIST_CHUNKS
+    for ch in numba.prange(HIST_CHUNKS):
         next_b = np.empty(horizon, dtype=np.int64)
+        roomy = 0  # samples where the job fits in every round: it survives everything
         for n in range(ch * per_chunk, min(n_samples, (ch + 1) * per_chunk)):
+            if peak[n] + c <= capacity:
+                roomy += 1
+                continue
             row = paths[n]
             first_a = horizon  # first round the earlier jobs alone overflow: a waiting job is cancelled
             for tau in range(horizon):
@@ -186,4 +208,6 @@ def _survival_histogram(paths: np.ndarray, c: int, n_starts: int, max_d: int,
             for s in range(min(n_starts, first_a + 1)):
                 g = min(next_b[s] - s, max_d)
                 out[ch, s, g] += 1
+        for s in range(n_starts):
+            out[ch, s, max_d] += roomy
     return out

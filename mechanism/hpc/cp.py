@@ -252,15 +252,15 @@ def optimise(
     workers: int = 1,
     hint: dict[int, int] | None = None,
     reference: float | None = None,
+    steps: int = 2,
 ) -> Solution:
-    """Build, solve, extract; for P2SF up to two Dinkelbach steps starting from `reference` (or the hint)."""
+    """Build, solve, extract; for P2SF up to `steps` Dinkelbach steps from `reference` (or the hint's ratio)."""
     if objective is not Objective.P2SF:
         return solve(build_model(problem, objective), time_limit, workers, hint)
     lam = reference if reference is not None else (local_value(problem, hint, objective) if hint else 0.0)
     best = Solution(plan=None, status="UNKNOWN", seconds=0.0)
     best_value = math.inf
     seconds = 0.0
-    steps = 2
     for step in range(steps):
         found = solve(build_model(problem, objective, lam), time_limit / steps, workers, hint)
         seconds += found.seconds

@@ -1,0 +1,98 @@
+"""The typed client: deadlines, retries that reuse the request id, typed results and failures."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from clients.client import RetryPolicy, RpcFailure, SchedulerClient, new_request_id
+from mechanism.engine import JobView, Quote
+from server.app import ServerOptions, start_server
+from tests.grpc_support import ACME, OP, client, config, running, sow
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_retry_delays_grow_exponentially_up_to_the_cap() -> None:
+    assert list(RetryPolicy(attempts=5, backoff=0.1, max_backoff=0.3).delays()) == [0.1, 0.2, 0.3, 0.3]
+    assert list(RetryPolicy(attempts=1).delays()) == []
+
+
+def test_request_ids_are_unique() -> None:
+    assert len({new_request_id() for _ in range(1000)}) == 1000
+
+
+def test_a_call_made_before_the_server_is_up_is_retried_until_it_answers(tmp_path: Path) -> None:
+    port = free_port()
+    servers = []
+    starter = threading.Timer(0.4, lambda: servers.append(
+        start_server(config(), ServerOptions(store=str(tmp_path / "s.db"), listen=f"127.0.0.1:{port}"))))
+    starter.start()
+    try:
+        c = SchedulerClient(f"127.0.0.1:{port}", ACME, retry=RetryPolicy(attempts=40, backoff=0.05,
+                                                                          max_backoff=0.2))
+        assert c.submit("j1", sow()).job == "j1"
+    finally:
+        starter.join()
+        for s in servers:
+            s.stop(0)
+
+
+def test_a_timed_out_submit_is_retried_with_its_request_id_and_creates_one_job(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with running(tmp_path / "s.db") as srv:
+        engine = srv.scheduler.engine
+        real = engine.submit
+        calls: list[str] = []
+
+        def slow(job_id: str, s: object) -> Quote:
+            calls.append(job_id)
+            time.sleep(0.5)
+            return real(job_id, s)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(engine, "submit", slow)
+        c = client(srv, ACME, timeout=0.35, retry=RetryPolicy(attempts=20, backoff=0.05, max_backoff=0.1))
+        quote = c.submit("j1", sow(), request_id="once")
+        assert calls == ["j1"]  # the retries found the logged reply
+        assert c.submit("j1", sow(), request_id="once") == quote
+        assert [s.view.id for s in client(srv, OP).list_jobs()] == ["j1"]
+
+
+def test_refusals_are_not_retried_and_carry_their_status_code(tmp_path: Path) -> None:
+    with running(tmp_path / "s.db") as srv:
+        c = client(srv, ACME, retry=RetryPolicy(attempts=5, backoff=1.0))
+        started = time.monotonic()
+        with pytest.raises(RpcFailure, match=r"^NOT_FOUND: job 'x' not found") as info:
+            c.get_job("x")
+        assert time.monotonic() - started < 0.9
+        assert (info.value.code, info.value.details) == ("NOT_FOUND", "job 'x' not found")
+
+
+def test_a_dead_server_fails_with_unavailable_after_the_retries() -> None:
+    c = SchedulerClient(f"127.0.0.1:{free_port()}", ACME, retry=RetryPolicy(attempts=3, backoff=0.01))
+    with pytest.raises(RpcFailure, match=r"^UNAVAILABLE"):
+        c.echo(b"x")
+
+
+def test_results_are_the_mechanisms_types(tmp_path: Path) -> None:
+    with running(tmp_path / "s.db") as srv, client(srv, ACME) as c:
+        assert isinstance(c.submit("j1", sow()), Quote)
+        status = c.report_arrival("j1")
+        assert isinstance(status.view, JobView) and status.tenant == "acme"
+        assert c.status().platform.C == 8
+
+
+def test_a_watch_without_follow_ends_after_the_existing_events(tmp_path: Path) -> None:
+    with running(tmp_path / "s.db") as srv, client(srv, OP) as c:
+        c.submit("j1", sow(), tenant="acme")
+        c.submit("j2", sow(), tenant="acme")
+        assert [e.job for e in c.watch(follow=False)] == ["j1", "j2"]
+        assert list(c.watch(2, follow=False)) == []

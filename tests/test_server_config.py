@@ -1,0 +1,79 @@
+"""platform.toml: platform, operator and tenant tokens, validated with messages naming field, value and bound."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.config import EXAMPLE, ConfigError, load_config, parse_config
+from tests.grpc_support import ACME, CONFIG, GLOBEX, OP, PLATFORM, toml_text
+
+
+def with_(**changes: Any) -> dict[str, Any]:
+    return {**CONFIG, **changes}
+
+
+def test_the_test_configuration_parses_and_maps_tokens_to_principals() -> None:
+    cfg = parse_config(CONFIG)
+    assert cfg.tenants == ("acme", "globex") and cfg.auth_enabled
+    assert [cfg.authenticate(t).name for t in (OP, ACME, GLOBEX)] == ["operator", "acme", "globex"]  # type: ignore[union-attr]
+    assert cfg.authenticate("nobody-token") is None
+
+
+def test_the_readme_example_parses(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tomllib
+    monkeypatch.setenv("SOWSCHED_OPERATOR_TOKEN", "op-from-environment")
+    monkeypatch.setenv("SOWSCHED_GLOBEX_TOKEN", "globex-from-environment")
+    cfg = parse_config(tomllib.loads(EXAMPLE))
+    assert cfg.authenticate("op-from-environment").is_operator  # type: ignore[union-attr]
+    assert cfg.platform.C == 32
+
+
+def test_a_file_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "platform.toml"
+    path.write_text(toml_text(PLATFORM))
+    assert load_config(path).platform.S_m == PLATFORM["S_m"]
+
+
+@pytest.mark.parametrize(("data", "match"), [
+    (with_(platform={**PLATFORM, "C_m": 9}), r"C_m=9 exceeds the bound C=8"),
+    (with_(platform={**PLATFORM, "C": 0}), r"platform.C \(value 0\).*greater than or equal to 1"),
+    (with_(tenants=[{"name": "acme", "token": "short"}]), r"tenants.0.token \(value 'short'\).*at least 8"),
+    (with_(tenants=[{"name": "acme"}]), r"give exactly one of token .* or token_env"),
+    (with_(tenants=[{"name": "operator", "token": "tok-tok-tok"}]), r"name='operator' is reserved"),
+    (with_(tenants=[{"name": "bad name", "token": "tok-tok-tok"}]), r"tenants.0.name \(value 'bad name'\)"),
+    (with_(tenants=[{"name": "a", "token": "tok-tok-1"}, {"name": "a", "token": "tok-tok-2"}]),
+     r"tenants\[1\].name='a' is used twice"),
+    (with_(tenants=[{"name": "a", "token": OP}]), r"tenants\[0\] \('a'\) reuses the token of 'operator'"),
+    ({"platform": PLATFORM, "tenants": [{"name": "a", "token": "tok-tok-1"}]}, r"\[operator\] is missing"),
+    (with_(server={"oracle": "psychic"}), r"server.oracle \(value 'psychic'\)"),
+    (with_(extra=1), r"extra \(value 1\).*not permitted"),
+])
+def test_invalid_configurations_are_rejected_naming_the_field(data: dict[str, Any], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        parse_config(data)
+
+
+def test_a_token_from_an_unset_variable_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_SUCH_TOKEN", raising=False)
+    with pytest.raises(ConfigError, match=r"operator\.token_env='NO_SUCH_TOKEN': the variable is unset"):
+        parse_config(with_(operator={"token_env": "NO_SUCH_TOKEN"}))
+
+
+def test_file_errors_name_the_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[platform]\nC = = 3\n")
+    with pytest.raises(ConfigError, match=r"bad.toml: not valid TOML: .*line 2"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match=r"missing\.toml: cannot read the configuration"):
+        load_config(tmp_path / "missing.toml")
+    invalid = tmp_path / "invalid.toml"
+    invalid.write_text(toml_text({**PLATFORM, "H": 0.5}))
+    with pytest.raises(ConfigError, match=r"invalid.toml: platform.H \(value 0.5\)"):
+        load_config(invalid)
+
+
+def test_without_operator_and_tenants_authentication_is_off() -> None:
+    assert not parse_config({"platform": PLATFORM}).auth_enabled

@@ -1,0 +1,93 @@
+"""The SQLite command log: store URLs, platform identity, append order, and replay that checks every reply."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from server.scheduler import DurableScheduler, ReplayDiverged, body_hash
+from server.service import encode_reply
+from server.store import CommandStore, StoreError, store_path
+from tests.grpc_support import ACME, client, config, running, sow
+
+IDENTITY = {"platform": {"C": 8}, "oracle": "mc"}
+
+
+@pytest.mark.parametrize(("url", "path"), [
+    ("sqlite:///var/s.db", Path("var/s.db")),
+    ("sqlite:////var/s.db", Path("/var/s.db")),
+    ("plain/file.db", Path("plain/file.db")),
+])
+def test_store_urls_follow_the_sqlalchemy_convention(url: str, path: Path) -> None:
+    assert store_path(url) == path
+
+
+@pytest.mark.parametrize(("url", "match"), [
+    ("postgres://db/x", r"store='postgres://db/x': only sqlite:///PATH"),
+    ("sqlite:///", r"store='sqlite:///' names no file"),
+])
+def test_other_store_urls_are_rejected(url: str, match: str) -> None:
+    with pytest.raises(StoreError, match=match):
+        store_path(url)
+
+
+def test_a_log_appends_in_order_and_survives_reopening(tmp_path: Path) -> None:
+    store = CommandStore(tmp_path / "s.db", IDENTITY)
+    assert store.append("submit", "acme", "r1", {"job_id": "a"}, "h1", b"q", 0) == 1
+    assert store.append("advance", "operator", None, {}, "h2", b"r", 0) == 2
+    store.close()
+    again = CommandStore(tmp_path / "s.db", IDENTITY)
+    assert [(c.seq, c.kind, c.caller, c.request_id, c.body, c.reply) for c in again.commands()] == [
+        (1, "submit", "acme", "r1", {"job_id": "a"}, b"q"), (2, "advance", "operator", None, {}, b"r")]
+    assert again.count() == 2
+
+
+def test_the_log_is_in_wal_mode(tmp_path: Path) -> None:
+    CommandStore(tmp_path / "s.db", IDENTITY).close()
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_log_replays_only_into_the_platform_that_wrote_it(tmp_path: Path) -> None:
+    CommandStore(tmp_path / "s.db", IDENTITY).close()
+    with pytest.raises(StoreError, match=r"was written for .* not for the configured"):
+        CommandStore(tmp_path / "s.db", {"platform": {"C": 9}, "oracle": "mc"})
+
+
+def test_an_unknown_command_kind_is_refused(tmp_path: Path) -> None:
+    store = CommandStore(tmp_path / "s.db", IDENTITY)
+    with pytest.raises(StoreError, match="kind='reboot' is not one of"):
+        store.append("reboot", "x", None, {}, "h", b"", 0)
+
+
+def test_an_unwritable_store_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "dir.db").mkdir()
+    with pytest.raises(StoreError, match="cannot open"):
+        CommandStore(tmp_path / "dir.db", IDENTITY)
+
+
+def test_a_request_id_is_unique_per_caller_in_the_log(tmp_path: Path) -> None:
+    store = CommandStore(tmp_path / "s.db", IDENTITY)
+    store.append("submit", "acme", "r1", {}, "h", b"", 0)
+    store.append("submit", "globex", "r1", {}, "h", b"", 0)
+    with pytest.raises(StoreError, match="cannot append the submit command"):
+        store.append("submit", "acme", "r1", {}, "h", b"", 0)
+
+
+def test_replay_detects_a_reply_the_code_no_longer_produces(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with running(path) as srv:
+        client(srv, ACME).submit("j1", sow())
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE commands SET reply = x'00' WHERE seq = 1")
+    cfg = config()
+    with pytest.raises(ReplayDiverged, match="replaying command 1 \\(submit\\) did not reproduce its logged reply"):
+        DurableScheduler(cfg, CommandStore(path, cfg.identity()), encode_reply)
+
+
+def test_body_hashes_ignore_key_order_but_not_values() -> None:
+    assert body_hash("submit", {"a": 1, "b": 2}) == body_hash("submit", {"b": 2, "a": 1})
+    assert body_hash("submit", {"a": 1}) != body_hash("submit", {"a": 2})
+    assert body_hash("submit", {"a": 1}) != body_hash("arrive", {"a": 1})

@@ -11,6 +11,7 @@ from typing import Any
 # Each benchmark module exposes `add_arguments(parser)`, `run(args) -> dict` and `table(result) -> str`.
 BENCHMARKS: dict[str, str] = {
     "core": "mechanism.bench.core",
+    "hpc": "mechanism.bench.hpc",
 }
 
 

@@ -32,6 +32,7 @@ test: setup
 bench: setup
 	@echo 'benchmarks:'
 	$(BIN)/sowsched bench core --out bench-core.json
+	$(BIN)/sowsched bench hpc --out bench-hpc.json
 
 lint: setup
 	$(BIN)/ruff check mechanism server clients tests

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from clients.client import RpcFailure, SchedulerClient
+from clients.client import RetryPolicy, RpcFailure, SchedulerClient
 from mechanism.engine import Quote, RoundReport
 from mechanism.events import Event
 
@@ -25,10 +25,15 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
                    help="bearer token (env SOWSCHED_TOKEN)")
     p.add_argument("--tls-ca", type=Path, help="CA certificate: connect with TLS")
     p.add_argument("--timeout", type=float, default=30.0, help="deadline per call in seconds")
+    p.add_argument("--retries", type=int, default=RetryPolicy.attempts,
+                   help="attempts on UNAVAILABLE or DEADLINE_EXCEEDED, with the same request id")
 
 
 def connect(args: argparse.Namespace) -> SchedulerClient:
-    return SchedulerClient(args.server, args.token, tls_ca=args.tls_ca, timeout=args.timeout)
+    if args.retries < 1:
+        raise ValueError(f"--retries={args.retries} is below the bound 1")
+    return SchedulerClient(args.server, args.token, tls_ca=args.tls_ca, timeout=args.timeout,
+                           retry=RetryPolicy(attempts=args.retries))
 
 
 def register(sub: Any) -> None:

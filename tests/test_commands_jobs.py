@@ -1,0 +1,87 @@
+"""`sowsched submit|arrive|complete|advance|jobs|watch|invoice` against a real server, text and --json."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clients.cli import main
+from server.app import RunningServer
+from tests.grpc_support import ACME, OP, running, sow
+
+
+@pytest.fixture()
+def srv(tmp_path: Path) -> Iterator[RunningServer]:
+    with running(tmp_path / "s.db") as s:
+        yield s
+
+
+def cli(srv: RunningServer, token: str, *argv: str) -> list[str]:
+    return [*argv, "--server", f"127.0.0.1:{srv.port}", "--token", token]
+
+
+def run_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:
+    assert main([*argv, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1  # exactly one JSON object
+    return json.loads(out)
+
+
+def test_a_job_through_the_cli_with_json(srv: RunningServer, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "j1.json"
+    path.write_text(json.dumps(sow(outcomes=[[0, 1, 1.0]])))
+    quote = run_json(capsys, cli(srv, ACME, "submit", str(path)))
+    assert quote["job"] == "j1" and quote["plan"][0]["start"] == 0 and "text" not in quote
+    assert run_json(capsys, cli(srv, ACME, "arrive", "j1"))["scheduled_start"] == 0
+    assert run_json(capsys, cli(srv, ACME, "complete", "j1"))["tenant"] == "acme"
+    report = run_json(capsys, cli(srv, OP, "advance"))
+    assert [e["type"] for e in report["events"]] == ["arrive", "start", "complete"]
+    jobs = run_json(capsys, cli(srv, ACME, "jobs", "--state", "COMPLETED"))["jobs"]
+    assert [(j["id"], j["state"]) for j in jobs] == [("j1", "COMPLETED")]
+    invoice = run_json(capsys, cli(srv, ACME, "invoice"))
+    assert invoice["total"] == pytest.approx(jobs[0]["charge"]) and invoice["charges"][0]["quote"] == quote
+    watched = run_json(capsys, cli(srv, ACME, "watch", "--no-follow", "--from-seq", "1"))
+    assert [e["seq"] for e in watched["events"]] == [1, 2, 3] and watched["next_seq"] == 4
+
+
+def test_text_output_is_readable(srv: RunningServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "sow.json"
+    path.write_text(json.dumps(sow()))
+    assert main(cli(srv, ACME, "submit", str(path), "--job-id", "mine")) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("quote for job mine (born round 0)") and "start round 0" in out
+    assert main(cli(srv, ACME, "jobs")) == 0
+    assert "mine" in capsys.readouterr().out
+    assert main(cli(srv, OP, "watch", "--limit", "1")) == 0
+    assert capsys.readouterr().out.startswith("#0 ")
+
+
+def test_refusals_print_the_status_and_exit_1(srv: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(cli(srv, ACME, "advance")) == 1
+    assert "sowsched advance: PERMISSION_DENIED: AdvanceRound needs the operator token" in capsys.readouterr().err
+    assert main(cli(srv, ACME, "arrive", "ghost")) == 1
+    assert "NOT_FOUND: job 'ghost' not found" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ('{"concurrency": 2,\n "value_steps": [}', "not valid JSON at line 2 column"),
+    ("[1, 2]", "a SoW is a JSON object, not list"),
+])
+def test_a_bad_sow_file_exits_2_naming_the_line(srv: RunningServer, tmp_path: Path, text: str, match: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    assert main(cli(srv, ACME, "submit", str(path))) == 2
+    assert match in capsys.readouterr().err
+
+
+def test_a_sow_outside_the_bounds_exits_1_naming_the_bound(srv: RunningServer, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(sow(concurrency=7)))
+    assert main(cli(srv, ACME, "submit", str(path))) == 1
+    assert "INVALID_ARGUMENT: sow: concurrency=7 exceeds the bound C_m=4" in capsys.readouterr().err

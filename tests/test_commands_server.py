@@ -1,0 +1,68 @@
+"""`sowsched serve` and `sowsched state-digest` (from a running server or by replaying a store offline)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clients.cli import main
+from clients.client import SchedulerClient
+from tests.grpc_support import ACME, OP, PATIENT, PLATFORM, ServerProcess, sow, toml_text
+
+
+def test_state_digest_of_a_server_equals_the_offline_replay_of_its_store(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    proc = ServerProcess(tmp_path)
+    try:
+        port = proc.start()
+        with SchedulerClient(f"127.0.0.1:{port}", ACME, retry=PATIENT) as acme:
+            acme.submit("j1", sow())
+            acme.report_arrival("j1")
+        assert main(["state-digest", "--server", f"127.0.0.1:{port}", "--token", OP, "--json"]) == 0
+        remote = json.loads(capsys.readouterr().out)
+        assert proc.terminate() == 0
+    finally:
+        proc.close()
+    assert main(["state-digest", "--store", f"sqlite:///{proc.store}", "--config", str(proc.config), "--json"]) == 0
+    offline = json.loads(capsys.readouterr().out)
+    assert offline["digest"] == remote["digest"] and offline["commands"] == 2
+    assert main(["state-digest", "--store", str(proc.store), "--config", str(proc.config)]) == 0
+    assert capsys.readouterr().out.strip() == remote["digest"]
+
+
+@pytest.mark.parametrize(("argv", "match"), [
+    (["--store", "missing.db", "--config", "platform.toml"], "no such file"),
+    (["--store", "x.db"], "--store needs --config"),
+])
+def test_state_digest_refuses_a_missing_store_or_config(tmp_path: Path, argv: list[str], match: str,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["state-digest", *[str(tmp_path / a) if a.endswith((".db", ".toml")) else a for a in argv]]) == 2
+    assert match in capsys.readouterr().err
+
+
+def test_state_digest_of_an_unreachable_server_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["state-digest", "--server", "127.0.0.1:1", "--retries", "1"]) == 1
+    assert "UNAVAILABLE" in capsys.readouterr().err
+
+
+def test_serve_refuses_a_bad_configuration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "platform.toml"
+    config.write_text(toml_text({**PLATFORM, "C_m": 99}))
+    assert main(["serve", "--store", str(tmp_path / "s.db"), "--config", str(config)]) == 2
+    assert "C_m=99 exceeds the bound C=8" in capsys.readouterr().err
+
+
+def test_serve_refuses_a_store_written_for_another_platform(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    proc = ServerProcess(tmp_path)
+    try:
+        proc.start()
+        assert proc.terminate() == 0
+    finally:
+        proc.close()
+    other = tmp_path / "other.toml"
+    other.write_text(toml_text({**PLATFORM, "seed": 4}))
+    assert main(["serve", "--store", str(proc.store), "--config", str(other)]) == 2
+    assert "not for the configured" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,20 +96,29 @@ def choose_plan(sow: SoW, birth: int, menu: Menu, est: FailureEstimates) -> Laun
                   utility=float(best_u[g]) if chosen[g] >= 0 else 0.0)
         for g, (a, sig) in enumerate(t.groups)
     )
-    outcomes = []
-    total = 0.0
+    outcomes = _outcome_quotes(sow, birth, menu, est, u, chosen)
+    # fsum is exactly rounded: the total cannot depend on summation order, BLAS or CPU.
+    total = math.fsum(o.probability * o.utility for o in outcomes)
+    return LaunchPlan(birth=birth, groups=groups, outcomes=outcomes, utility=total)
+
+
+def _outcome_quotes(sow: SoW, birth: int, menu: Menu, est: FailureEstimates, u: np.ndarray,
+                    chosen: np.ndarray) -> tuple[OutcomeQuote, ...]:
+    """Price, failure estimates and utility of every outcome at its group's chosen start (vectorised)."""
+    t = sow.table
+    s = chosen[t.group]
+    runs = s >= 0
+    s0 = np.maximum(s, 0)
+    price = menu.price(birth + s0, sow.concurrency, t.duration).tolist()
+    raw = est.raw[s0, t.duration - 1].tolist()
+    announced = est.announced[s0, t.duration - 1].tolist()
+    util = u[s0, np.arange(t.group.size)].tolist()
+    out = []
     for i, (o, sig) in enumerate(zip(sow.outcomes, sow.signals, strict=True)):
-        s = int(chosen[t.group[i]])
-        if s < 0:
-            outcomes.append(OutcomeQuote(birth + o.arrival_offset, o.duration, sig, o.probability,
-                                         None, None, None, None, 0.0))
-            continue
-        oq = OutcomeQuote(
-            arrival=birth + o.arrival_offset, duration=o.duration, signal=sig, probability=o.probability,
-            start=birth + s, price=float(menu.price(birth + s, sow.concurrency, o.duration)),
-            failure_raw=float(est.raw[s, o.duration - 1]), failure=float(est.announced[s, o.duration - 1]),
-            utility=float(u[s, i]),
-        )
-        total += o.probability * oq.utility
-        outcomes.append(oq)
-    return LaunchPlan(birth=birth, groups=groups, outcomes=tuple(outcomes), utility=total)
+        if runs[i]:
+            out.append(OutcomeQuote(birth + o.arrival_offset, o.duration, sig, o.probability, birth + int(s[i]),
+                                    price[i], raw[i], announced[i], util[i]))
+        else:
+            out.append(OutcomeQuote(birth + o.arrival_offset, o.duration, sig, o.probability,
+                                    None, None, None, None, 0.0))
+    return tuple(out)

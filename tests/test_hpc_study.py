@@ -1,0 +1,83 @@
+"""Table-2 study: scheduler names, percentages of List-REG, and the hpc / hpc-study commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clients.cli import main
+from mechanism.hpc.cp import CpScheduler
+from mechanism.hpc.jobs import Job, Workload
+from mechanism.hpc.list_scheduling import ListScheduler, Option, Order
+from mechanism.hpc.study import TABLE_ROWS, make_scheduler, run_scheduler, run_study
+
+ROWS = [(0, 10, 3), (1, 5, 3), (2, 3, 4), (3, 20, 1), (4, 2, 2), (6, 7, 1), (8, 1, 4)]
+
+
+def tiny() -> Workload:
+    return Workload(tuple(Job(i, s, d, r, d + 3) for i, (s, d, r) in enumerate(ROWS)), 4)
+
+
+def test_scheduler_names_map_to_list_and_cp_schedulers() -> None:
+    assert make_scheduler("fcfs-conservative", 1.0) == ListScheduler(Order.FCFS, Option.BACKFILL, None)
+    assert make_scheduler("easy", 1.0) == ListScheduler(Order.FCFS, Option.BACKFILL, 1)
+    assert make_scheduler("spf-conservative", 1.0) == ListScheduler(Order.SPF, Option.BACKFILL, None)
+    assert make_scheduler("saf-greedy", 1.0) == ListScheduler(Order.SAF, Option.GREEDY, None)
+    plus = make_scheduler("cp-bsld-plus", 1.0)
+    assert isinstance(plus, CpScheduler) and plus.plus and plus.objective.value == "bsld"
+
+
+@pytest.mark.parametrize("name", ["fifo-conservative", "cp-makespan", "cp-af-minus", "sjf"])
+def test_unknown_scheduler_names_are_rejected(name: str) -> None:
+    with pytest.raises(ValueError, match=rf"scheduler='{name}' is not a known scheduler name"):
+        make_scheduler(name, 1.0)
+
+
+def test_list_reg_row_is_one_hundred_percent_and_rows_follow_table_two() -> None:
+    result = run_study(tiny(), None, 4, "exact", 0.5)
+    rows = {(r["metric"], r["scheduler"]): r for r in result.table}
+    assert rows[("P2SF", "fcfs-conservative")]["percent_of_list_reg"] == 100.0
+    assert [(m, s) for m, s in rows] == [(m, s) for m, names in TABLE_ROWS.items() for s in names]
+    assert rows[("AF", "cp-af")]["jobs"] == 4 and rows[("AF", "easy")]["jobs"] == 7
+    assert rows[("AF", "easy")]["paper_kth_exact"] == 96
+
+
+def test_percentages_are_relative_to_list_reg_on_the_same_jobs() -> None:
+    w = tiny()
+    result = run_study(w, None, 0, "requested", 0.5, schedulers=("sjf-conservative",))
+    assert [(r["metric"], r["scheduler"]) for r in result.table] == [("BSLD", "sjf-conservative"), ("AF", "sjf-conservative")]
+    row = result.table[1]
+    sjf = run_scheduler(w, "sjf-conservative", "requested", 0.5).metrics.AF
+    reg = run_scheduler(w, "fcfs-conservative", "requested", 0.5).metrics.AF
+    assert row["percent_of_list_reg"] == round(100 * sjf / reg, 1)
+
+
+def test_offline_run_reports_its_status() -> None:
+    result = run_scheduler(tiny().prefix(4), "cp-offline-af", "exact", 1.0)
+    assert result.details["status"] in {"OPTIMAL", "FEASIBLE", "REFERENCE"}
+
+
+def write_trace(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.swf"
+    lines = ["; MaxNodes: 4"] + [f"{i + 1} {s} -1 {d} {r} -1 -1 {r} {d + 3} -1 1 1 1 -1 1 -1 -1 -1" for i, (s, d, r) in enumerate(ROWS)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_hpc_command_prints_the_metric_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    assert main(["hpc", "--trace", str(trace), "--scheduler", "easy", "--estimates", "requested", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"AF", "AWF", "BSLD", "P2SF", "utilization", "makespan", "jobs"} <= out.keys()
+    assert out["jobs"] == 7
+
+
+def test_hpc_study_command_prints_one_json_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    main(["hpc-study", "--trace", str(trace), "--schedulers", "easy,laf-conservative", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert {r["scheduler"] for r in out["table"]} == {"easy", "laf-conservative"}
+    main(["hpc-study", "--trace", str(trace), "--schedulers", "easy"])
+    assert "% List-REG" in capsys.readouterr().out

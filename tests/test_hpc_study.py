@@ -11,7 +11,7 @@ from clients.cli import main
 from mechanism.hpc.cp import CpScheduler
 from mechanism.hpc.jobs import Job, Workload
 from mechanism.hpc.list_scheduling import ListScheduler, Option, Order
-from mechanism.hpc.study import TABLE_ROWS, make_scheduler, run_scheduler, run_study
+from mechanism.hpc.study import TABLE_ROWS, StudyConfig, make_scheduler, run_scheduler, run_study
 
 ROWS = [(0, 10, 3), (1, 5, 3), (2, 3, 4), (3, 20, 1), (4, 2, 2), (6, 7, 1), (8, 1, 4)]
 
@@ -36,23 +36,31 @@ def test_unknown_scheduler_names_are_rejected(name: str) -> None:
 
 
 def test_list_reg_row_is_one_hundred_percent_and_rows_follow_table_two() -> None:
-    result = run_study(tiny(), None, 4, "exact", 0.5)
+    result = run_study(tiny(), StudyConfig(cp_jobs=4, offline_jobs=3, time_limit=0.5, offline_time_limit=1.0))
     rows = {(r["metric"], r["scheduler"]): r for r in result.table}
     assert rows[("P2SF", "fcfs-conservative")]["percent_of_list_reg"] == 100.0
     assert [(m, s) for m, s in rows] == [(m, s) for m, names in TABLE_ROWS.items() for s in names]
     assert rows[("AF", "cp-af")]["jobs"] == 4 and rows[("AF", "easy")]["jobs"] == 7
+    assert rows[("AF", "cp-offline-af")]["jobs"] == 3
     assert rows[("AF", "easy")]["paper_kth"] == 96
 
 
 def test_percentages_are_relative_to_list_reg_on_the_same_jobs() -> None:
     w = tiny()
-    result = run_study(w, None, 0, "requested", 0.5, schedulers=("sjf-conservative",))
+    config = StudyConfig(estimates="requested", time_limit=0.5, schedulers=("sjf-conservative", "cp-offline-af"))
+    result = run_study(w, config)
     assert [(r["metric"], r["scheduler"]) for r in result.table] == [("BSLD", "sjf-conservative"), ("AF", "sjf-conservative")]
     row = result.table[1]
     sjf = run_scheduler(w, "sjf-conservative", "requested", 0.5).metrics.AF
     reg = run_scheduler(w, "fcfs-conservative", "requested", 0.5).metrics.AF
     assert row["percent_of_list_reg"] == round(100 * sjf / reg, 1)
     assert row["paper_kth"] == 81  # Table 2, KTH-SP2, requested time limits
+
+
+def test_study_config_sizes_skip_offline_cp_with_requested_times() -> None:
+    config = StudyConfig(list_jobs=None, cp_jobs=50, offline_jobs=20, estimates="requested")
+    assert (config.size("easy"), config.size("cp-af"), config.size("cp-offline-af")) == (None, 50, 0)
+    assert StudyConfig(offline_jobs=20).size("cp-offline-af") == 20
 
 
 def test_offline_run_reports_its_status() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from clients.swf import CLEANING_RULES, load_workload
 from mechanism.hpc.cp import DEFAULT_TIME_LIMIT
 from mechanism.hpc.jobs import ESTIMATE_MODES
-from mechanism.hpc.study import run_scheduler, run_study, study_table
+from mechanism.hpc.study import StudyConfig, run_scheduler, run_study, study_table
 
 
 def _positive_int(text: str) -> int:
@@ -39,7 +39,9 @@ def register(sub: Any) -> None:
     s = sub.add_parser("hpc-study", help="Table-2-style comparison (percent of List-REG) on an SWF trace")
     _common(s)
     s.add_argument("--jobs", type=_positive_int, help="trace prefix for the list schedulers and EASY (default all)")
-    s.add_argument("--cp-jobs", type=int, default=0, help="trace prefix for the CP schedulers (0: skip CP)")
+    s.add_argument("--cp-jobs", type=int, default=0, help="trace prefix for the on-line CP schedulers (0: skip)")
+    s.add_argument("--offline-jobs", type=int, default=0, help="window for the off-line CP schedulers (0: skip)")
+    s.add_argument("--offline-time-limit", type=float, default=60.0, help="CP-SAT seconds per off-line window")
     s.add_argument("--schedulers", help="comma-separated subset of the table's schedulers")
     s.set_defaults(func=hpc_study)
 
@@ -69,16 +71,31 @@ def hpc(args: argparse.Namespace) -> int:
 
 
 def hpc_study(args: argparse.Namespace) -> int:
-    if args.cp_jobs < 0:
-        raise SystemExit(f"--cp-jobs={args.cp_jobs} must be >= 0")
+    for flag in ("cp_jobs", "offline_jobs"):
+        if getattr(args, flag) < 0:
+            raise SystemExit(f"--{flag.replace('_', '-')}={getattr(args, flag)} must be >= 0")
     workload, report = load_workload(args.trace, args.nodes)
-    schedulers = tuple(args.schedulers.split(",")) if args.schedulers else None
-    result = run_study(workload, args.jobs, args.cp_jobs or 0, args.estimates, args.time_limit, schedulers)
+    config = StudyConfig(
+        list_jobs=args.jobs,
+        cp_jobs=args.cp_jobs,
+        offline_jobs=args.offline_jobs,
+        estimates=args.estimates,
+        time_limit=args.time_limit,
+        offline_time_limit=args.offline_time_limit,
+        schedulers=tuple(args.schedulers.split(",")) if args.schedulers else None,
+    )
+    result = run_study(workload, config)
     if args.json:
         out = {
             "trace": args.trace,
             "estimates": result.estimates,
             "time_limit": result.time_limit,
+            "config": {
+                "jobs": args.jobs,
+                "cp_jobs": args.cp_jobs,
+                "offline_jobs": args.offline_jobs,
+                "offline_time_limit": args.offline_time_limit,
+            },
             "cleaning": _cleaning(report),
             "cleaning_rules": CLEANING_RULES,
             "table": result.table,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mechanism.hpc.cp import CpScheduler, Objective, solve_offline
+from mechanism.hpc.cp import DEFAULT_TIME_LIMIT, CpScheduler, Objective, solve_offline
 from mechanism.hpc.jobs import Estimates, Workload
 from mechanism.hpc.list_scheduling import ListScheduler, Option, Order, conservative
 from mechanism.hpc.metrics import Metrics, evaluate
@@ -16,10 +16,10 @@ METRIC_KEYS: tuple[str, ...] = ("BSLD", "AF", "AWF", "P2SF")
 
 # Rows of Table 2 (and the "+" variants of Secs. 5.2 and 5.4), metric -> schedulers.
 TABLE_ROWS: dict[str, tuple[str, ...]] = {
-    "BSLD": ("cp-bsld", "cp-bsld-plus", "spf-conservative", "saf-conservative", "sjf-conservative", "easy"),
-    "AF": ("cp-af", "saf-conservative", "sjf-conservative", "easy"),
-    "AWF": ("cp-awf", "laf-conservative", "easy"),
-    "P2SF": ("cp-p2sf", "cp-p2sf-plus", "fcfs-conservative", "easy"),
+    "BSLD": ("cp-offline-bsld", "cp-bsld", "cp-bsld-plus", "spf-conservative", "saf-conservative", "sjf-conservative", "easy"),
+    "AF": ("cp-offline-af", "cp-af", "saf-conservative", "sjf-conservative", "easy"),
+    "AWF": ("cp-offline-awf", "cp-awf", "laf-conservative", "easy"),
+    "P2SF": ("cp-offline-p2sf", "cp-p2sf", "cp-p2sf-plus", "fcfs-conservative", "easy"),
 }
 
 # Seed 001, Table 2, KTH-SP2 columns (percent of List-REG), with actual runtimes and with requested times.
@@ -133,41 +133,49 @@ class StudyResult:
     table: list[dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class StudyConfig:
+    """Trace prefixes (None: all jobs, 0: skip) and time limits of a study."""
+
+    list_jobs: int | None = None
+    cp_jobs: int | None = 0
+    offline_jobs: int | None = 0
+    estimates: Estimates = "exact"
+    time_limit: float = DEFAULT_TIME_LIMIT
+    offline_time_limit: float = 60.0
+    schedulers: tuple[str, ...] | None = None
+
+    def size(self, name: str) -> int | None:
+        """The prefix a scheduler runs on; off-line CP only with exact runtimes (as in seed 001)."""
+        if name.startswith("cp-offline-"):
+            return self.offline_jobs if self.estimates == "exact" else 0
+        return self.cp_jobs if is_cp(name) else self.list_jobs
+
+    def limit(self, name: str) -> float:
+        return self.offline_time_limit if name.startswith("cp-offline-") else self.time_limit
+
+
 def _row_schedulers(schedulers: tuple[str, ...] | None) -> dict[str, tuple[str, ...]]:
     if schedulers is None:
         return TABLE_ROWS
     return {m: tuple(s for s in names if s in schedulers) for m, names in TABLE_ROWS.items()}
 
 
-def run_study(
-    workload: Workload,
-    list_jobs: int | None,
-    cp_jobs: int | None,
-    estimates: Estimates,
-    time_limit: float,
-    schedulers: tuple[str, ...] | None = None,
-) -> StudyResult:
-    """List schedulers and EASY on the first `list_jobs` jobs, CP ones on the first `cp_jobs` (0: skip CP)."""
-    rows = _row_schedulers(schedulers)
-    wanted = sorted({s for names in rows.values() for s in names} | set(schedulers or ()))
-    sizes: dict[str, int | None] = {}
-    for name in wanted:
-        if not is_cp(name):
-            sizes[name] = list_jobs
-        elif cp_jobs != 0:
-            sizes[name] = cp_jobs
+def run_study(workload: Workload, config: StudyConfig) -> StudyResult:
+    """Each scheduler on its prefix, and List-REG on every prefix used, then the Table-2 percentages."""
+    rows = _row_schedulers(config.schedulers)
+    wanted = sorted({s for names in rows.values() for s in names} | set(config.schedulers or ()))
+    sizes = {name: config.size(name) for name in wanted if config.size(name) != 0}
     results: dict[tuple[str, int], RunResult] = {}
     for name, size in sorted(sizes.items(), key=lambda kv: (is_cp(kv[0]), kv[0])):
+        window = workload.prefix(size)
         for run_name in (REFERENCE, name):
-            window = workload.prefix(size)
             key = (run_name, len(window.jobs))
             if key not in results:
-                results[key] = run_scheduler(window, run_name, estimates, time_limit)
+                results[key] = run_scheduler(window, run_name, config.estimates, config.limit(run_name))
     table = []
     for metric, names in rows.items():
-        for name in names:
-            if name not in sizes:
-                continue
+        for name in (n for n in names if n in sizes):
             n = len(workload.prefix(sizes[name]).jobs)
             value = getattr(results[(name, n)].metrics, metric)
             base = getattr(results[(REFERENCE, n)].metrics, metric)
@@ -177,11 +185,11 @@ def run_study(
                     "scheduler": name,
                     "jobs": n,
                     "percent_of_list_reg": round(100.0 * value / base, 1),
-                    "paper_kth": PAPER_KTH[estimates].get((metric, name)),
+                    "paper_kth": PAPER_KTH[config.estimates].get((metric, name)),
                 }
             )
     runs = [{"scheduler": r.scheduler, **r.metrics.as_dict(), **r.details} for r in results.values()]
-    return StudyResult(estimates=estimates, time_limit=time_limit, runs=runs, table=table)
+    return StudyResult(estimates=config.estimates, time_limit=config.time_limit, runs=runs, table=table)
 
 
 def study_table(result: StudyResult) -> str:

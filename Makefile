@@ -33,6 +33,7 @@ bench: setup
 	@echo 'benchmarks:'
 	$(BIN)/sowsched bench core --out bench-core.json
 	$(BIN)/sowsched bench hpc --out bench-hpc.json
+	$(BIN)/sowsched bench grpc --out bench-grpc.json
 
 lint: setup
 	$(BIN)/ruff check mechanism server clients tests

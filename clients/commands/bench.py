@@ -12,6 +12,7 @@ from typing import Any
 BENCHMARKS: dict[str, str] = {
     "core": "mechanism.bench.core",
     "hpc": "mechanism.bench.hpc",
+    "grpc": "server.bench",
 }
 
 

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 import server.gen  # noqa: F401
 from mechanism.engine import Engine, EngineError, JobView, Quote, RoundReport
+from mechanism.failure_exact import OracleTooLarge
 from mechanism.sow import SoW
 from server import convert
 from server.config import OPERATOR, Principal
@@ -74,6 +75,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         except ValidationError as exc:
             code = "INVALID_ARGUMENT"
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, _validation_message(exc))
+        except OracleTooLarge as exc:  # raised before the engine changes anything
+            code = "RESOURCE_EXHAUSTED"
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"exact failure oracle: {exc}")
         finally:
             log.info("rpc", extra={"fields": {"method": method, "caller": who, "code": code,
                                               "ms": round(1000 * (time.perf_counter() - started), 3)}})

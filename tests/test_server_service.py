@@ -149,6 +149,23 @@ def test_a_malformed_authorization_header_is_unauthenticated(srv: RunningServer)
     assert info.value.code() is grpc.StatusCode.UNAUTHENTICATED
 
 
+def test_the_exact_oracle_refuses_a_submission_it_cannot_enumerate_and_changes_nothing(tmp_path: Path) -> None:
+    # 32 outcomes per job: quoting the fourth job would enumerate 32^3 = 32768 > 20000 combinations.
+    wide = sow(outcomes=[[a, d, 1 / 32] for a in range(8) for d in range(1, 5)])
+    exact = ServerConfig(**{**config().__dict__, "oracle": "exact"})
+    s = start_server(exact, ServerOptions(store=str(tmp_path / "e.db"), listen="127.0.0.1:0"))
+    try:
+        acme = client(s, ACME)
+        for i in range(3):
+            acme.submit(f"w{i}", wide)
+        before = acme.status()
+        with refused("RESOURCE_EXHAUSTED", "exact failure oracle"):
+            acme.submit("w3", wide)
+        assert acme.status() == before
+    finally:
+        s.stop(0)
+
+
 # ---- ReportArrival / ReportCompletion / AdvanceRound: a job's whole life ----
 
 def test_a_job_lives_submit_arrive_start_complete_and_is_billed_its_quoted_price(

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 import server.gen  # noqa: F401
 from mechanism.engine import Engine, EngineError, JobView, Quote, RoundReport
 from mechanism.failure_exact import OracleTooLarge
+from mechanism.jobs import JobState
 from mechanism.sow import SoW
 from server import convert
 from server.config import OPERATOR, Principal
@@ -143,6 +144,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             size = _page_size(request.page_size)
             after = _page_token(request.page_token)
             states = set(request.states)
+            unknown = sorted(states - {s.value for s in JobState})
+            if unknown:
+                raise Refused(f"states={unknown} are not job states ({', '.join(s.value for s in JobState)})")
             with self.scheduler.reading() as engine:
                 out = pb.ListJobsResponse()
                 for job in engine.jobs.values():

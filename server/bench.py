@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -15,9 +16,7 @@ from typing import Any
 import numpy as np
 
 from clients.client import RetryPolicy, SchedulerClient
-from mechanism.engine import Engine
 from mechanism.platform import Platform
-from mechanism.sow import SoW
 
 TOKEN = "bench-operator-token"
 PLATFORM = Platform(C=64, C_m=8, D_m=24, S_m=48, H=100.0, seed=1)  # eps0, delta0 default: Lemma F.1 samples
@@ -49,14 +48,16 @@ class BenchServer:
 
     def __init__(self, tmp: Path, platform: Platform) -> None:
         config = tmp / "platform.toml"
+        self.log = tmp / "server.log"
         lines = ["[platform]", *(f"{k} = {v!r}" for k, v in platform.model_dump().items() if v is not None),
                  "", "[operator]", f'token = "{TOKEN}"']
         config.write_text("\n".join(lines) + "\n")
         port_file = tmp / "port"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "clients.commands.server", "serve", "--listen", "127.0.0.1:0", "--store",
-             str(tmp / "bench.db"), "--config", str(config), "--port-file", str(port_file), "--log-level", "error"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with self.log.open("wb") as err:  # the server logs every call at info, as `sowsched serve` does
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "clients.commands.server", "serve", "--listen", "127.0.0.1:0", "--store",
+                 str(tmp / "bench.db"), "--config", str(config), "--port-file", str(port_file), "--log-level",
+                 "info"], stdout=subprocess.DEVNULL, stderr=err)
         deadline = time.monotonic() + 120
         while not port_file.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -67,6 +68,14 @@ class BenchServer:
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=120)
+
+    def submit_ms(self, last: int) -> list[float]:
+        """Milliseconds the last `last` SubmitSoW calls held the writer, from the server's structured log."""
+        ms = []
+        for line in self.log.read_text().splitlines():
+            if '"method": "SubmitSoW"' in line:
+                ms.append(float(json.loads(line)["writer_ms"]))
+        return ms[-last:]
 
 
 def hammer(clients: list[SchedulerClient], work: Callable[[SchedulerClient, int, int], bool]) -> tuple[float, list[float]]:
@@ -115,36 +124,14 @@ def measure(n_clients: int, args: argparse.Namespace, platform: Platform) -> dic
             active = clients[0].status().active_jobs
         finally:
             server.stop()
+        writer_ms = server.submit_ms(len(lat))
     submit_rate, echo_rate = len(lat) / secs, len(echo_lat) / echo_secs
     return {"submit_per_s": submit_rate, "echo_per_s": echo_rate, "ratio": submit_rate / echo_rate,
             "p50_ms": 1000 * float(np.percentile(lat, 50)), "p99_ms": 1000 * float(np.percentile(lat, 99)),
             "echo_p50_ms": 1000 * float(np.percentile(echo_lat, 50)),
             "echo_p99_ms": 1000 * float(np.percentile(echo_lat, 99)),
+            "writer_ms_mean": float(np.mean(writer_ms)), "writer_per_s": 1000 / float(np.mean(writer_ms)),
             "submits": len(lat), "echoes": len(echo_lat), "active_jobs_after": active}
-
-
-def core_rate(active: int, submits: int, platform: Platform, seed: int = 1) -> float:
-    """Submissions per second of the mechanism core alone (no gRPC, no log) on the same SoWs: the writer's ceiling."""
-    rng = np.random.default_rng(seed)
-    engine = Engine(platform)
-    for i in range(active):
-        engine.submit(f"pre-{i}", SoW.parse(bench_sow(rng, platform), platform))
-    engine.advance()
-    engine.submit("warm-up", SoW.parse(bench_sow(rng, platform), platform))
-    sows = [SoW.parse(bench_sow(rng, platform), platform) for _ in range(submits)]
-    t0 = time.perf_counter()
-    for i, sow in enumerate(sows):
-        engine.submit(f"m-{i}", sow)
-    return len(sows) / (time.perf_counter() - t0)
-
-
-def core_rate_in_subprocess(args: argparse.Namespace, platform: Platform) -> float:
-    """`core_rate` in a fresh interpreter, like the server's, so the two numbers compare."""
-    code = ("import sys; from mechanism.platform import Platform; from server.bench import core_rate; "
-            "print(core_rate(int(sys.argv[1]), int(sys.argv[2]), Platform.model_validate_json(sys.argv[3])))")
-    out = subprocess.run([sys.executable, "-c", code, str(args.active), str(args.submits),
-                          platform.model_dump_json()], capture_output=True, text=True, check=True)
-    return float(out.stdout.strip())
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -152,21 +139,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     counts = [int(x) for x in str(args.clients).split(",") if x]
     if not counts or min(counts) < 1:
         raise ValueError(f"--clients={args.clients!r} must list positive counts")
-    core = core_rate_in_subprocess(args, platform)
-    by_clients = {str(n): measure(n, args, platform) for n in counts}
-    for r in by_clients.values():
-        r["ratio_to_core"] = r["submit_per_s"] / core
     return {"platform": platform.model_dump(), "samples": platform.sample_count, "active_jobs": args.active,
-            "target_ratio": 0.5, "core_submit_per_s": core, "clients": by_clients}
+            "target_ratio": 0.5, "clients": {str(n): measure(n, args, platform) for n in counts}}
 
 
 def table(result: dict[str, Any]) -> str:
     lines = [f"gRPC SubmitSoW vs Echo (same server, SQLite WAL log, N={result['samples']} Monte Carlo samples, "
              f"{result['active_jobs']} active jobs before measuring; target ratio >= {result['target_ratio']})",
-             f"mechanism core alone (in process, one writer): {result['core_submit_per_s']:.1f} submissions/s",
+             "writer ms: time a SubmitSoW held the one writer (engine + log commit), from the server's own log;",
+             "writer/s: 1000 / mean writer ms, the ceiling of the one writer that applies commands in order",
              f"{'clients':>7} {'submit/s':>9} {'echo/s':>9} {'ratio':>7} {'p50 ms':>8} {'p99 ms':>8} "
-             f"{'echo p50':>9} {'echo p99':>9} {'vs core':>8}"]
+             f"{'echo p50':>9} {'echo p99':>9} {'writer ms':>9} {'writer/s':>8}"]
     for n, r in result["clients"].items():
         lines.append(f"{n:>7} {r['submit_per_s']:9.1f} {r['echo_per_s']:9.1f} {r['ratio']:7.3f} {r['p50_ms']:8.1f} "
-                     f"{r['p99_ms']:8.1f} {r['echo_p50_ms']:9.2f} {r['echo_p99_ms']:9.2f} {r['ratio_to_core']:8.2f}")
+                     f"{r['p99_ms']:8.1f} {r['echo_p50_ms']:9.2f} {r['echo_p99_ms']:9.2f} {r['writer_ms_mean']:9.1f} "
+                     f"{r['writer_per_s']:8.1f}")
     return "\n".join(lines)

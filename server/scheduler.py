@@ -6,6 +6,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ class Acknowledged:
 
     reply: bytes
     replayed: bool
+    writer_ms: float = 0.0  # time spent holding the writer lock (apply, encode, commit)
 
 
 def body_hash(kind: str, body: dict[str, Any]) -> str:
@@ -111,6 +113,7 @@ class DurableScheduler:
         name = caller.name if isinstance(caller, Principal) else caller
         h = body_hash(kind, body)
         with self._lock:
+            started = time.perf_counter()
             if self._broken is not None:
                 raise Unavailable(self._broken)
             if request_id:
@@ -126,7 +129,7 @@ class DurableScheduler:
             reply = self._encode(kind, result, owner)
             self._log(kind, name, request_id or None, body, h, reply)
             self.changed.notify_all()
-            return Acknowledged(reply, replayed=False)
+            return Acknowledged(reply, replayed=False, writer_ms=1000 * (time.perf_counter() - started))
 
     def _authorize(self, caller: str, kind: str, body: dict[str, Any]) -> None:
         if caller in (OPERATOR, CLOCK):

@@ -53,6 +53,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         self.scheduler = scheduler
         self.clock = clock
         self.stopping = threading.Event()
+        self._fields = threading.local()  # extra log fields of the call this thread is serving
 
     # ---- plumbing ----
 
@@ -61,6 +62,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         started = time.perf_counter()
         who = "-"
         code = "OK"
+        self._fields.extra = {}
         try:
             principal = self._principal(context)
             if principal is None:
@@ -81,7 +83,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"exact failure oracle: {exc}")
         finally:
             log.info("rpc", extra={"fields": {"method": method, "caller": who, "code": code,
-                                              "ms": round(1000 * (time.perf_counter() - started), 3)}})
+                                              "ms": round(1000 * (time.perf_counter() - started), 3),
+                                              **self._fields.extra}})
         raise AssertionError("unreachable")  # context.abort raises
 
     def _principal(self, context: grpc.ServicerContext) -> Principal | None:
@@ -95,7 +98,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def _command(self, principal: Principal, request_id: str, kind: str, body: dict[str, Any]) -> bytes:
         if len(request_id) > MAX_REQUEST_ID:
             raise Refused(f"request_id has {len(request_id)} characters, above the bound {MAX_REQUEST_ID}")
-        return self.scheduler.execute(principal, request_id or None, kind, body).reply
+        ack = self.scheduler.execute(principal, request_id or None, kind, body)
+        self._fields.extra = {"writer_ms": round(ack.writer_ms, 3), "retry": ack.replayed}
+        return ack.reply
 
     # ---- commands ----
 

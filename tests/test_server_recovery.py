@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import random
+import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,19 +41,44 @@ def tenant_of(job_id: str) -> str:
 
 
 class Killer(threading.Thread):
-    """SIGKILL the server at seeded random moments and restart it on the same port."""
+    """SIGKILL the server when its log reaches seeded random lengths (plus a random few ms), then restart it."""
 
-    def __init__(self, proc: ServerProcess, seed: int, kills: int) -> None:
+    def __init__(self, proc: ServerProcess, seed: int, total: int, kills: int) -> None:
         super().__init__(daemon=True)
-        self.proc, self.rng, self.kills = proc, random.Random(seed), kills
+        self.proc, self.rng = proc, random.Random(seed)
+        self.at = sorted(self.rng.sample(range(3, total - 3), kills))
         self.done = threading.Event()
         self.killed = 0
 
+    def logged(self) -> int:
+        with contextlib.closing(sqlite3.connect(f"file:{self.proc.store}?mode=ro", uri=True, timeout=5)) as db:
+            return int(db.execute("SELECT COUNT(*) FROM commands").fetchone()[0])
+
     def run(self) -> None:
-        while self.killed < self.kills and not self.done.wait(self.rng.uniform(0.2, 0.8)):
+        for threshold in self.at:
+            while self.logged() < threshold:
+                if self.done.wait(0.002):
+                    return
+            time.sleep(self.rng.uniform(0.0, 0.01))
             self.proc.kill()
             self.killed += 1
             self.proc.start()
+
+
+class CountingPort:
+    """The in-process engine behind the simulation port, counting the commands it accepts."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine, self.accepted = engine, 0
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.engine, name)
+
+        def call(*args: Any) -> Any:
+            result = method(*args)
+            self.accepted += 1
+            return result
+        return call
 
 
 class Watcher(threading.Thread):
@@ -80,19 +107,19 @@ def test_sigkill_at_random_points_loses_no_acknowledged_command_and_reaches_the_
         tmp_path: Path) -> None:
     workload = small_overload()
     reference = Engine(workload.platform)
-    expected = drive(workload, reference)
+    counted = CountingPort(reference)
+    expected = drive(workload, counted)  # type: ignore[arg-type]
     proc = ServerProcess(tmp_path, workload.platform.model_dump())
     port = proc.start()
     watcher = Watcher(port)
     watcher.start()
-    killer = Killer(proc, seed=11, kills=3)
+    killer = Killer(proc, seed=11, total=counted.accepted, kills=3)
     try:
         with SchedulerClient(f"127.0.0.1:{port}", OP, retry=PATIENT) as op:
             killer.start()
             result = drive(workload, GrpcScheduler(op, tenant_of))
-            killer.done.set()
-            killer.join()
-            assert killer.killed >= 2, "the run ended before the server was killed twice"
+            killer.join(timeout=120)
+            assert killer.killed == 3
             status = op.status()
             watcher.stop_at(status.events)
             # Every acknowledged SoW and report is there: the quotes, every job's state and the digest.

@@ -34,6 +34,7 @@ bench: setup
 	$(BIN)/sowsched bench core --out bench-core.json
 	$(BIN)/sowsched bench hpc --out bench-hpc.json
 	$(BIN)/sowsched bench grpc --out bench-grpc.json
+	$(BIN)/sowsched bench solvers --time-limit 20 --out bench-solvers.json
 
 lint: setup
 	$(BIN)/ruff check mechanism server clients tests

@@ -13,6 +13,7 @@ BENCHMARKS: dict[str, str] = {
     "core": "mechanism.bench.core",
     "hpc": "mechanism.bench.hpc",
     "grpc": "server.bench",
+    "solvers": "mechanism.bench.solvers",
 }
 
 

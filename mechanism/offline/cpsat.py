@@ -10,7 +10,8 @@ value steps (k_ji, v_ji), i = 1..m_j, with v_j(m_j+1) = 0):
                meet[j,i] => start[j] + d_j - b_j <= k_ji,  meet[j,i] => run[j],  meet[j,m_j] = run[j]
 
 The telescoped sum equals V_j(start + d_j) = v_ji for the first met deadline. Values are scaled to integers
-(`value_scale`); the exact rounding error is added to the reported bound, and the reported value is recomputed
+(`value_scale`, by default the smallest power of ten up to 1e6 that makes every value an integer); the exact
+rounding error is added to the reported bound, and the reported value is recomputed
 from the schedule in floating point.
 """
 
@@ -35,7 +36,7 @@ class CpSatParams:
     time_limit: float = 60.0
     workers: int = 2
     hint: Mapping[str, int | None] | None = None
-    value_scale: float = 1e6
+    value_scale: float | None = None
     log: bool = False
     time_indexed: bool = True
 
@@ -44,7 +45,7 @@ class CpSatParams:
             raise ValueError(f"time_limit={self.time_limit} must be above 0 seconds")
         if self.workers < 1:
             raise ValueError(f"workers={self.workers} is below the bound 1")
-        if not self.value_scale >= 1:
+        if self.value_scale is not None and not self.value_scale >= 1:
             raise ValueError(f"value_scale={self.value_scale} is below the bound 1")
 
 
@@ -62,14 +63,15 @@ class CpSatModel:
     rounding_slack: float
 
 
-def build(instance: HindsightInstance, value_scale: float = 1e6, time_indexed: bool = True) -> CpSatModel:
+def build(instance: HindsightInstance, value_scale: float | None = None, time_indexed: bool = True) -> CpSatModel:
     """Variables, the cumulative and the objective; jobs that cannot earn value are left out.
 
     With `time_indexed`, a redundant channel at[j,s] (job j starts at s) with per-round capacity rows is added:
     the same feasible set, but CP-SAT's LP relaxation becomes the (much tighter) time-indexed one.
     """
     model = cp_model.CpModel()
-    built = CpSatModel(instance, model, {}, {}, {}, {}, value_scale, 0.0)
+    scale = value_scale if value_scale is not None else auto_scale(instance)
+    built = CpSatModel(instance, model, {}, {}, {}, {}, scale, 0.0)
     intervals: list[cp_model.IntervalVar] = []
     demands: list[int] = []
     terms: list[tuple[cp_model.IntVar, int]] = []
@@ -86,6 +88,16 @@ def build(instance: HindsightInstance, value_scale: float = 1e6, time_indexed: b
     # Objective: sum of telescoped step increments of the met deadlines.
     model.maximize(sum(coef * var for var, coef in terms))
     return built
+
+
+def auto_scale(instance: HindsightInstance, max_scale: float = 1e6) -> float:
+    """The smallest power of ten (at most `max_scale`) that turns every step value into an integer."""
+    values = [v for job in instance.jobs for _, v in job.value_steps]
+    scale = 1.0
+    while scale < max_scale and any(abs(v * scale - round(v * scale)) > 1e-9 * max(1.0, v * scale)
+                                    for v in values):
+        scale *= 10.0
+    return scale
 
 
 def _add_job(built: CpSatModel, job: HindsightJob) -> cp_model.IntervalVar:

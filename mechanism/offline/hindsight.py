@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from mechanism.simulation import Workload
 
 Status = Literal["optimal", "feasible", "unknown"]
 STATUSES: tuple[Status, ...] = ("optimal", "feasible", "unknown")
@@ -92,9 +95,12 @@ class HindsightInstance:
                     f"jobs[{i}] ({job.id!r}) concurrency={job.concurrency} exceeds the bound capacity={self.capacity}")
 
     @staticmethod
-    def from_realized(capacity: int, jobs: Iterable[HindsightJob]) -> HindsightInstance:
-        """An instance from already realized jobs, in the given order."""
-        return HindsightInstance(capacity=capacity, jobs=tuple(jobs))
+    def from_realized(workload: Workload) -> HindsightInstance:
+        """The realized outcome of a workload: capacity C, and per job b, a = b + arrival_offset, d, c and V."""
+        return HindsightInstance(capacity=workload.platform.C, jobs=tuple(
+            HindsightJob(id=j.id, birth=j.birth, arrival=j.birth + j.arrival_offset, duration=j.duration,
+                         concurrency=j.sow.concurrency, value_steps=tuple(j.sow.value_steps))
+            for j in workload.jobs))
 
     @property
     def horizon(self) -> int:

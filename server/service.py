@@ -199,7 +199,11 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def GetPlatform(self, request: pb.GetPlatformRequest, context: grpc.ServicerContext) -> pb.PlatformInfo:
         def body(p: Principal) -> pb.PlatformInfo:
             with self.scheduler.reading() as engine:
-                return platform_info(engine, self.clock)
+                info = platform_info(engine, self.clock)
+            if not p.is_operator:  # platform-wide views are the operator's
+                for name in ("events", "active_jobs", "state_digest"):
+                    info.ClearField(name)
+            return info
         return self._call(context, "GetPlatform", body)
 
     def Echo(self, request: pb.EchoRequest, context: grpc.ServicerContext) -> pb.EchoReply:

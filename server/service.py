@@ -233,6 +233,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             for e in batch:
                 if principal.is_operator or owners.get(e.job) == principal.name:
                     yield convert.event_to_proto(e)
+        if self.stopping.is_set():  # not the end of the events: tell the client to resume elsewhere or later
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"the server is shutting down; resume from_seq={seq}")
 
     def _owned(self, p: Principal, job_id: str) -> str:
         owner = self.scheduler.owners[job_id]

@@ -223,3 +223,14 @@ def test_watch_resumes_after_a_disconnect_without_gaps_or_repeats(tmp_path: Path
         stream.close()
     finally:
         proc.close()
+
+
+def test_a_following_watch_is_told_to_resume_when_the_server_shuts_down(tmp_path: Path) -> None:
+    srv = start_server(config(), ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0"))
+    op = client(srv, OP, retry=ONCE)
+    op.submit("a", sow(), tenant="acme")
+    stream = op.watch(0, follow=True)
+    assert next(stream).job == "a"
+    threading.Timer(0.2, srv.stop).start()
+    with pytest.raises(RpcFailure, match=r"^UNAVAILABLE: the server is shutting down; resume from_seq=1"):
+        next(stream)

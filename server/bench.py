@@ -11,12 +11,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from clients.client import RetryPolicy, SchedulerClient
 from mechanism.platform import Platform
+
+if TYPE_CHECKING:  # the client needs the generated protobuf code; imported when the benchmark runs
+    from clients.client import SchedulerClient
 
 TOKEN = "bench-operator-token"
 PLATFORM = Platform(C=64, C_m=8, D_m=24, S_m=48, H=100.0, seed=1)  # eps0, delta0 default: Lemma F.1 samples
@@ -104,6 +106,8 @@ def hammer(clients: list[SchedulerClient], work: Callable[[SchedulerClient, int,
 
 
 def measure(n_clients: int, args: argparse.Namespace, platform: Platform) -> dict[str, Any]:
+    from clients.client import RetryPolicy, SchedulerClient
+
     rng = np.random.default_rng(n_clients)
     with tempfile.TemporaryDirectory(prefix="sowsched-bench-") as tmp:
         server = BenchServer(Path(tmp), platform)

@@ -8,13 +8,16 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clients.client import RetryPolicy, RpcFailure, SchedulerClient
 from mechanism.engine import Quote, RoundReport
 from mechanism.events import Event
 
+if TYPE_CHECKING:  # the client needs the generated protobuf code (make proto); imported when a command runs
+    from clients.client import SchedulerClient
+
 DEFAULT_SERVER = "127.0.0.1:50051"
+DEFAULT_ATTEMPTS = 8
 STATES = ("SUBMITTED", "WAITING", "RUNNING", "COMPLETED", "EVICTED", "CANCELLED", "EXPIRED", "NOT_SCHEDULED")
 
 
@@ -25,11 +28,13 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
                    help="bearer token (env SOWSCHED_TOKEN)")
     p.add_argument("--tls-ca", type=Path, help="CA certificate: connect with TLS")
     p.add_argument("--timeout", type=float, default=30.0, help="deadline per call in seconds")
-    p.add_argument("--retries", type=int, default=RetryPolicy.attempts,
+    p.add_argument("--retries", type=int, default=DEFAULT_ATTEMPTS,
                    help="attempts on UNAVAILABLE or DEADLINE_EXCEEDED, with the same request id")
 
 
 def connect(args: argparse.Namespace) -> SchedulerClient:
+    from clients.client import RetryPolicy, SchedulerClient
+
     if args.retries < 1:
         raise ValueError(f"--retries={args.retries} is below the bound 1")
     return SchedulerClient(args.server, args.token, tls_ca=args.tls_ca, timeout=args.timeout,
@@ -73,6 +78,8 @@ def _command(sub: Any, name: str, help_text: str,
 
 def _runner(name: str, body: Callable[[SchedulerClient, argparse.Namespace], Any]) -> Callable[..., int]:
     def run(args: argparse.Namespace) -> int:
+        from clients.client import RpcFailure
+
         try:
             with connect(args) as client:
                 out = body(client, args)

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clients.client import RpcFailure
 from clients.commands.jobs import add_connection_arguments, connect
 
 
@@ -54,6 +53,8 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def state_digest(args: argparse.Namespace) -> int:
+    from clients.client import RpcFailure
+
     try:
         out = _offline_digest(args) if args.store else _remote_digest(args)
     except RpcFailure as exc:

@@ -81,6 +81,13 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         except OracleTooLarge as exc:  # raised before the engine changes anything
             code = "RESOURCE_EXHAUSTED"
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"exact failure oracle: {exc}")
+        except Exception as exc:
+            if context.code() is not None:  # an abort above (grpc raises a plain Exception for it)
+                code = code if code != "OK" else str(context.code().name)
+                raise
+            code = "INTERNAL"
+            log.exception("internal error", extra={"fields": {"method": method}})
+            context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}")
         finally:
             log.info("rpc", extra={"fields": {"method": method, "caller": who, "code": code,
                                               "ms": round(1000 * (time.perf_counter() - started), 3),

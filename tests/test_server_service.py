@@ -457,3 +457,15 @@ def test_wall_clock_needs_a_positive_round_length(tmp_path: Path) -> None:
     with pytest.raises(StartupError, match=r"round_seconds=0\.0 must be positive"):
         start_server(config(), ServerOptions(store=str(tmp_path / "x.db"), listen="127.0.0.1:0", clock="wall",
                                              round_seconds=0.0))
+
+
+def test_an_unexpected_error_is_internal_without_its_details(srv: RunningServer, acme: SchedulerClient,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    acme.submit("j1", sow())
+
+    def broken(job_id: str) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(srv.scheduler.engine, "view", broken)
+    with pytest.raises(RpcFailure, match=r"^INTERNAL: internal error: RuntimeError$"):
+        acme.get_job("j1")

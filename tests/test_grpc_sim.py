@@ -106,3 +106,21 @@ def test_a_simulation_needs_the_simulated_clock(tmp_path: Path) -> None:
             check_server(SchedulerClient(f"127.0.0.1:{srv.port}", OP), w, "mc")
     finally:
         srv.stop(0)
+
+
+def test_sowsched_simulate_with_server_prints_the_in_process_numbers(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from clients.cli import main
+
+    w = make_workload("toy", seed=4)
+    srv = serve(w, tmp_path / "s.db")
+    try:
+        target = f"127.0.0.1:{srv.port}"
+        assert main(["simulate", "--workload", "toy", "--seed", "4", "--json"]) == 0
+        local = capsys.readouterr().out
+        assert main(["simulate", "--workload", "toy", "--seed", "4", "--json", "--server", target, "--token", OP]) == 0
+        assert capsys.readouterr().out == local
+        assert main(["simulate", "--workload", "toy", "--seed", "4", "--server", target, "--token", OP]) == 1
+        assert "a simulation needs a fresh store" in capsys.readouterr().err
+    finally:
+        srv.stop(0)

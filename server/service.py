@@ -106,7 +106,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         if len(request_id) > MAX_REQUEST_ID:
             raise Refused(f"request_id has {len(request_id)} characters, above the bound {MAX_REQUEST_ID}")
         ack = self.scheduler.execute(principal, request_id or None, kind, body)
-        self._fields.extra = {"writer_ms": round(ack.writer_ms, 3), "retry": ack.replayed}
+        self._fields.extra = {"writer_ms": round(ack.writer_ms, 3), "retry": ack.replayed,
+                              "request_id": request_id, **({"job_id": body["job_id"]} if "job_id" in body else {})}
         return ack.reply
 
     # ---- commands ----

@@ -19,6 +19,7 @@ from mechanism.platform import Platform
 from mechanism.rng import stream_key, uniform
 
 CHUNKS = 64  # samples are processed in this many independent chunks (threads), results are exact integers
+INT16_MAX = 32767
 HIST_CHUNKS = 8  # fewer chunks for the histogram: each one owns an (S_m, D_m + 1) table
 
 
@@ -69,12 +70,17 @@ class MonteCarloOracle:
             _append_job(self._paths, self._peak, *self._packed([residual]), self.platform.C)
 
     def paths(self) -> np.ndarray:
-        """L[n, tau - t]: load demanded by the earlier jobs in sample n, round tau (int32, N x (S_m + D_m - 1))."""
+        """L[n, tau - t]: load demanded by the earlier jobs in sample n, round tau, saturated at C + 1."""
         if self._paths is None:
             self._paths, self._peak = _build_paths(*self._packed(self._pending), self.samples,
-                                                   self.platform.horizon, self.platform.C)
+                                                   self.platform.horizon, self.platform.C,
+                                                   np.zeros(0, dtype=self._dtype()))
             self._pending = []
         return self._paths
+
+    def _dtype(self) -> type[np.integer]:
+        p = self.platform
+        return np.int16 if p.C + p.C_m + 1 <= INT16_MAX else np.int32
 
     def estimates(self, concurrency: int) -> np.ndarray:
         """Raw E(s, c, d) as an (S_m, D_m) array, column d - 1."""
@@ -101,45 +107,57 @@ class MonteCarloOracle:
 
 @numba.njit(cache=True, inline="always")
 def _draw(key: np.uint64, sample: int, cdf: np.ndarray, lo: int, hi: int) -> int:  # pragma: no cover
-    """Index in [lo, hi) of the outcome drawn for `sample` by inverse CDF."""
+    """Index in [lo, hi) of the outcome drawn for `sample` by inverse CDF: the first with cdf > u."""
     u = uniform(key, sample)
-    i = lo + np.searchsorted(cdf[lo:hi], u, side="right")
-    return min(i, hi - 1)
+    a, b = lo, hi - 1
+    while a < b:
+        m = (a + b) >> 1
+        if cdf[m] <= u:
+            a = m + 1
+        else:
+            b = m
+    return a
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _append_one(row: np.ndarray, peak: int, s: int, d: int, c: int, capacity: int) -> int:  # pragma: no cover
     """Add a job newer than all of `row`'s jobs: it demands c over [s, s+d) until the first overflow removes it.
 
-    `peak` bounds the row from above. Returns the highest load among the rounds it raised (0 if none).
+    `peak` bounds the row from above. Returns the highest (saturated) load among the rounds it raised.
     """
     top = 0
     if s < 0:
         return top
     end = min(s + d, row.size)
+    cap = capacity + 1
     if peak + c <= capacity:  # nothing overflows anywhere: it simply adds its demand
         for tau in range(s, end):
-            row[tau] += c
-            top = max(top, row[tau])
+            v = row[tau] + c
+            row[tau] = v
+            if v > top:
+                top = v
         return top
     for tau in range(s):  # cancelled while waiting: it never contributes
         if row[tau] > capacity:
             return top
     for tau in range(s, end):
-        row[tau] += c  # its demand counts in the round it is evicted
-        top = max(top, row[tau])
-        if row[tau] > capacity:
+        v = min(row[tau] + c, cap)  # its demand counts in the round it is evicted
+        row[tau] = v
+        if v > top:
+            top = v
+        if v > capacity:
             return top
     return top
 
 
 @numba.njit(cache=True, parallel=True)
 def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
-                 cdf: np.ndarray, n_samples: int, horizon: int,
-                 capacity: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
-    paths = np.zeros((n_samples, horizon), dtype=np.int32)
+                 cdf: np.ndarray, n_samples: int, horizon: int, capacity: int,
+                 like: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    paths = np.zeros((n_samples, horizon), dtype=like.dtype)
     peak = np.zeros(n_samples, dtype=np.int64)
     n_jobs = keys.size
+    cap = capacity + 1
     per_chunk = (n_samples + CHUNKS - 1) // CHUNKS
     for ch in numba.prange(CHUNKS):
         chosen = np.empty(n_jobs, dtype=np.int64)
@@ -158,15 +176,15 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
             top = 0
             for tau in range(horizon):
                 acc += diff[tau]
-                row[tau] = acc
+                row[tau] = min(acc, cap)
                 top = max(top, acc)
             if top > capacity:  # evictions happen: replay LIFO exactly, oldest job first
                 row[:] = 0
                 top = 0
                 for k in range(n_jobs):
                     i = chosen[k]
-                    top = max(top, _append_one(row, capacity + 1, start[i], length[i], conc[k], capacity))
-            peak[n] = top
+                    top = max(top, _append_one(row, cap, start[i], length[i], conc[k], capacity))
+            peak[n] = min(top, cap)
     return paths, peak
 
 
@@ -175,9 +193,10 @@ def _append_job(paths: np.ndarray, peak: np.ndarray, keys: np.ndarray, conc: np.
                 start: np.ndarray, length: np.ndarray, cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
     n_samples = paths.shape[0]
     for n in numba.prange(n_samples):
+        row = paths[n]
         for k in range(keys.size):
             i = _draw(keys[k], n, cdf, ptr[k], ptr[k + 1])
-            peak[n] = max(peak[n], _append_one(paths[n], peak[n], start[i], length[i], conc[k], capacity))
+            peak[n] = max(peak[n], _append_one(row, peak[n], start[i], length[i], conc[k], capacity))
 
 
 @numba.njit(cache=True, parallel=True)

@@ -48,11 +48,17 @@ def test_appending_a_newer_job_equals_rebuilding_with_it(seed: int, n_jobs: int)
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 5), st.integers(1, 3))
-def test_sampled_estimates_equal_the_literal_procedure_on_the_same_draws(seed: int, n_jobs: int, c: int) -> None:
-    p = small_platform(C=4, samples=400, seed=seed % 89)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 5), st.integers(1, 3), st.sampled_from([4, 40_000]))
+def test_sampled_estimates_equal_the_literal_procedure_on_the_same_draws(seed: int, n_jobs: int, c: int,
+                                                                         capacity: int) -> None:
+    # C = 4 stores saturated loads in int16; C = 40,000 (C_m = C) needs int32.
+    scale = capacity // 4
+    p = small_platform(C=capacity, samples=400, seed=seed % 89, C_m=3 * scale)
     rs = random_residuals(np.random.default_rng(seed), p, n_jobs)
-    est = mc(p, rs).estimates(c)
+    c *= scale
+    oracle = mc(p, rs)
+    est = oracle.estimates(c)
+    assert oracle.paths().dtype == (np.int16 if capacity == 4 else np.int32)
     rng = np.random.default_rng(seed + 1)
     for _ in range(4):
         s, d = int(rng.integers(0, p.S_m)), int(rng.integers(1, p.D_m + 1))

@@ -14,6 +14,7 @@ BENCHMARKS: dict[str, str] = {
     "hpc": "mechanism.bench.hpc",
     "grpc": "server.bench",
     "solvers": "mechanism.bench.solvers",
+    "welfare": "clients.commands.welfare",
 }
 
 
@@ -33,7 +34,7 @@ def _runner(module: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
         result = module.run(args)
         text = json.dumps(result, indent=2, sort_keys=True)
-        if args.out:
+        if args.out and not getattr(args, "out_is_dir", False):  # a benchmark may take --out as its DIR
             with open(args.out, "w", encoding="utf-8") as fh:
                 fh.write(text + "\n")
         if args.json:

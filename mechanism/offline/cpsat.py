@@ -39,6 +39,7 @@ class CpSatParams:
     value_scale: float | None = None
     log: bool = False
     time_indexed: bool = True
+    deterministic: bool = False  # read time_limit as CP-SAT deterministic time: same model, same answer
 
     def __post_init__(self) -> None:
         if not self.time_limit > 0:
@@ -181,7 +182,11 @@ def solve(built: CpSatModel, params: CpSatParams) -> tuple[cp_model.CpSolver, cp
     if params.hint is not None:
         add_hint(built, params.hint)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = params.time_limit
+    if params.deterministic:
+        solver.parameters.max_deterministic_time = params.time_limit
+        solver.parameters.interleave_search = params.workers > 1
+    else:
+        solver.parameters.max_time_in_seconds = params.time_limit
     solver.parameters.num_workers = params.workers
     solver.parameters.log_search_progress = params.log
     status = solver.solve(built.model)

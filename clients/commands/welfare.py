@@ -1,0 +1,100 @@
+"""Welfare sweep: the mechanism against the offline optimum and two baselines, per load and seed, with plots."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from clients.sweep import BACKENDS, run_tasks
+from clients.welfare_plots import write_plots
+from clients.workloads import WORKLOADS, make_workload
+from mechanism.offline.report import (
+    OfflineConfig,
+    calibration_bins,
+    evaluate,
+    summarize,
+    summary_table,
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of `sowsched bench welfare`; `--out` (added by `bench`) names a directory here."""
+    p.add_argument("--workload", required=True, choices=WORKLOADS, help="synthetic workload (clients/workloads.py)")
+    p.add_argument("--loads", default="0.5,1,1.5,2", help="comma-separated load factors")
+    p.add_argument("--seeds", type=_positive_int, default=3, help="seeds 0..N-1 per load")
+    p.add_argument("--backend", choices=BACKENDS, default="local", help="local process pool or Ray tasks")
+    p.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--processes", type=_positive_int, default=None, help="local pool size (default: all cores)")
+    p.add_argument("--ray-cpus", type=_positive_int, default=None, help="CPUs of a local Ray (default: all)")
+    p.add_argument("--solver", choices=("cpsat", "milp"), default="cpsat", help="offline solver")
+    p.add_argument("--time-limit", type=float, default=10.0,
+                   help="offline limit per run: CP-SAT deterministic time (reproducible), MILP seconds")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(out_is_dir=True)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is below the bound 1")
+    return value
+
+
+def parse_loads(text: str) -> list[float]:
+    loads = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError as exc:
+            raise ValueError(f"--loads entry {part!r} is not a number") from exc
+        if not value > 0:
+            raise ValueError(f"--loads entry {value} must be above 0")
+        loads.append(value)
+    return loads
+
+
+def welfare_task(task: dict[str, Any]) -> dict[str, Any]:
+    """One run: build the workload for (name, seed, load), simulate, solve offline, run the baselines."""
+    workload = make_workload(task["workload"], seed=task["seed"], load=task["load"])
+    config = OfflineConfig(solver=task["solver"], time_limit=task["time_limit"])
+    return evaluate(workload, task["load"], task["seed"], config)
+
+
+def tasks_for(args: argparse.Namespace) -> list[dict[str, Any]]:
+    return [{"workload": args.workload, "load": load, "seed": seed, "solver": args.solver,
+             "time_limit": args.time_limit}
+            for load in parse_loads(args.loads) for seed in range(args.seeds)]
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run every (load, seed) on the chosen backend; write runs.json, summary.json and the PNGs into --out."""
+    tasks = tasks_for(args)
+    runs = run_tasks(welfare_task, tasks, backend=args.backend, processes=args.processes, address=args.address,
+                     ray_cpus=args.ray_cpus, progress=not args.no_progress, desc=f"welfare {args.workload}")
+    summary = summarize(runs)
+    pairs = [p for r in runs for p in r["calibration"]]
+    calibration = {"jobs": len(pairs), "announced": calibration_bins(pairs, 0), "raw": calibration_bins(pairs, 1)}
+    result: dict[str, Any] = {
+        "benchmark": "welfare", "workload": args.workload, "backend": args.backend, "solver": args.solver,
+        "time_limit": args.time_limit, "seeds": args.seeds, "summary": summary, "calibration": calibration,
+        "runs": [{k: v for k, v in r.items() if k not in ("series", "calibration")} for r in runs],
+        "files": [],
+    }
+    if args.out:
+        out = Path(args.out)
+        result["files"] = write_plots(runs, summary, calibration, out)
+        (out / "runs.json").write_text(json.dumps(runs, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        (out / "summary.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        result["files"] += [str(out / "runs.json"), str(out / "summary.json")]
+    return result
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = [f"welfare sweep: workload {result['workload']}, {result['seeds']} seed(s) per load, "
+             f"offline solver {result['solver']} (limit {result['time_limit']:g}), backend {result['backend']}",
+             summary_table(result["summary"])]
+    if result["files"]:
+        lines.append("files: " + ", ".join(result["files"]))
+    return "\n".join(lines)

@@ -1,0 +1,176 @@
+"""Welfare report: one simulated run against its offline optimum and the baselines, and the sweep's aggregates.
+
+Per (load, seed) run: the mechanism's welfare and revenue, the offline optimum of the same realization (CP-SAT or
+the HiGHS MILP, warm-started with the better of the mechanism's and FCFS's schedules, which are feasible in
+hindsight), its bound and gap, the ratio, FCFS and reservation welfare, the per-round series and the
+(announced failure estimate, failed?) pairs. Across seeds: the competitive ratio E[OPT] / E[mechanism welfare]
+(MODEL.md section 8), spreads, and calibration bins.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from mechanism.offline.baselines import fcfs, reservation
+from mechanism.offline.cpsat import CpSatParams, solve_cpsat
+from mechanism.offline.hindsight import HindsightInstance, OfflineResult, relative_gap
+from mechanism.offline.milp import MilpParams, solve_milp
+from mechanism.simulation import SimulationResult, Workload, run_simulation
+
+OfflineSolver = Literal["cpsat", "milp"]
+CALIBRATION_BINS = 10
+
+
+@dataclass(frozen=True)
+class OfflineConfig:
+    """Which offline solver, its limit (CP-SAT: deterministic time units, so runs are reproducible), workers."""
+
+    solver: OfflineSolver = "cpsat"
+    time_limit: float = 10.0
+    workers: int = 1
+
+    def __post_init__(self) -> None:
+        if self.solver not in ("cpsat", "milp"):
+            raise ValueError(f"solver={self.solver!r} is not one of cpsat, milp")
+        if not self.time_limit > 0:
+            raise ValueError(f"time_limit={self.time_limit} must be above 0 seconds")
+        if self.workers < 1:
+            raise ValueError(f"workers={self.workers} is below the bound 1")
+
+
+def mechanism_schedule(sim: SimulationResult) -> dict[str, int | None]:
+    """The starts of the jobs the mechanism completed (the others earned nothing)."""
+    return {j.id: (j.start if j.state == "completed" else None) for j in sim.jobs}
+
+
+def solve_offline(instance: HindsightInstance, hint: dict[str, int | None], config: OfflineConfig) -> OfflineResult:
+    """The configured solver, warm-started with `hint`; never reports a value below the hint's own value."""
+    if config.solver == "cpsat":
+        result = solve_cpsat(instance, CpSatParams(config.time_limit, config.workers, hint=hint,
+                                                   deterministic=True))
+    else:
+        result = solve_milp(instance, MilpParams(config.time_limit, config.workers, hint=hint))
+    hinted = instance.schedule_value(hint)
+    if hinted <= result.value:
+        return result
+    # The solver stopped below its hint: the hint is feasible, so it is the better known schedule.
+    instance.check_schedule(hint)
+    return OfflineResult(value=hinted, bound=max(result.bound, hinted), gap=relative_gap(hinted, result.bound),
+                         status="feasible", solve_seconds=result.solve_seconds, starts=dict(hint),
+                         solver=result.solver)
+
+
+def evaluate(workload: Workload, load: float, seed: int, config: OfflineConfig) -> dict[str, Any]:
+    """Simulate, solve the hindsight problem, run both baselines; a JSON-able row."""
+    sim = run_simulation(workload)
+    instance = HindsightInstance.from_realized(workload)
+    own = mechanism_schedule(sim)
+    first = fcfs(instance)
+    hint = own if instance.schedule_value(own) >= first.welfare else first.starts
+    offline = solve_offline(instance, hint, config)
+    reserved = reservation(workload)
+    return {
+        "workload": workload.name, "load": load, "seed": seed, "jobs": len(workload.jobs), "rounds": sim.rounds,
+        "welfare": sim.welfare, "revenue": sim.revenue, "utility": sim.utility, "utilization": sim.utilization,
+        "counts": {k: int(v) for k, v in sorted(sim.counts.items())},
+        "offline_value": offline.value, "offline_bound": offline.bound, "offline_gap": offline.gap,
+        "offline_status": offline.status, "offline_solver": offline.solver,
+        "ratio": ratio(offline.value, sim.welfare), "ratio_bound": ratio(offline.bound, sim.welfare),
+        "fcfs_welfare": first.welfare, "reservation_welfare": reserved.welfare,
+        "reservation_rejected": reserved.rejected,
+        "series": series(sim),
+        "calibration": calibration_pairs(sim),
+    }
+
+
+def ratio(offline: float, online: float) -> float | None:
+    """offline / online; None when the online welfare is 0 (the ratio is unbounded)."""
+    return offline / online if online > 0 else None
+
+
+def series(sim: SimulationResult) -> dict[str, list[Any]]:
+    """Per-round unit price, expected usage y, running load, and the rounds of evictions."""
+    return {"unit_price": list(sim.unit_price), "expected_usage": list(sim.expected_usage),
+            "running": list(sim.running), "capacity": [sim.platform.C],
+            "evictions": sorted(e.round for e in sim.events if e.type == "evict")}
+
+
+def calibration_pairs(sim: SimulationResult) -> list[list[float]]:
+    """[announced estimate, raw estimate, failed (0/1)] for every job that was given a start and then ran or
+    waited: it fails when evicted or cancelled instead of completing."""
+    out = []
+    for j in sim.jobs:
+        if j.start is None or j.failure is None or j.state not in ("completed", "evicted", "cancelled"):
+            continue
+        raw = j.failure_raw if j.failure_raw is not None else j.failure
+        out.append([float(j.failure), float(raw), 0.0 if j.state == "completed" else 1.0])
+    return out
+
+
+def calibration_bins(pairs: list[list[float]], column: int = 0, bins: int = CALIBRATION_BINS) -> list[dict[str, Any]]:
+    """Equal-width bins of the estimate in `column` (0 announced, 1 raw): count, mean estimate, failure rate."""
+    if bins < 1:
+        raise ValueError(f"bins={bins} is below the bound 1")
+    out = []
+    arr = np.asarray(pairs, dtype=np.float64).reshape(-1, 3)
+    idx = np.minimum((arr[:, column] * bins).astype(np.int64), bins - 1)
+    for b in range(bins):
+        sel = arr[idx == b]
+        out.append({"lo": b / bins, "hi": (b + 1) / bins, "count": len(sel),
+                    "mean_estimate": float(sel[:, column].mean()) if len(sel) else None,
+                    "failure_rate": float(sel[:, 2].mean()) if len(sel) else None})
+    return out
+
+
+def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per load: means and standard deviations across seeds, and the competitive ratio E[OPT] / E[welfare]."""
+    out = []
+    for load in sorted({r["load"] for r in rows}):
+        group = [r for r in rows if r["load"] == load]
+        mech = _mean(r["welfare"] for r in group)
+        opt = _mean(r["offline_value"] for r in group)
+        bound = _mean(r["offline_bound"] for r in group)
+        out.append({
+            "load": load, "seeds": len(group),
+            "welfare": mech, "welfare_std": _std(r["welfare"] for r in group),
+            "revenue": _mean(r["revenue"] for r in group),
+            "offline": opt, "offline_std": _std(r["offline_value"] for r in group),
+            "offline_bound": bound, "optimal": sum(r["offline_status"] == "optimal" for r in group),
+            "competitive_ratio": ratio(opt, mech), "competitive_ratio_bound": ratio(bound, mech),
+            "ratio_std": _std(r["ratio"] for r in group if r["ratio"] is not None),
+            "fcfs": _mean(r["fcfs_welfare"] for r in group),
+            "reservation": _mean(r["reservation_welfare"] for r in group),
+        })
+    return out
+
+
+def summary_table(summary: list[dict[str, Any]]) -> str:
+    head = (f"{'load':>5} {'seeds':>5} | {'mechanism':>10} {'revenue':>9} | {'offline':>10} {'bound':>10} "
+            f"{'opt':>4} | {'ratio':>6} {'<=':>6} | {'fcfs':>9} {'reserve':>9}")
+    lines = [head, "-" * len(head)]
+    for s in summary:
+        lines.append(
+            f"{s['load']:>5g} {s['seeds']:>5} | {s['welfare']:>10.1f} {s['revenue']:>9.1f} | {s['offline']:>10.1f} "
+            f"{s['offline_bound']:>10.1f} {s['optimal']:>4} | {_fmt(s['competitive_ratio']):>6} "
+            f"{_fmt(s['competitive_ratio_bound']):>6} | {s['fcfs']:>9.1f} {s['reservation']:>9.1f}")
+    lines.append("ratio = E[offline] / E[mechanism welfare] over seeds; <= uses the offline bound; "
+                 "opt = seeds whose offline value is proven optimal")
+    return "\n".join(lines)
+
+
+def _fmt(x: float | None) -> str:
+    return "inf" if x is None else f"{x:.3f}"
+
+
+def _mean(xs: Any) -> float:
+    vals = list(xs)
+    return math.fsum(vals) / len(vals) if vals else 0.0
+
+
+def _std(xs: Any) -> float:
+    vals = list(xs)
+    return float(np.std(vals)) if len(vals) > 1 else 0.0

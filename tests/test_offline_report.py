@@ -1,0 +1,99 @@
+"""Welfare report: offline >= mechanism on the same realization, honest fallbacks, ratios and calibration bins."""
+
+from __future__ import annotations
+
+import pytest
+
+from clients.workloads import make_workload
+from mechanism.offline import report
+from mechanism.offline.hindsight import HindsightInstance, OfflineResult
+from mechanism.offline.report import (
+    OfflineConfig,
+    calibration_bins,
+    evaluate,
+    mechanism_schedule,
+    ratio,
+    solve_offline,
+    summarize,
+)
+from mechanism.simulation import run_simulation
+from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE
+
+
+@pytest.mark.parametrize(("name", "load", "seed"), [("toy", 1.0, 0), ("overload", 0.4, 1), ("overload", 0.6, 2)])
+def test_offline_optimum_is_never_below_the_mechanism_welfare(name: str, load: float, seed: int) -> None:
+    row = evaluate(make_workload(name, seed=seed, load=load), load, seed, OfflineConfig(time_limit=2.0))
+    assert row["offline_value"] >= row["welfare"] - 1e-9
+    assert row["offline_bound"] >= row["offline_value"]
+    assert row["offline_value"] >= row["fcfs_welfare"] - 1e-9
+    assert row["offline_value"] >= row["reservation_welfare"] - 1e-9
+    assert row["ratio"] is None or row["ratio"] >= 1.0 - 1e-12
+    assert set(row["series"]) == {"unit_price", "expected_usage", "running", "capacity", "evictions"}
+    assert len(row["series"]["unit_price"]) == row["rounds"]
+
+
+def test_mechanism_schedule_is_feasible_in_hindsight_and_worth_its_welfare() -> None:
+    workload = make_workload("overload", seed=3, load=0.5)
+    sim = run_simulation(workload)
+    instance = HindsightInstance.from_realized(workload)
+    schedule = mechanism_schedule(sim)
+    instance.check_schedule(schedule)
+    assert instance.schedule_value(schedule) == pytest.approx(sim.welfare)
+
+
+def test_hindsight_instance_from_a_workload_uses_realized_arrival_and_duration() -> None:
+    workload = make_workload("toy", seed=0, load=1.0)
+    instance = HindsightInstance.from_realized(workload)
+    job, first = instance.jobs[0], workload.jobs[0]
+    assert instance.capacity == workload.platform.C
+    assert (job.birth, job.arrival, job.duration) == (first.birth, first.birth + first.arrival_offset, first.duration)
+    assert job.value_steps == first.sow.value_steps
+
+
+def test_solver_result_below_its_hint_is_replaced_by_the_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    empty = OfflineResult(0.0, 20.0, 1.0, "unknown", 0.1, {j.id: None for j in HAND.jobs}, "cpsat")
+    monkeypatch.setattr(report, "solve_cpsat", lambda *a, **k: empty)
+    result = solve_offline(HAND, HAND_SCHEDULE, OfflineConfig())
+    assert result.value == HAND_OPTIMUM and result.starts == HAND_SCHEDULE
+    assert result.status == "feasible" and result.bound == 20.0
+    assert result.gap == pytest.approx((20.0 - HAND_OPTIMUM) / 20.0)
+
+
+def test_milp_offline_solver_is_selectable() -> None:
+    result = solve_offline(HAND, {}, OfflineConfig(solver="milp"))
+    assert result.solver == "highs-milp" and result.value == HAND_OPTIMUM
+
+
+def test_competitive_ratio_is_ratio_of_means_not_mean_of_ratios() -> None:
+    rows = [{"load": 1.0, "welfare": w, "revenue": 0.0, "offline_value": o, "offline_bound": o,
+             "offline_status": "optimal", "ratio": ratio(o, w), "fcfs_welfare": 0.0, "reservation_welfare": 0.0}
+            for w, o in ((10.0, 20.0), (30.0, 40.0))]
+    (s,) = summarize(rows)
+    assert s["competitive_ratio"] == pytest.approx(60.0 / 40.0)
+    assert s["welfare"] == 20.0 and s["offline"] == 30.0 and s["optimal"] == 2 and s["seeds"] == 2
+
+
+def test_ratio_is_undefined_when_the_mechanism_earns_nothing() -> None:
+    assert ratio(5.0, 0.0) is None and ratio(6.0, 3.0) == 2.0
+
+
+def test_calibration_bins_count_estimates_and_realized_failures() -> None:
+    pairs = [[0.05, 0.0, 0.0], [0.05, 0.0, 1.0], [0.95, 0.9, 1.0], [1.0, 1.0, 1.0]]
+    bins = calibration_bins(pairs, column=0, bins=2)
+    assert [b["count"] for b in bins] == [2, 2]
+    assert bins[0]["failure_rate"] == 0.5 and bins[0]["mean_estimate"] == pytest.approx(0.05)
+    assert bins[1]["failure_rate"] == 1.0 and bins[1]["mean_estimate"] == pytest.approx(0.975)
+    assert calibration_bins([], bins=3)[0] == {"lo": 0.0, "hi": 1 / 3, "count": 0, "mean_estimate": None,
+                                               "failure_rate": None}
+    with pytest.raises(ValueError, match="bins=0 is below the bound 1"):
+        calibration_bins(pairs, bins=0)
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"solver": "gurobi"}, "solver='gurobi' is not one of cpsat, milp"),
+    ({"time_limit": 0.0}, "time_limit=0.0 must be above 0 seconds"),
+    ({"workers": 0}, "workers=0 is below the bound 1"),
+])
+def test_offline_config_validation_names_field_and_bound(kw: dict[str, object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        OfflineConfig(**kw)  # type: ignore[arg-type]

@@ -1,0 +1,37 @@
+"""Sweep backends: results come back in task order, and the local pool and Ray give identical results."""
+
+from __future__ import annotations
+
+import operator
+
+import pytest
+
+from clients.commands.welfare import welfare_task
+from clients.sweep import run_tasks
+
+TASKS = [{"workload": "toy", "load": 1.0, "seed": s, "solver": "cpsat", "time_limit": 2.0} for s in (0, 1)]
+
+
+def test_local_pool_returns_results_in_task_order() -> None:
+    pairs = [(i, i + 1) for i in range(7)]
+    assert run_tasks(_mul, pairs, processes=2, progress=False) == [i * (i + 1) for i in range(7)]
+    assert run_tasks(_mul, pairs, processes=1, progress=False) == [i * (i + 1) for i in range(7)]
+
+
+def test_unknown_backend_and_bad_pool_size_are_refused() -> None:
+    with pytest.raises(ValueError, match="backend='spark' is not one of local, ray"):
+        run_tasks(_mul, [(1, 2)], backend="spark", progress=False)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="processes=-1 is below the bound 1"):
+        run_tasks(_mul, [(1, 2)], processes=-1, progress=False)
+
+
+@pytest.mark.slow
+def test_ray_backend_gives_the_same_rows_as_the_local_pool() -> None:
+    local = run_tasks(welfare_task, TASKS, backend="local", processes=2, progress=False)
+    remote = run_tasks(welfare_task, TASKS, backend="ray", ray_cpus=1, progress=False)
+    assert remote == local
+    assert [r["seed"] for r in remote] == [0, 1]
+
+
+def _mul(pair: tuple[int, int]) -> int:
+    return operator.mul(*pair)

@@ -20,7 +20,6 @@ from mechanism.rng import stream_key, uniform
 
 CHUNKS = 64  # samples are processed in this many independent chunks (threads), results are exact integers
 INT16_MAX = 32767
-HIST_CHUNKS = 8  # fewer chunks for the histogram: each one owns an (S_m, D_m + 1) table
 
 
 @dataclass(frozen=True)
@@ -45,38 +44,58 @@ class Residual:
 
 
 class MonteCarloOracle:
-    """E_t(s, c, d) by sampling, for every start offset s in [0, S_m) and duration d in [1, D_m]."""
+    """E_t(s, c, d) by sampling, for every start offset s in [0, S_m) and duration d in [1, D_m].
+
+    Jobs appended during a round are applied to a sample's path lazily: `_bound[n]` is the exact peak of the
+    materialised row plus the concurrency of the appended jobs not yet applied to it, an upper bound on the
+    sample's true peak. A query for concurrency c needs the row only where bound + c > C; elsewhere the job fits
+    in every round whatever the pending jobs do. So under normal load a quote costs O(N), not O(N * D_m).
+    """
 
     def __init__(self, platform: Platform, samples: int | None = None) -> None:
         self.platform = platform
         self.samples = samples if samples is not None else platform.sample_count
         self.round = -1
-        self._pending: list[Residual] = []
+        self._earlier: list[Residual] = []  # the jobs of the round's start, built into the paths
+        self._appended: list[Residual] = []  # jobs born this round, oldest first
+        self._app_packed: tuple[np.ndarray, ...] = self._packed([])
         self._paths: np.ndarray | None = None
-        self._peak: np.ndarray | None = None  # per sample, the highest load of its path
+        self._peak = np.zeros(0, dtype=np.int64)  # exact (saturated) peak of each materialised row
+        self._bound = np.zeros(0, dtype=np.int64)  # peak + concurrency of the appended jobs not applied yet
+        self._applied = np.zeros(0, dtype=np.int64)  # how many appended jobs each row has applied
 
     def reset(self, round_: int, residuals: list[Residual]) -> None:
         """Start round `round_` with the earlier active jobs' residuals, in birth order (paths built lazily)."""
         self.round = round_
-        self._pending = list(residuals)
+        self._earlier = list(residuals)
+        self._appended = []
+        self._app_packed = self._packed([])
         self._paths = None
-        self._peak = None
 
     def append(self, residual: Residual) -> None:
         """A job born in this round joins the earlier jobs of every later SoW of the round."""
-        if self._paths is None or self._peak is None:
-            self._pending.append(residual)
-        else:
-            _append_job(self._paths, self._peak, *self._packed([residual]), self.platform.C)
+        self._appended.append(residual)
+        self._app_packed = self._packed(self._appended)
+        if self._paths is not None and bool(np.any(residual.start >= 0)):
+            self._bound += residual.concurrency
+
+    def _built(self) -> np.ndarray:
+        if self._paths is None:
+            self._paths, self._peak = _build_paths(*self._packed(self._earlier), self.samples,
+                                                   self.platform.horizon, self.platform.C,
+                                                   np.zeros(0, dtype=self._dtype()))
+            self._applied = np.zeros(self.samples, dtype=np.int64)
+            self._bound = self._peak.copy()
+            for r in self._appended:  # appended before the paths existed: pending on every row
+                if bool(np.any(r.start >= 0)):
+                    self._bound += r.concurrency
+        return self._paths
 
     def paths(self) -> np.ndarray:
         """L[n, tau - t]: load demanded by the earlier jobs in sample n, round tau, saturated at C + 1."""
-        if self._paths is None:
-            self._paths, self._peak = _build_paths(*self._packed(self._pending), self.samples,
-                                                   self.platform.horizon, self.platform.C,
-                                                   np.zeros(0, dtype=self._dtype()))
-            self._pending = []
-        return self._paths
+        paths = self._built()
+        _materialise_all(paths, self._peak, self._bound, self._applied, *self._app_packed, self.platform.C)
+        return paths
 
     def _dtype(self) -> type[np.integer]:
         p = self.platform
@@ -85,8 +104,9 @@ class MonteCarloOracle:
     def estimates(self, concurrency: int) -> np.ndarray:
         """Raw E(s, c, d) as an (S_m, D_m) array, column d - 1."""
         p = self.platform
-        paths = self.paths()
-        hist = _survival_histogram(paths, self._peak, concurrency, p.S_m, p.D_m, p.C).sum(axis=0)
+        paths = self._built()
+        hist = _survival_histogram(paths, self._peak, self._bound, self._applied, *self._app_packed,
+                                   concurrency, p.S_m, p.D_m, p.C)
         survive = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]  # survive[s, d] = #samples with g >= d
         return (self.samples - survive[:, 1:]) / float(self.samples)  # failures / N, exactly as counted
 
@@ -188,45 +208,57 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
     return paths, peak
 
 
-@numba.njit(cache=True, parallel=True)
-def _append_job(paths: np.ndarray, peak: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray,
-                start: np.ndarray, length: np.ndarray, cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
-    n_samples = paths.shape[0]
-    for n in numba.prange(n_samples):
-        row = paths[n]
-        for k in range(keys.size):
-            i = _draw(keys[k], n, cdf, ptr[k], ptr[k + 1])
-            peak[n] = max(peak[n], _append_one(row, peak[n], start[i], length[i], conc[k], capacity))
+@numba.njit(cache=True, inline="always")
+def _materialise(row: np.ndarray, n: int, peak: np.ndarray, bound: np.ndarray, applied: np.ndarray,
+                 keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
+                 cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
+    """Apply to row n the appended jobs it has not applied yet, oldest first; its bound becomes exact."""
+    for k in range(applied[n], keys.size):
+        i = _draw(keys[k], n, cdf, ptr[k], ptr[k + 1])
+        peak[n] = max(peak[n], _append_one(row, peak[n], start[i], length[i], conc[k], capacity))
+    applied[n] = keys.size
+    bound[n] = peak[n]
 
 
 @numba.njit(cache=True, parallel=True)
-def _survival_histogram(paths: np.ndarray, peak: np.ndarray, c: int, n_starts: int, max_d: int,
+def _materialise_all(paths: np.ndarray, peak: np.ndarray, bound: np.ndarray, applied: np.ndarray,
+                     keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
+                     cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
+    for n in numba.prange(paths.shape[0]):
+        _materialise(paths[n], n, peak, bound, applied, keys, conc, ptr, start, length, cdf, capacity)
+
+
+@numba.njit(cache=True)  # serial: under normal load a query is O(N) cheap work; waking threads costs more
+def _survival_histogram(paths: np.ndarray, peak: np.ndarray, bound: np.ndarray, applied: np.ndarray,
+                        keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
+                        cdf: np.ndarray, c: int, n_starts: int, max_d: int,
                         capacity: int) -> np.ndarray:  # pragma: no cover
-    """hist[chunk, s, g]: samples where a job starting at s survives exactly the durations 1..g (g capped at D_m)."""
+    """hist[s, g]: samples where a job starting at s survives exactly the durations 1..g (g capped at D_m)."""
     n_samples, horizon = paths.shape
-    out = np.zeros((HIST_CHUNKS, n_starts, max_d + 1), dtype=np.int64)
-    per_chunk = (n_samples + HIST_CHUNKS - 1) // HIST_CHUNKS
-    for ch in numba.prange(HIST_CHUNKS):
-        next_b = np.empty(horizon, dtype=np.int64)
-        roomy = 0  # samples where the job fits in every round: it survives everything
-        for n in range(ch * per_chunk, min(n_samples, (ch + 1) * per_chunk)):
+    out = np.zeros((n_starts, max_d + 1), dtype=np.int64)
+    next_b = np.empty(horizon, dtype=np.int64)
+    roomy = 0  # samples where the job fits in every round: it survives everything
+    for n in range(n_samples):
+        if bound[n] + c <= capacity:
+            roomy += 1
+            continue
+        row = paths[n]
+        if applied[n] < keys.size:
+            _materialise(row, n, peak, bound, applied, keys, conc, ptr, start, length, cdf, capacity)
             if peak[n] + c <= capacity:
                 roomy += 1
                 continue
-            row = paths[n]
-            first_a = horizon  # first round the earlier jobs alone overflow: a waiting job is cancelled
-            for tau in range(horizon):
-                if row[tau] > capacity:
-                    first_a = tau
-                    break
-            nb = horizon  # next round at or after tau where the job itself would not fit
-            for tau in range(horizon - 1, -1, -1):
-                if row[tau] + c > capacity:
-                    nb = tau
-                next_b[tau] = nb
-            for s in range(min(n_starts, first_a + 1)):
-                g = min(next_b[s] - s, max_d)
-                out[ch, s, g] += 1
-        for s in range(n_starts):
-            out[ch, s, max_d] += roomy
+        first_a = horizon  # first round the earlier jobs alone overflow: a waiting job is cancelled
+        for tau in range(horizon):
+            if row[tau] > capacity:
+                first_a = tau
+                break
+        nb = horizon  # next round at or after tau where the job itself would not fit
+        for tau in range(horizon - 1, -1, -1):
+            if row[tau] + c > capacity:
+                nb = tau
+            next_b[tau] = nb
+        for s in range(min(n_starts, first_a + 1)):
+            out[s, min(next_b[s] - s, max_d)] += 1
+    out[:, max_d] += roomy
     return out

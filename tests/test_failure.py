@@ -47,6 +47,21 @@ def test_appending_a_newer_job_equals_rebuilding_with_it(seed: int, n_jobs: int)
     assert np.array_equal(built, appended.paths())
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 7))
+def test_estimates_after_lazy_appends_equal_a_rebuilt_oracle(seed: int, n_jobs: int) -> None:
+    # Queries interleaved with appends: rows are materialised only where a query needs them.
+    p = small_platform(C=6, samples=300, seed=seed % 97, C_m=3)
+    rng = np.random.default_rng(seed)
+    rs = random_residuals(rng, p, n_jobs)
+    lazy = mc(p, rs[:1])
+    for m in range(1, n_jobs + 1):
+        c = int(rng.integers(1, 4))
+        assert np.array_equal(lazy.estimates(c), mc(p, rs[:m]).estimates(c))
+        if m < n_jobs:
+            lazy.append(rs[m])
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 5), st.integers(1, 3), st.sampled_from([4, 40_000]))
 def test_sampled_estimates_equal_the_literal_procedure_on_the_same_draws(seed: int, n_jobs: int, c: int,

@@ -72,6 +72,20 @@ def apply_command(engine: Engine, kind: str, body: dict[str, Any]) -> Result:
     raise StoreError(f"command kind={kind!r} is unknown")
 
 
+@dataclass
+class _Ticket:
+    """One queued command and, once its batch is committed, its reply or refusal."""
+
+    caller: str
+    request_id: str | None
+    kind: str
+    body: dict[str, Any]
+    hash: str
+    done: bool = False
+    ack: Acknowledged | None = None
+    error: BaseException | None = None
+
+
 class DurableScheduler:
     """The engine behind one lock, its command log, job owners and request ids; replays the log on start."""
 
@@ -85,6 +99,8 @@ class DurableScheduler:
         self.owners: dict[str, str] = {}  # job id -> tenant
         self._requests: dict[tuple[str, str], tuple[str, bytes]] = {}  # (caller, request id) -> (hash, reply)
         self._broken: str | None = None
+        self._queue: list[_Ticket] = []  # commands waiting for the writer
+        self._queue_lock = threading.Lock()
         self.replayed = self._replay()
 
     def _replay(self) -> int:
@@ -109,27 +125,80 @@ class DurableScheduler:
 
     def execute(self, caller: Principal | str, request_id: str | None, kind: str,
                 body: dict[str, Any]) -> Acknowledged:
-        """Apply `kind` with `body` and log it, or return the logged reply of the same earlier request."""
+        """Apply `kind` with `body` and log it, or return the logged reply of the same earlier request.
+
+        Group commit: the caller queues its command; whoever holds the writer lock applies every queued command
+        in order, logs them in one transaction and commits once, then each caller gets its reply. Nothing is
+        acknowledged before the commit that makes it durable, and reads (under the same lock) see only
+        committed state.
+        """
         name = caller.name if isinstance(caller, Principal) else caller
-        h = body_hash(kind, body)
+        ticket = _Ticket(name, request_id or None, kind, body, body_hash(kind, body))
+        with self._queue_lock:
+            self._queue.append(ticket)
         with self._lock:
-            started = time.perf_counter()
+            if not ticket.done:
+                self._run_batch()
+        if ticket.error is not None:
+            raise ticket.error
+        assert ticket.ack is not None
+        return ticket.ack
+
+    def _run_batch(self) -> None:
+        with self._queue_lock:
+            batch, self._queue = self._queue, []
+        started = time.perf_counter()
+        logged: list[tuple[_Ticket, bytes]] = []
+        try:
             if self._broken is not None:
                 raise Unavailable(self._broken)
-            if request_id:
-                prior = self._requests.get((name, request_id))
-                if prior is not None:
-                    if prior[0] != h:
-                        raise Refused(f"request_id={request_id!r} was already used for a different {kind} "
-                                      "request; use a new request id")
-                    return Acknowledged(prior[1], replayed=True)
-            self._authorize(name, kind, body)
-            result = apply_command(self.engine, kind, body)
-            owner = self._record(kind, body)
-            reply = self._encode(kind, result, owner)
-            self._log(kind, name, request_id or None, body, h, reply)
+            with self.store.transaction():
+                for t in batch:
+                    try:
+                        reply, fresh = self._apply(t)
+                    except (Refused, EngineError, ValueError) as exc:  # refused: nothing changed
+                        t.error = exc
+                        continue
+                    if fresh:
+                        logged.append((t, reply))
+                    else:
+                        t.ack = Acknowledged(reply, replayed=True)
+        except StoreError as exc:
+            # The engine has applied commands the log does not hold: stop serving; a restart replays the log.
+            self._broken = f"the command log failed ({exc}); the server must be restarted"
+            log.critical("command log failed", extra={"fields": {"error": str(exc)}})
+            for t in batch:
+                if t.error is None:
+                    t.ack, t.error = None, Unavailable(self._broken)
+        except Unavailable as exc:
+            for t in batch:
+                t.error = exc
+        else:
+            share = 1000 * (time.perf_counter() - started) / max(len(batch), 1)
+            for t, reply in logged:
+                t.ack = Acknowledged(reply, replayed=False, writer_ms=share)
             self.changed.notify_all()
-            return Acknowledged(reply, replayed=False, writer_ms=1000 * (time.perf_counter() - started))
+        finally:
+            for t in batch:
+                t.done = True
+
+    def _apply(self, t: _Ticket) -> tuple[bytes, bool]:
+        """Apply one command and append it to the open transaction; (reply, False) for a repeated request."""
+        if t.request_id:
+            prior = self._requests.get((t.caller, t.request_id))
+            if prior is not None:
+                if prior[0] != t.hash:
+                    raise Refused(f"request_id={t.request_id!r} was already used for a different {t.kind} "
+                                  "request; use a new request id")
+                return prior[1], False
+        self._authorize(t.caller, t.kind, t.body)
+        result = apply_command(self.engine, t.kind, t.body)
+        owner = self._record(t.kind, t.body)
+        reply = self._encode(t.kind, result, owner)
+        self.store.append(t.kind, t.caller, t.request_id, t.body, t.hash, reply, self.engine.now)
+        if t.request_id is not None:  # a retry in the same batch gets this reply too
+            self._requests[(t.caller, t.request_id)] = (t.hash, reply)
+        return reply, True
 
     def _authorize(self, caller: str, kind: str, body: dict[str, Any]) -> None:
         if caller in (OPERATOR, CLOCK):
@@ -143,18 +212,6 @@ class DurableScheduler:
         owner = self.owners.get(body["job_id"])
         if owner is not None and owner != caller:
             raise PermissionDenied(f"job {body['job_id']!r} belongs to another tenant")
-
-    def _log(self, kind: str, caller: str, request_id: str | None, body: dict[str, Any], h: str,
-             reply: bytes) -> None:
-        try:
-            self.store.append(kind, caller, request_id, body, h, reply, self.engine.now)
-        except StoreError as exc:
-            # The engine has applied a command the log does not hold: stop serving; a restart replays the log.
-            self._broken = f"the command log failed ({exc}); the server must be restarted"
-            log.critical("command log failed", extra={"fields": {"error": str(exc)}})
-            raise Unavailable(self._broken) from None
-        if request_id is not None:
-            self._requests[(caller, request_id)] = (h, reply)
 
     # ---- reads ----
 

@@ -6,6 +6,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,9 +97,29 @@ class CommandStore:
         for seq, kind, caller, request_id, body, body_hash, reply, round_ in cur:
             yield Command(seq, kind, caller, request_id, json.loads(body), body_hash, bytes(reply), round_)
 
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group commit: the appends inside are made durable together, by one fsync when the block ends.
+
+        If the block raises, none of its appends is kept. A failed commit raises StoreError.
+        """
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {self.path}: cannot begin a transaction: {exc}") from None
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        try:
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {self.path}: cannot commit: {exc}") from None
+
     def append(self, kind: str, caller: str, request_id: str | None, body: dict[str, Any], body_hash: str,
                reply: bytes, round_: int) -> int:
-        """Log one command and commit it (fsync of the WAL) before returning its sequence number."""
+        """Log one command: committed (fsync of the WAL) at once, or with its `transaction` block."""
         if kind not in COMMAND_KINDS:
             raise StoreError(f"command kind={kind!r} is not one of {COMMAND_KINDS}")
         try:

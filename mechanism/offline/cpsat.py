@@ -8,6 +8,10 @@ value steps (k_ji, v_ji), i = 1..m_j, with v_j(m_j+1) = 0):
                interval[j] = [start[j], start[j] + d_j) present iff run[j]
                cumulative(interval, c, C)                                  (load <= C in every round)
                meet[j,i] => start[j] + d_j - b_j <= k_ji,  meet[j,i] => run[j],  meet[j,m_j] = run[j]
+  time-indexed channel (redundant; on by default, it gives CP-SAT's LP the time-indexed relaxation):
+               sum_s at[j,s] = run[j],   start[j] = a_j + sum_s (s - a_j) at[j,s]
+               meet[j,i] = sum_{s <= b_j + k_ji - d_j} at[j,s]
+               sum_j c_j sum_{s = t-d_j+1}^{t} at[j,s] <= C                for every round t
 
 The telescoped sum equals V_j(start + d_j) = v_ji for the first met deadline. Values are scaled to integers
 (`value_scale`, by default the smallest power of ten up to 1e6 that makes every value an integer); the exact

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
@@ -31,6 +32,8 @@ from ortools.sat.python import cp_model
 from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult, Status, relative_gap
 
 SOLVER_NAME = "cpsat"
+Strategy = Literal["plain", "channel", "two_phase"]
+STRATEGIES: tuple[Strategy, ...] = ("plain", "channel", "two_phase")
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,8 @@ class CpSatParams:
     hint: Mapping[str, int | None] | None = None
     value_scale: float | None = None
     log: bool = False
-    time_indexed: bool = True
+    strategy: Strategy = "two_phase"
+    plain_share: float = 0.3  # two_phase: the share of the time limit given to the plain model
     deterministic: bool = False  # read time_limit as CP-SAT deterministic time: same model, same answer
 
     def __post_init__(self) -> None:
@@ -52,6 +56,10 @@ class CpSatParams:
             raise ValueError(f"workers={self.workers} is below the bound 1")
         if self.value_scale is not None and not self.value_scale >= 1:
             raise ValueError(f"value_scale={self.value_scale} is below the bound 1")
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy={self.strategy!r} is not one of {', '.join(STRATEGIES)}")
+        if not 0 < self.plain_share < 1:
+            raise ValueError(f"plain_share={self.plain_share} must lie strictly between 0 and 1")
 
 
 @dataclass
@@ -229,8 +237,36 @@ def trivial_bound(instance: HindsightInstance) -> float:
 
 
 def solve_cpsat(instance: HindsightInstance, params: CpSatParams | None = None) -> OfflineResult:
-    """Build, solve and extract in one call."""
+    """Build, solve and extract, by strategy.
+
+    plain: the interval model alone (strong propagation and search, but only a weak bound under contention);
+    channel: with the time-indexed channel (tight LP bound, slower search); two_phase: plain for `plain_share`
+    of the limit, and unless that proved optimality, channel for the rest, hinted with the plain schedule.
+    """
     params = params or CpSatParams()
-    built = build(instance, params.value_scale, params.time_indexed)
+    if params.strategy != "two_phase":
+        return _solve_once(instance, params, params.strategy == "channel")
+    first = _solve_once(instance, replace(params, time_limit=params.time_limit * params.plain_share), False)
+    if first.optimal:
+        return first
+    hint = first.starts if first.status != "unknown" else params.hint
+    rest = params.time_limit * (1.0 - params.plain_share)
+    second = _solve_once(instance, replace(params, time_limit=rest, hint=hint), True)
+    return combine(first, second)
+
+
+def _solve_once(instance: HindsightInstance, params: CpSatParams, time_indexed: bool) -> OfflineResult:
+    built = build(instance, params.value_scale, time_indexed)
     solver, status = solve(built, params)
     return extract(built, solver, status)
+
+
+def combine(a: OfflineResult, b: OfflineResult) -> OfflineResult:
+    """Two solves of the same instance: the better schedule, the tighter bound, their total time."""
+    best = b if b.value >= a.value else a
+    bound = max(min(a.bound, b.bound), best.value)
+    status: Status = "optimal" if a.optimal or b.optimal else (
+        "feasible" if "feasible" in (a.status, b.status) else "unknown")
+    seconds = (a.solve_seconds or 0.0) + (b.solve_seconds or 0.0)
+    return OfflineResult(value=best.value, bound=bound, gap=relative_gap(best.value, bound), status=status,
+                         solve_seconds=seconds, starts=best.starts, solver=SOLVER_NAME)

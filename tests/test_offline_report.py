@@ -93,6 +93,7 @@ def test_calibration_bins_count_estimates_and_realized_failures() -> None:
     ({"solver": "gurobi"}, "solver='gurobi' is not one of cpsat, milp"),
     ({"time_limit": 0.0}, "time_limit=0.0 must be above 0 seconds"),
     ({"workers": 0}, "workers=0 is below the bound 1"),
+    ({"strategy": "x"}, "strategy='x' is not one of plain, channel, two_phase"),
 ])
 def test_offline_config_validation_names_field_and_bound(kw: dict[str, object], match: str) -> None:
     with pytest.raises(ValueError, match=match):

@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--processes", type=_positive_int, default=None, help="local pool size (default: all cores)")
     p.add_argument("--ray-cpus", type=_positive_int, default=None, help="CPUs of a local Ray (default: all)")
     p.add_argument("--solver", choices=("cpsat", "milp"), default="cpsat", help="offline solver")
-    p.add_argument("--strategy", choices=STRATEGIES, default="channel", help="CP-SAT model strategy")
+    p.add_argument("--strategy", choices=STRATEGIES, default="two_phase", help="CP-SAT model strategy")
     p.add_argument("--time-limit", type=float, default=10.0,
                    help="offline limit per run: CP-SAT deterministic time (reproducible), MILP seconds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -61,7 +61,7 @@ def welfare_task(task: dict[str, Any]) -> dict[str, Any]:
     """One run: build the workload for (name, seed, load), simulate, solve offline, run the baselines."""
     workload = make_workload(task["workload"], seed=task["seed"], load=task["load"])
     config = OfflineConfig(solver=task["solver"], time_limit=task["time_limit"],
-                           strategy=task.get("strategy", "channel"))
+                           strategy=task.get("strategy", "two_phase"))
     return evaluate(workload, task["load"], task["seed"], config)
 
 

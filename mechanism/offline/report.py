@@ -32,7 +32,7 @@ class OfflineConfig:
     solver: OfflineSolver = "cpsat"
     time_limit: float = 10.0
     workers: int = 1
-    strategy: Strategy = "channel"  # CP-SAT only; on the project's workloads the tight LP bound pays off
+    strategy: Strategy = "two_phase"  # CP-SAT only
 
     def __post_init__(self) -> None:
         if self.solver not in ("cpsat", "milp"):

@@ -129,6 +129,11 @@ class MonteCarloOracle:
 def _draw(key: np.uint64, sample: int, cdf: np.ndarray, lo: int, hi: int) -> int:  # pragma: no cover
     """Index in [lo, hi) of the outcome drawn for `sample` by inverse CDF: the first with cdf > u."""
     u = uniform(key, sample)
+    if hi - lo <= 16:  # small support: count the entries <= u without branches (cdf[hi - 1] = 1 > u)
+        i = lo
+        for j in range(lo, hi - 1):
+            i += cdf[j] <= u
+        return i
     a, b = lo, hi - 1
     while a < b:
         m = (a + b) >> 1

@@ -185,3 +185,16 @@ def test_oracle_conditions_unarrived_jobs_on_arrivals_not_yet_passed() -> None:
     e.advance()
     (residual,) = e.residuals()
     assert residual.probability.tolist() == [0.5, 0.5]  # arrival >= 1, renormalised
+
+
+@pytest.mark.parametrize("outcomes", [1, 16, 17, 40])
+def test_draws_for_small_and_large_supports_match_the_literal_procedure(outcomes: int) -> None:
+    # Supports up to 16 outcomes are drawn by a branch-free count, larger ones by binary search.
+    p = small_platform(C=4, samples=500, seed=3, S_m=8, D_m=4)
+    rng = np.random.default_rng(outcomes)
+    rs = [Residual(job=k, concurrency=2, start=rng.integers(-1, p.S_m, outcomes).astype(np.int64),
+                   length=rng.integers(1, p.D_m + 1, outcomes).astype(np.int64),
+                   probability=(w := rng.uniform(0.1, 1.0, outcomes)) / w.sum()) for k in range(3)]
+    est = mc(p, rs).estimates(2)
+    for s, d in ((0, 1), (2, 3), (5, 4)):
+        assert est[s, d - 1] == literal_failure(p, 3, rs, 2, s, d, p.sample_count)

@@ -1,0 +1,29 @@
+"""`sowsched bench solvers --json`: per instance the keys the issue names, and both solvers agree when optimal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clients.cli import main
+from mechanism.bench.solvers import instance_for, offered_load
+
+
+def test_json_has_per_instance_times_statuses_and_values(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["bench", "solvers", "--sizes", "5,12", "--time-limit", "5", "--workers", "1", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert [r["jobs"] for r in result["instances"]] == [5, 12]
+    for r in result["instances"]:
+        assert {"cpsat_s", "cpsat_status", "milp_s", "milp_status", "cpsat_value", "milp_value", "lp_bound",
+                "milp_over_cpsat"} <= set(r)
+        if r["cpsat_status"] == r["milp_status"] == "optimal":
+            assert r["cpsat_value"] == pytest.approx(r["milp_value"])
+        assert r["lp_bound"] >= max(r["cpsat_value"], r["milp_value"]) - 1e-6
+    assert "needs --time-limit 60" in result["note"]
+
+
+def test_benchmark_instances_are_seeded_by_seed_and_size() -> None:
+    assert instance_for(20, 0, 64, 200) == instance_for(20, 0, 64, 200)
+    assert instance_for(20, 0, 64, 200) != instance_for(20, 1, 64, 200)
+    assert 0 < offered_load(instance_for(20, 0, 64, 200)) < 1

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from mechanism.offline.cpsat import STRATEGIES, CpSatParams, solve_cpsat
+from mechanism.offline.greedy import density_greedy
 from mechanism.offline.hindsight import HindsightInstance, OfflineResult
 from mechanism.offline.instances import InstanceShape, random_instance
 from mechanism.offline.milp import MilpParams, lp_bound, solve_milp
@@ -21,6 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "is stated for 60)")
     p.add_argument("--workers", type=int, default=2, help="CP-SAT workers")
     p.add_argument("--strategy", choices=STRATEGIES, default="two_phase", help="CP-SAT model strategy")
+    p.add_argument("--hint", choices=("greedy", "none"), default="greedy",
+                   help="warm-start both solvers with the same density-greedy schedule, or with nothing")
     p.add_argument("--threads", type=int, default=1, help="HiGHS threads")
     p.add_argument("--capacity", type=int, default=64)
     p.add_argument("--horizon", type=int, default=200, help="rounds over which jobs are born")
@@ -42,7 +45,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     sizes = [int(x) for x in str(args.sizes).split(",") if x.strip()]
     rows = [_compare(instance_for(n, args.seed, args.capacity, args.horizon), args) for n in sizes]
     return {"benchmark": "solvers", "time_limit": args.time_limit, "cpsat_workers": args.workers,
-            "cpsat_strategy": args.strategy,
+            "cpsat_strategy": args.strategy, "hint": args.hint,
             "highs_threads": args.threads, "capacity": args.capacity, "seed": args.seed,
             "note": (f"time limit {args.time_limit:g} s per solver and instance"
                      + ("" if args.time_limit >= 60 else "; the target (200 jobs optimal within 60 s) needs "
@@ -51,9 +54,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _compare(instance: HindsightInstance, args: argparse.Namespace) -> dict[str, Any]:
-    params = CpSatParams(args.time_limit, args.workers, strategy=args.strategy)
+    hint = density_greedy(instance) if args.hint == "greedy" else None
+    params = CpSatParams(args.time_limit, args.workers, hint=hint, strategy=args.strategy)
     cpsat, cpsat_s = _timed(lambda: solve_cpsat(instance, params))
-    milp, milp_s = _timed(lambda: solve_milp(instance, MilpParams(args.time_limit, args.threads)))
+    milp, milp_s = _timed(lambda: solve_milp(instance, MilpParams(args.time_limit, args.threads, hint=hint)))
     lp = lp_bound(instance, args.time_limit, args.threads)
     return {
         "jobs": len(instance.jobs), "horizon": instance.horizon, "load": round(offered_load(instance), 3),
@@ -62,6 +66,7 @@ def _compare(instance: HindsightInstance, args: argparse.Namespace) -> dict[str,
         "milp_s": round(milp_s, 3), "milp_status": milp.status, "milp_value": milp.value,
         "milp_bound": milp.bound, "milp_gap": milp.gap,
         "lp_bound": lp.bound, "lp_s": round(lp.solve_seconds, 3),
+        "hint_value": instance.schedule_value(hint) if hint is not None else None,
         "milp_over_cpsat": round(milp_s / cpsat_s, 2) if cpsat_s > 0 else None,
     }
 
@@ -75,13 +80,14 @@ def _timed(solve: Any) -> tuple[OfflineResult, float]:
 
 def table(result: dict[str, Any]) -> str:
     head = (f"{'jobs':>5} {'load':>5} | {'cpsat_s':>8} {'status':>8} {'value':>10} {'gap':>7} | "
-            f"{'milp_s':>8} {'status':>8} {'value':>10} {'gap':>7} | {'LP bound':>10} {'milp/cpsat':>10}")
-    lines = [f"offline solvers: {result['note']}; CP-SAT {result['cpsat_strategy']} with "
+            f"{'milp_s':>8} {'status':>8} {'value':>10} {'gap':>7} | {'LP bound':>10} {'milp/cpsat':>10} {'hint':>10}")
+    lines = [f"offline solvers: {result['note']}; hint {result['hint']}; CP-SAT {result['cpsat_strategy']} with "
              f"{result['cpsat_workers']} workers, "
              f"HiGHS {result['highs_threads']} thread(s)", head, "-" * len(head)]
     for r in result["instances"]:
         lines.append(
             f"{r['jobs']:>5} {r['load']:>5.2f} | {r['cpsat_s']:>8.2f} {r['cpsat_status']:>8} {r['cpsat_value']:>10.2f} "
             f"{r['cpsat_gap']:>7.2%} | {r['milp_s']:>8.2f} {r['milp_status']:>8} {r['milp_value']:>10.2f} "
-            f"{r['milp_gap']:>7.2%} | {r['lp_bound']:>10.2f} {r['milp_over_cpsat'] or 0:>10.2f}")
+            f"{r['milp_gap']:>7.2%} | {r['lp_bound']:>10.2f} {r['milp_over_cpsat'] or 0:>10.2f} "
+            f"{r['hint_value'] if r['hint_value'] is not None else float('nan'):>10.2f}")
     return "\n".join(lines)

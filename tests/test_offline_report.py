@@ -7,14 +7,17 @@ import pytest
 from clients.workloads import make_workload
 from mechanism.offline import report
 from mechanism.offline.hindsight import HindsightInstance, OfflineResult
+from mechanism.offline.milp import LpBound
 from mechanism.offline.report import (
     OfflineConfig,
+    at_least_hint,
     calibration_bins,
     evaluate,
     mechanism_schedule,
     ratio,
     solve_offline,
     summarize,
+    tighten_with_lp,
 )
 from mechanism.simulation import run_simulation
 from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE
@@ -50,13 +53,32 @@ def test_hindsight_instance_from_a_workload_uses_realized_arrival_and_duration()
     assert job.value_steps == first.sow.value_steps
 
 
-def test_solver_result_below_its_hint_is_replaced_by_the_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_solver_result_below_its_hint_is_replaced_by_the_hint() -> None:
     empty = OfflineResult(0.0, 20.0, 1.0, "unknown", 0.1, {j.id: None for j in HAND.jobs}, "cpsat")
-    monkeypatch.setattr(report, "solve_cpsat", lambda *a, **k: empty)
-    result = solve_offline(HAND, HAND_SCHEDULE, OfflineConfig())
+    result = at_least_hint(HAND, empty, HAND_SCHEDULE)
     assert result.value == HAND_OPTIMUM and result.starts == HAND_SCHEDULE
     assert result.status == "feasible" and result.bound == 20.0
     assert result.gap == pytest.approx((20.0 - HAND_OPTIMUM) / 20.0)
+
+
+def test_solve_offline_falls_back_to_the_hint_and_the_lp_proves_it_optimal(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The LP relaxation of the hand case is 16 = the hint's value, so the hint is proven optimal by the LP.
+    empty = OfflineResult(0.0, 20.0, 1.0, "unknown", 0.1, {j.id: None for j in HAND.jobs}, "cpsat")
+    monkeypatch.setattr(report, "solve_cpsat", lambda *a, **k: empty)
+    result = solve_offline(HAND, HAND_SCHEDULE, OfflineConfig())
+    assert result.value == HAND_OPTIMUM and result.status == "optimal"
+    assert result.bound == pytest.approx(HAND_OPTIMUM, rel=2e-6) and result.gap < 2e-6
+
+
+def test_lp_bound_tightens_a_looser_solver_bound_but_never_below_the_value() -> None:
+    loose = OfflineResult(10.0, 30.0, 2 / 3, "feasible", 1.0, {}, "cpsat")
+    tight = tighten_with_lp(loose, LpBound(12.0, "optimal", 0.1))
+    assert tight.status == "feasible" and tight.bound == pytest.approx(12.0, rel=2e-6)
+    assert tight.gap == pytest.approx(2 / 12, rel=1e-5)
+    met = tighten_with_lp(loose, LpBound(10.0, "optimal", 0.1))
+    assert met.status == "optimal" and met.bound >= 10.0
+    assert tighten_with_lp(loose, LpBound(50.0, "optimal", 0.1)).bound == 30.0
+    assert tighten_with_lp(loose, LpBound(11.0, "Time limit reached", 0.1)) == loose
 
 
 def test_milp_offline_solver_is_selectable() -> None:

@@ -11,6 +11,7 @@ being the newest, it is evicted first and never changes what the older jobs do.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -36,7 +37,7 @@ class Residual:
     length: np.ndarray  # int64
     probability: np.ndarray  # float64, sums to 1
 
-    @property
+    @cached_property
     def cdf(self) -> np.ndarray:
         c = np.cumsum(self.probability)
         c[-1] = 1.0
@@ -75,7 +76,11 @@ class MonteCarloOracle:
     def append(self, residual: Residual) -> None:
         """A job born in this round joins the earlier jobs of every later SoW of the round."""
         self._appended.append(residual)
-        self._app_packed = self._packed(self._appended)
+        keys, conc, ptr, start, length, cdf = self._app_packed
+        one = self._packed([residual])
+        self._app_packed = (np.concatenate([keys, one[0]]), np.concatenate([conc, one[1]]),
+                            np.concatenate([ptr, ptr[-1] + one[2][1:]]), np.concatenate([start, one[3]]),
+                            np.concatenate([length, one[4]]), np.concatenate([cdf, one[5]]))
         if self._paths is not None and bool(np.any(residual.start >= 0)):
             self._bound += residual.concurrency
 

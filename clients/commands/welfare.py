@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from clients.sweep import BACKENDS, run_tasks
-from clients.welfare_plots import write_plots
 from clients.workloads import WORKLOADS, make_workload
 from mechanism.offline.cpsat import STRATEGIES
 from mechanism.offline.report import (
@@ -86,6 +85,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "files": [],
     }
     if args.out:
+        from clients.welfare_plots import write_plots  # matplotlib: loaded only when plots are written
+
         out = Path(args.out)
         result["files"] = write_plots(runs, summary, calibration, out)
         (out / "runs.json").write_text(json.dumps(runs, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -34,6 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="offline limit per run: CP-SAT deterministic time (reproducible), MILP seconds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(out_is_dir=True)
+    for action in p._actions:  # `bench` adds --out as a JSON file; here it names the report directory
+        if action.dest == "out":
+            action.help = "directory for the PNG plots, runs.json and summary.json"
+            action.metavar = "DIR"
 
 
 def _positive_int(text: str) -> int:

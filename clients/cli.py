@@ -10,6 +10,7 @@ from collections.abc import Sequence
 # Each module registers its own subcommands; add a module here to add commands.
 COMMAND_MODULES: tuple[str, ...] = (
     "clients.commands.simulate",
+    "clients.commands.calibrate",
     "clients.commands.server", "clients.commands.jobs",
     "clients.commands.bench",
     "clients.commands.hpc",

@@ -253,3 +253,45 @@ def test_replaying_the_inputs_rebuilds_the_identical_state() -> None:
         getattr(replay, name)(*args)
     assert replay.digest() == e.digest()
     assert [ev.to_dict() for ev in replay.events] == [ev.to_dict() for ev in e.events]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_each_jobs_fate_is_the_lifo_definition_applied_to_the_realized_earlier_jobs(seed: int) -> None:
+    """MODEL.md section 5 on the realized outcomes: a job fails iff the jobs active at its birth overflow while it
+    waits or leave it no room while it runs. The engine's verdict must be exactly that."""
+    from clients.workloads import make_workload
+    from mechanism.lifo import fails_given_loads, lifo_loads
+    from mechanism.simulation import drive
+
+    w = make_workload("overload", seed=seed, rounds=12)
+    e = Engine(w.platform)
+    earlier: dict[str, list[str]] = {}
+    submit = e.submit
+
+    def recording_submit(job_id: str, sow: SoW) -> object:
+        earlier[job_id] = [j.id for j in e.jobs.values() if j.state.active]
+        return submit(job_id, sow)
+
+    e.submit = recording_submit  # type: ignore[method-assign]
+    drive(w, e)
+    real = {j.id: j for j in w.jobs}
+
+    def realized_start(job_id: str) -> int | None:
+        job, wj = e.jobs[job_id], real[job_id]
+        return job.plan.start_for(job.birth + wj.arrival_offset, wj.signal)
+
+    checked = 0
+    for job_id, before in earlier.items():
+        job, s = e.jobs[job_id], realized_start(job_id)
+        if s is None:
+            continue
+        t = job.birth
+        paths = []
+        for k in before:
+            sk, dk, ck = realized_start(k), real[k].duration, e.jobs[k].sow.concurrency
+            paths.append((-1, dk, ck) if sk is None else (max(sk - t, 0), sk + dk - max(sk, t), ck))
+        loads, _ = lifo_loads(paths, w.platform.horizon, w.platform.C)
+        predicted = fails_given_loads(loads, s - t, real[job_id].duration, job.sow.concurrency, w.platform.C)
+        assert predicted == (job.state in (JobState.EVICTED, JobState.CANCELLED)), job_id
+        checked += 1
+    assert checked > 10

@@ -62,6 +62,9 @@ def _run_ray(fn: Callable[[Any], Any], tasks: Sequence[Any], address: str | None
         if address:
             ray.init(address=address, log_to_driver=False)
         else:
+            # Ray waits 30 s for its GCS server to come up; on a busy 2-core machine that can take longer.
+            # RAY_gcs_server_port_wait_time_s is Ray's own override; an operator's value is kept.
+            os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
             ray.init(num_cpus=ray_cpus, include_dashboard=False, log_to_driver=False)
     try:
         remote = ray.remote(fn)

@@ -30,6 +30,9 @@ FIELDS: tuple[str, ...] = (
 )
 FLOAT_FIELDS = frozenset({"average_cpu_time", "used_memory", "requested_memory"})
 
+# The real trace ships beside the repository, in ../shared/data (as on every developer's machine and in CI).
+KTH_SP2 = Path(__file__).resolve().parents[2] / "shared" / "data" / "KTH-SP2.swf"
+
 # Cleaning rules, in the order they are applied; each counter in CleaningReport.counts names one.
 CLEANING_RULES: dict[str, str] = {
     "size_from_requested": "allocated processors missing (<= 0): size taken from requested processors",

@@ -9,6 +9,7 @@ import pytest
 from clients.swf import (
     CLEANING_RULES,
     FIELDS,
+    KTH_SP2,
     SwfParseError,
     clean,
     load_workload,
@@ -17,7 +18,7 @@ from clients.swf import (
     read_swf,
 )
 
-KTH = Path("/work/shared/data/KTH-SP2.swf")
+KTH = KTH_SP2
 
 HEADER = """; Version: 2.2
 ; Computer: test machine
@@ -139,8 +140,8 @@ def test_read_swf_reads_a_file(tmp_path: Path) -> None:
     assert read_swf(path).header["Version"] == "2.2"
 
 
-@pytest.mark.skipif(not KTH.exists(), reason="KTH-SP2 trace not present")
 def test_kth_sp2_header_and_counts() -> None:
+    assert KTH.exists(), f"the real trace must be beside the repository at {KTH}"
     workload, report = load_workload(KTH)
     assert workload.nodes == 100
     assert report.records == 28481

@@ -11,7 +11,7 @@ from typing import Any
 # Each benchmark module exposes `add_arguments(parser)`, `run(args) -> dict` and `table(result) -> str`.
 BENCHMARKS: dict[str, str] = {
     "core": "mechanism.bench.core",
-    "hpc": "mechanism.bench.hpc",
+    "hpc": "clients.bench_hpc",
     "grpc": "server.bench",
     "solvers": "mechanism.bench.solvers",
     "welfare": "clients.commands.welfare",

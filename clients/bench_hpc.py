@@ -8,12 +8,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from clients.swf import KTH_SP2, load_workload
 from mechanism.hpc import cp
 from mechanism.hpc.jobs import Workload
 from mechanism.hpc.list_scheduling import Order, conservative, easy
 from mechanism.hpc.simulator import RoundState, Scheduler, simulate
 
-DEFAULT_TRACE = "/work/shared/data/KTH-SP2.swf"
+DEFAULT_TRACE = str(KTH_SP2)
 QUEUE_BINS: tuple[tuple[int, int], ...] = ((2, 5), (6, 10), (11, 20), (21, 40), (41, 10**9))
 
 
@@ -25,9 +26,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load(path: str) -> Workload:
-    # file reading lives in clients/; the benchmark only borrows the reader
-    from clients.swf import load_workload
-
     return load_workload(path)[0]
 
 

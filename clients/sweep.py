@@ -62,10 +62,7 @@ def _run_ray(fn: Callable[[Any], Any], tasks: Sequence[Any], address: str | None
         if address:
             ray.init(address=address, log_to_driver=False)
         else:
-            # Ray waits 30 s for its GCS server to come up; on a busy 2-core machine that can take longer.
-            # RAY_gcs_server_port_wait_time_s is Ray's own override; an operator's value is kept.
-            os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
-            ray.init(num_cpus=ray_cpus, include_dashboard=False, log_to_driver=False)
+            _start_local_ray(ray, ray_cpus)
     try:
         remote = ray.remote(fn)
         refs = [remote.remote(task) for task in tasks]
@@ -81,3 +78,26 @@ def _run_ray(fn: Callable[[Any], Any], tasks: Sequence[Any], address: str | None
     finally:
         if started_here:
             ray.shutdown()
+
+
+LOCAL_RAY_ATTEMPTS = 3
+
+
+def _start_local_ray(ray: Any, ray_cpus: int | None) -> None:
+    """Start a local Ray instance, retrying when its start-up times out on a busy machine.
+
+    Ray waits 30 s for its GCS server (RAY_gcs_server_port_wait_time_s, Ray's own override; an operator's value
+    is kept) and a fixed 30 s for its raylet; on a loaded 2-core machine either can pass. A failed start is
+    shut down cleanly and tried again.
+    """
+    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
+    for attempt in range(1, LOCAL_RAY_ATTEMPTS + 1):
+        try:
+            ray.init(num_cpus=ray_cpus, include_dashboard=False, log_to_driver=False)
+            return
+        except Exception as exc:
+            ray.shutdown()
+            if attempt == LOCAL_RAY_ATTEMPTS or "timed out" not in str(exc).lower():
+                raise
+            print(f"sowsched: local Ray start-up timed out (attempt {attempt} of {LOCAL_RAY_ATTEMPTS}): {exc}; "
+                  "retrying", file=sys.stderr)

@@ -35,3 +35,39 @@ def test_ray_backend_gives_the_same_rows_as_the_local_pool() -> None:
 
 def _mul(pair: tuple[int, int]) -> int:
     return operator.mul(*pair)
+
+
+class FakeRay:
+    """Stands in for the ray module: init fails with the given errors first, then succeeds."""
+
+    def __init__(self, errors: list[Exception]) -> None:
+        self.errors = list(errors)
+        self.inits = 0
+        self.shutdowns = 0
+
+    def init(self, **_: object) -> None:
+        self.inits += 1
+        if self.errors:
+            raise self.errors.pop(0)
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+def test_local_ray_start_up_timeouts_are_retried() -> None:
+    from clients.sweep import _start_local_ray
+
+    fake = FakeRay([Exception("The current node timed out during startup.")])
+    _start_local_ray(fake, 1)
+    assert (fake.inits, fake.shutdowns) == (2, 1)
+
+
+def test_other_ray_start_up_errors_and_the_last_timeout_are_raised() -> None:
+    from clients.sweep import LOCAL_RAY_ATTEMPTS, _start_local_ray
+
+    with pytest.raises(ValueError, match="bad num_cpus"):
+        _start_local_ray(FakeRay([ValueError("bad num_cpus")]), 1)
+    fake = FakeRay([RuntimeError("Timed out waiting for file")] * LOCAL_RAY_ATTEMPTS)
+    with pytest.raises(RuntimeError, match="Timed out waiting for file"):
+        _start_local_ray(fake, 1)
+    assert fake.inits == LOCAL_RAY_ATTEMPTS

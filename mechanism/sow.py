@@ -64,15 +64,7 @@ class SoW(BaseModel):
     @field_validator("value_steps")
     @classmethod
     def _steps_monotone(cls, steps: tuple[tuple[int, float], ...]) -> tuple[tuple[int, float], ...]:
-        for i, (k, v) in enumerate(steps):
-            if k < 1:
-                raise ValueError(f"value_steps[{i}] deadline k={k} is below the bound 1")
-            if not math.isfinite(v) or v <= 0:
-                raise ValueError(f"value_steps[{i}] value v={v} must be positive and finite")
-            if i > 0 and k <= steps[i - 1][0]:
-                raise ValueError(f"value_steps[{i}] deadline k={k} must exceed the previous k={steps[i - 1][0]}")
-            if i > 0 and v >= steps[i - 1][1]:
-                raise ValueError(f"value_steps[{i}] value v={v} must be below the previous v={steps[i - 1][1]}")
+        check_value_steps(steps)
         return steps
 
     @model_validator(mode="after")
@@ -140,6 +132,19 @@ class SoW(BaseModel):
         """The (arrival_offset, signal) groups in canonical order: by arrival, then no-signal first, then label."""
         return sorted({(o.arrival_offset, s) for o, s in zip(self.outcomes, self.signals, strict=True)},
                       key=group_sort_key)
+
+
+def check_value_steps(steps: tuple[tuple[int, float], ...]) -> None:
+    """Raise ValueError at the first step that breaks 1 <= k_1 < k_2 < ... and v_1 > v_2 > ... > 0 (finite)."""
+    for i, (k, v) in enumerate(steps):
+        if k < 1:
+            raise ValueError(f"value_steps[{i}] deadline k={k} is below the bound 1")
+        if not math.isfinite(v) or v <= 0:
+            raise ValueError(f"value_steps[{i}] value v={v} must be positive and finite")
+        if i > 0 and k <= steps[i - 1][0]:
+            raise ValueError(f"value_steps[{i}] deadline k={k} must exceed the previous k={steps[i - 1][0]}")
+        if i > 0 and v >= steps[i - 1][1]:
+            raise ValueError(f"value_steps[{i}] value v={v} must be below the previous v={steps[i - 1][1]}")
 
 
 def group_sort_key(key: tuple[int, Signal]) -> tuple[int, int, int, str]:

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from mechanism.sow import check_value_steps
+
 if TYPE_CHECKING:
     from mechanism.simulation import Workload
 
@@ -168,12 +170,7 @@ def relative_gap(value: float, bound: float) -> float:
 def _check_steps(where: str, steps: tuple[tuple[int, float], ...]) -> None:
     if not steps:
         raise ValueError(f"{where}: value_steps is empty; at least one (k, v) step is needed")
-    for i, (k, v) in enumerate(steps):
-        if k < 1:
-            raise ValueError(f"{where}: value_steps[{i}] deadline k={k} is below the bound 1")
-        if not math.isfinite(v) or v <= 0:
-            raise ValueError(f"{where}: value_steps[{i}] value v={v} must be positive and finite")
-        if i > 0 and k <= steps[i - 1][0]:
-            raise ValueError(f"{where}: value_steps[{i}] deadline k={k} must exceed the previous k={steps[i - 1][0]}")
-        if i > 0 and v >= steps[i - 1][1]:
-            raise ValueError(f"{where}: value_steps[{i}] value v={v} must be below the previous v={steps[i - 1][1]}")
+    try:
+        check_value_steps(steps)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None

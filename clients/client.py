@@ -15,6 +15,7 @@ import grpc
 import server.gen  # noqa: F401
 from mechanism.engine import JobView, Quote, RoundReport
 from mechanism.events import Event
+from mechanism.ledger import Charge
 from mechanism.platform import Platform
 from mechanism.sow import Signal, SoW
 from server import convert
@@ -43,13 +44,9 @@ class JobStatus:
 
 
 @dataclass(frozen=True)
-class InvoiceLine:
-    job: str
-    round: int
-    start: int
-    duration: int
-    concurrency: int
-    amount: float
+class InvoiceLine(Charge):
+    """A ledger charge as the server reports it, with the quote it was billed from."""
+
     quote: Quote
 
 

@@ -18,8 +18,11 @@ import numpy as np
 
 from mechanism.platform import Platform
 from mechanism.rng import stream_key, uniform
+from numba.cpython.unsafe.numbers import trailing_zeros
 
-CHUNKS = 64  # samples are processed in this many independent chunks (threads), results are exact integers
+CHUNKS = 64  # the path build runs in this many independent chunks (threads); results are exact integers
+INT8_MAX = 127
+SMALL_SUPPORT = 64  # up to this many outcomes a draw counts cdf entries; beyond, it bisects
 INT16_MAX = 32767
 
 
@@ -44,13 +47,41 @@ class Residual:
         return c
 
 
+@dataclass(frozen=True)
+class Packed:
+    """Residuals as flat arrays for the compiled kernels: job k's outcomes are [ptr[k], ptr[k + 1])."""
+
+    keys: np.ndarray  # uint64 random stream per job
+    conc: np.ndarray
+    ptr: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+    cdf: np.ndarray
+
+    @staticmethod
+    def of(platform: Platform, round_: int, residuals: list[Residual]) -> Packed:
+        keys = np.array([stream_key(platform.seed, round_, r.job) for r in residuals], dtype=np.uint64)
+        conc = np.array([r.concurrency for r in residuals], dtype=np.int64)
+        ptr = np.zeros(len(residuals) + 1, dtype=np.int64)
+        np.cumsum([r.start.size for r in residuals], out=ptr[1:])
+        if not residuals:
+            empty = np.zeros(0, np.int64)
+            return Packed(keys, conc, ptr, empty, empty, np.zeros(0, np.float64))
+        cat = np.concatenate
+        return Packed(keys, conc, ptr, cat([r.start for r in residuals]).astype(np.int64),
+                      cat([r.length for r in residuals]).astype(np.int64), cat([r.cdf for r in residuals]))
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return self.keys, self.conc, self.ptr, self.start, self.length, self.cdf
+
+
 class MonteCarloOracle:
     """E_t(s, c, d) by sampling, for every start offset s in [0, S_m) and duration d in [1, D_m].
 
-    Jobs appended during a round are applied to a sample's path lazily: `_bound[n]` is the exact peak of the
-    materialised row plus the concurrency of the appended jobs not yet applied to it, an upper bound on the
-    sample's true peak. A query for concurrency c needs the row only where bound + c > C; elsewhere the job fits
-    in every round whatever the pending jobs do. So under normal load a quote costs O(N), not O(N * D_m).
+    Per sample it keeps the load row, its (saturated) peak and its first overflowing round. A query for
+    concurrency c skips every sample whose peak leaves room for c (the job fits in every round there) and
+    reads only the rounds up to the first that is too full in the others; a job born this round is drawn and
+    added to every row at once (O(N) plus its duration where it runs).
     """
 
     def __init__(self, platform: Platform, samples: int | None = None) -> None:
@@ -58,83 +89,66 @@ class MonteCarloOracle:
         self.samples = samples if samples is not None else platform.sample_count
         self.round = -1
         self._earlier: list[Residual] = []  # the jobs of the round's start, built into the paths
-        self._appended: list[Residual] = []  # jobs born this round, oldest first
-        self._app_packed: tuple[np.ndarray, ...] = self._packed([])
+        self._pending: list[Residual] = []  # jobs born this round before the paths were built
         self._paths: np.ndarray | None = None
-        self._peak = np.zeros(0, dtype=np.int64)  # exact (saturated) peak of each materialised row
-        self._bound = np.zeros(0, dtype=np.int64)  # peak + concurrency of the appended jobs not applied yet
-        self._applied = np.zeros(0, dtype=np.int64)  # how many appended jobs each row has applied
+        self._peak = np.zeros(0, dtype=np.int64)  # highest (saturated) load of each row
+        self._first = np.zeros(0, dtype=np.int64)  # first round whose load exceeds C (horizon if none)
 
     def reset(self, round_: int, residuals: list[Residual]) -> None:
         """Start round `round_` with the earlier active jobs' residuals, in birth order (paths built lazily)."""
         self.round = round_
         self._earlier = list(residuals)
-        self._appended = []
-        self._app_packed = self._packed([])
+        self._pending = []
         self._paths = None
 
     def append(self, residual: Residual) -> None:
         """A job born in this round joins the earlier jobs of every later SoW of the round."""
-        self._appended.append(residual)
-        keys, conc, ptr, start, length, cdf = self._app_packed
-        one = self._packed([residual])
-        self._app_packed = (np.concatenate([keys, one[0]]), np.concatenate([conc, one[1]]),
-                            np.concatenate([ptr, ptr[-1] + one[2][1:]]), np.concatenate([start, one[3]]),
-                            np.concatenate([length, one[4]]), np.concatenate([cdf, one[5]]))
-        if self._paths is not None and bool(np.any(residual.start >= 0)):
-            self._bound += residual.concurrency
+        if self._paths is None:
+            self._pending.append(residual)
+            return
+        self._add(residual)
+
+    def _add(self, r: Residual) -> None:
+        assert self._paths is not None
+        if not bool(np.any(r.start >= 0)):
+            return
+        key = np.uint64(stream_key(self.platform.seed, self.round, r.job))
+        _append_job(self._paths, self._peak, self._first, key, r.concurrency, r.start.astype(np.int64),
+                    r.length.astype(np.int64), r.cdf, self.platform.C)
 
     def _built(self) -> np.ndarray:
         if self._paths is None:
-            self._paths, self._peak = _build_paths(*self._packed(self._earlier), self.samples,
-                                                   self.platform.horizon, self.platform.C,
-                                                   np.zeros(0, dtype=self._dtype()))
-            self._applied = np.zeros(self.samples, dtype=np.int64)
-            self._bound = self._peak.copy()
-            for r in self._appended:  # appended before the paths existed: pending on every row
-                if bool(np.any(r.start >= 0)):
-                    self._bound += r.concurrency
+            p = self.platform
+            packed = Packed.of(p, self.round, self._earlier)
+            self._paths, self._peak, self._first = _build_paths(*packed.arrays(), self.samples, p.horizon, p.C,
+                                                                np.zeros(0, dtype=self._dtype()))
+            for r in self._pending:  # appended before the paths existed
+                self._add(r)
+            self._pending = []
         return self._paths
 
     def paths(self) -> np.ndarray:
         """L[n, tau - t]: load demanded by the earlier jobs in sample n, round tau, saturated at C + 1."""
-        paths = self._built()
-        _materialise_all(paths, self._peak, self._bound, self._applied, *self._app_packed, self.platform.C)
-        return paths
+        return self._built()
 
     def _dtype(self) -> type[np.integer]:
-        p = self.platform
-        return np.int16 if p.C + p.C_m + 1 <= INT16_MAX else np.int32
+        top = self.platform.C + self.platform.C_m + 1
+        return np.int8 if top <= INT8_MAX else np.int16 if top <= INT16_MAX else np.int32
 
     def estimates(self, concurrency: int) -> np.ndarray:
         """Raw E(s, c, d) as an (S_m, D_m) array, column d - 1."""
         p = self.platform
         paths = self._built()
-        hist = _survival_histogram(paths, self._peak, self._bound, self._applied, *self._app_packed,
-                                   concurrency, p.S_m, p.D_m, p.C)
+        hist = _survival_histogram(paths, self._peak, self._first, concurrency, p.S_m, p.D_m, p.C)
         survive = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]  # survive[s, d] = #samples with g >= d
         return (self.samples - survive[:, 1:]) / float(self.samples)  # failures / N, exactly as counted
 
-    def _packed(self, residuals: list[Residual]) -> tuple[np.ndarray, ...]:
-        p = self.platform
-        keys = np.array([stream_key(p.seed, self.round, r.job) for r in residuals], dtype=np.uint64)
-        conc = np.array([r.concurrency for r in residuals], dtype=np.int64)
-        sizes = np.array([r.start.size for r in residuals], dtype=np.int64)
-        ptr = np.zeros(len(residuals) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=ptr[1:])
-        cat = np.concatenate
-        empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0, np.float64)
-        start = cat([r.start for r in residuals]) if residuals else empty_i
-        length = cat([r.length for r in residuals]) if residuals else empty_i
-        cdf = cat([r.cdf for r in residuals]) if residuals else empty_f
-        return keys, conc, ptr, start.astype(np.int64), length.astype(np.int64), cdf
 
-
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", nogil=True)
 def _draw(key: np.uint64, sample: int, cdf: np.ndarray, lo: int, hi: int) -> int:  # pragma: no cover
     """Index in [lo, hi) of the outcome drawn for `sample` by inverse CDF: the first with cdf > u."""
     u = uniform(key, sample)
-    if hi - lo <= 16:  # small support: count the entries <= u without branches (cdf[hi - 1] = 1 > u)
+    if hi - lo <= SMALL_SUPPORT:  # count the entries <= u without branches (vectorised; cdf[hi - 1] = 1 > u)
         i = lo
         for j in range(lo, hi - 1):
             i += cdf[j] <= u
@@ -149,43 +163,39 @@ def _draw(key: np.uint64, sample: int, cdf: np.ndarray, lo: int, hi: int) -> int
     return a
 
 
-@numba.njit(cache=True, inline="always")
-def _append_one(row: np.ndarray, peak: int, s: int, d: int, c: int, capacity: int) -> int:  # pragma: no cover
+@numba.njit(cache=True, inline="always", nogil=True)
+def _add_newest(row: np.ndarray, peak: int, first: int, s: int, d: int, c: int,
+                capacity: int) -> tuple[int, int]:  # pragma: no cover
     """Add a job newer than all of `row`'s jobs: it demands c over [s, s+d) until the first overflow removes it.
 
-    `peak` bounds the row from above. Returns the highest (saturated) load among the rounds it raised.
+    `peak` and `first` are the row's highest load and first overflowing round; returns them updated.
     """
-    top = 0
-    if s < 0:
-        return top
+    if s < 0 or s > first:  # never runs, or cancelled while waiting by an earlier overflow
+        return peak, first
     end = min(s + d, row.size)
-    cap = capacity + 1
     if peak + c <= capacity:  # nothing overflows anywhere: it simply adds its demand
         for tau in range(s, end):
             v = row[tau] + c
             row[tau] = v
-            if v > top:
-                top = v
-        return top
-    for tau in range(s):  # cancelled while waiting: it never contributes
-        if row[tau] > capacity:
-            return top
+            peak = max(peak, v)
+        return peak, first
+    cap = capacity + 1
     for tau in range(s, end):
         v = min(row[tau] + c, cap)  # its demand counts in the round it is evicted
         row[tau] = v
-        if v > top:
-            top = v
+        peak = max(peak, v)
         if v > capacity:
-            return top
-    return top
+            return peak, min(first, tau)
+    return peak, first
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True, parallel=True)  # holds the GIL: the workqueue threading layer is not re-entrant
 def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
                  cdf: np.ndarray, n_samples: int, horizon: int, capacity: int,
-                 like: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+                 like: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     paths = np.zeros((n_samples, horizon), dtype=like.dtype)
     peak = np.zeros(n_samples, dtype=np.int64)
+    first = np.full(n_samples, horizon, dtype=np.int64)
     n_jobs = keys.size
     cap = capacity + 1
     per_chunk = (n_samples + CHUNKS - 1) // CHUNKS
@@ -210,65 +220,91 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
                 top = max(top, acc)
             if top > capacity:  # evictions happen: replay LIFO exactly, oldest job first
                 row[:] = 0
-                top = 0
+                top, fa = 0, horizon
                 for k in range(n_jobs):
                     i = chosen[k]
-                    top = max(top, _append_one(row, cap, start[i], length[i], conc[k], capacity))
+                    top, fa = _add_newest(row, top, fa, start[i], length[i], conc[k], capacity)
+                first[n] = fa
             peak[n] = min(top, cap)
-    return paths, peak
+    return paths, peak, first
 
 
-@numba.njit(cache=True, inline="always")
-def _materialise(row: np.ndarray, n: int, peak: np.ndarray, bound: np.ndarray, applied: np.ndarray,
-                 keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
-                 cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
-    """Apply to row n the appended jobs it has not applied yet, oldest first; its bound becomes exact."""
-    for k in range(applied[n], keys.size):
-        i = _draw(keys[k], n, cdf, ptr[k], ptr[k + 1])
-        peak[n] = max(peak[n], _append_one(row, peak[n], start[i], length[i], conc[k], capacity))
-    applied[n] = keys.size
-    bound[n] = peak[n]
+@numba.njit(cache=True, nogil=True)  # serial: O(N) cheap work per call; waking threads costs more
+def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, key: np.uint64, c: int,
+                start: np.ndarray, length: np.ndarray, cdf: np.ndarray,
+                capacity: int) -> None:  # pragma: no cover
+    hi = cdf.size
+    for n in range(paths.shape[0]):
+        i = _draw(key, n, cdf, 0, hi)
+        peak[n], first[n] = _add_newest(paths[n], peak[n], first[n], start[i], length[i], c, capacity)
 
 
-@numba.njit(cache=True, parallel=True)
-def _materialise_all(paths: np.ndarray, peak: np.ndarray, bound: np.ndarray, applied: np.ndarray,
-                     keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
-                     cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
-    for n in numba.prange(paths.shape[0]):
-        _materialise(paths[n], n, peak, bound, applied, keys, conc, ptr, start, length, cdf, capacity)
+@numba.njit(cache=True, inline="always", nogil=True)
+def _next_bit(words: np.ndarray, pos: int, want: bool) -> int:  # pragma: no cover
+    """The first position >= pos whose bit is set (want) or clear (not want); 64 * len(words) if none."""
+    w = pos >> 6
+    x = words[w] if want else ~words[w]
+    x &= ~np.uint64(0) << np.uint64(pos & 63)
+    while x == 0:
+        w += 1
+        if w == words.size:
+            return w << 6
+        x = words[w] if want else ~words[w]
+    return (w << 6) + int(trailing_zeros(x))
 
 
-@numba.njit(cache=True)  # serial: under normal load a query is O(N) cheap work; waking threads costs more
-def _survival_histogram(paths: np.ndarray, peak: np.ndarray, bound: np.ndarray, applied: np.ndarray,
-                        keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
-                        cdf: np.ndarray, c: int, n_starts: int, max_d: int,
-                        capacity: int) -> np.ndarray:  # pragma: no cover
-    """hist[s, g]: samples where a job starting at s survives exactly the durations 1..g (g capped at D_m)."""
+@numba.njit(cache=True, nogil=True)  # serial: under normal load most samples are skipped after one comparison
+def _survival_histogram(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, c: int, n_starts: int,
+                        max_d: int, capacity: int) -> np.ndarray:  # pragma: no cover
+    """hist[s, g]: samples where a job starting at s survives exactly the durations 1..g (g capped at D_m).
+
+    Per sample, round b is full when the job does not fit there (L(b) + c > C) or b comes after the first
+    overflow (a start there is cancelled, which fails like a full round). A start s survives exactly until
+    the next full round b >= s, so each maximal run of free rounds (p, b) gives its starts g = b - s, recorded
+    as differences along s in at[s, b], and each run of full rounds gives its starts g = 0. Bits beyond the
+    horizon count as full, so the last run ends there (g >= D_m: survives every duration).
+    """
     n_samples, horizon = paths.shape
-    out = np.zeros((n_starts, max_d + 1), dtype=np.int64)
-    next_b = np.empty(horizon, dtype=np.int64)
+    n_words = horizon // 64 + 1
+    last_s = n_starts - 1
+    diff = np.zeros((n_starts + 1, horizon + 1), dtype=np.int64)
+    zero = np.zeros(n_starts + 1, dtype=np.int64)
+    words = np.zeros(n_words, dtype=np.uint64)
     roomy = 0  # samples where the job fits in every round: it survives everything
+    room = capacity - c
     for n in range(n_samples):
-        if bound[n] + c <= capacity:
+        if peak[n] <= room:
             roomy += 1
             continue
-        row = paths[n]
-        if applied[n] < keys.size:
-            _materialise(row, n, peak, bound, applied, keys, conc, ptr, start, length, cdf, capacity)
-            if peak[n] + c <= capacity:
-                roomy += 1
-                continue
-        first_a = horizon  # first round the earlier jobs alone overflow: a waiting job is cancelled
-        for tau in range(horizon):
-            if row[tau] > capacity:
-                first_a = tau
+        row, fa = paths[n], first[n]
+        for w in range(n_words):  # full[b] as bits: L(b) > C - c, or b > first overflow, or b >= horizon
+            x = np.uint64(0)
+            for k in range(64):
+                b = (w << 6) + k
+                full = b >= horizon or b > fa or row[min(b, horizon - 1)] > room
+                x |= np.uint64(full) << np.uint64(k)
+            words[w] = x
+        s = 0  # first start not yet assigned
+        while s <= last_s:
+            b = _next_bit(words, s, True)
+            if b > s:  # starts [s, b) are free until b
+                hi = min(b - 1, last_s)
+                diff[s, b] += 1
+                diff[hi + 1, b] -= 1
+            if b > last_s:
                 break
-        nb = horizon  # next round at or after tau where the job itself would not fit
-        for tau in range(horizon - 1, -1, -1):
-            if row[tau] + c > capacity:
-                nb = tau
-            next_b[tau] = nb
-        for s in range(min(n_starts, first_a + 1)):
-            out[s, min(next_b[s] - s, max_d)] += 1
+            e = _next_bit(words, b, False)  # rounds [b, e) are full: those starts fail at once
+            zero[b] += 1
+            zero[min(e, last_s + 1)] -= 1
+            s = e
+    out = np.zeros((n_starts, max_d + 1), dtype=np.int64)
+    at = np.zeros(horizon + 1, dtype=np.int64)
+    failed = 0
+    for s in range(n_starts):
+        at += diff[s]
+        failed += zero[s]
+        out[s, 0] += failed
+        for b in range(s + 1, horizon + 1):
+            out[s, min(b - s, max_d)] += at[b]
     out[:, max_d] += roomy
     return out

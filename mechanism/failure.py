@@ -15,10 +15,10 @@ from functools import cached_property
 
 import numba
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from mechanism.platform import Platform
 from mechanism.rng import stream_key, uniform
-from numba.cpython.unsafe.numbers import trailing_zeros
 
 CHUNKS = 64  # the path build runs in this many independent chunks (threads); results are exact integers
 INT8_MAX = 127

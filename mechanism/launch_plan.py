@@ -92,9 +92,8 @@ def choose_plan(sow: SoW, birth: int, menu: Menu, est: FailureEstimates) -> Laun
     chosen = np.where(best_u > 0.0, best, -1)
 
     groups = tuple(
-        GroupPlan(arrival=birth + a, signal=sig, start=None if chosen[g] < 0 else birth + int(chosen[g]),
-                  utility=float(best_u[g]) if chosen[g] >= 0 else 0.0)
-        for g, (a, sig) in enumerate(t.groups)
+        GroupPlan(arrival=birth + a, signal=sig, start=None if s < 0 else birth + s, utility=u if s >= 0 else 0.0)
+        for (a, sig), s, u in zip(t.groups, chosen.tolist(), best_u.tolist(), strict=True)
     )
     outcomes = _outcome_quotes(sow, birth, menu, est, u, chosen)
     # fsum is exactly rounded: the total cannot depend on summation order, BLAS or CPU.

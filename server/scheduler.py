@@ -53,16 +53,27 @@ class Acknowledged:
     reply: bytes
     replayed: bool
     writer_ms: float = 0.0  # time spent holding the writer lock (apply, encode, commit)
+    commit_ms: float = 0.0  # its share of the batch's log commit (the fsync), included in writer_ms
 
 
-def body_hash(kind: str, body: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps([kind, body], sort_keys=True).encode()).hexdigest()
+def body_json(body: dict[str, Any]) -> str:
+    """The body as logged: JSON with sorted keys."""
+    return json.dumps(body, sort_keys=True)
 
 
-def apply_command(engine: Engine, kind: str, body: dict[str, Any]) -> Result:
-    """Apply one logged command; raises EngineError (or pydantic ValidationError) and then changes nothing."""
+def body_hash(kind: str, body: dict[str, Any], logged: str | None = None) -> str:
+    """SHA-256 of json.dumps([kind, body], sort_keys=True), reusing the body's logged JSON when given."""
+    text = f"[{json.dumps(kind)}, {logged if logged is not None else body_json(body)}]"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def apply_command(engine: Engine, kind: str, body: dict[str, Any], sow: SoW | None = None) -> Result:
+    """Apply one logged command; raises EngineError (or pydantic ValidationError) and then changes nothing.
+
+    `sow`, when given, is body["sow"] already validated (the service parsed it to answer bad input early).
+    """
     if kind == "submit":
-        return engine.submit(body["job_id"], SoW.parse(body["sow"], engine.platform))
+        return engine.submit(body["job_id"], sow if sow is not None else SoW.parse(body["sow"], engine.platform))
     if kind == "arrive":
         return engine.report_arrival(body["job_id"], body["signal"])
     if kind == "complete":
@@ -80,7 +91,9 @@ class _Ticket:
     request_id: str | None
     kind: str
     body: dict[str, Any]
+    logged: str  # the body's JSON as logged
     hash: str
+    sow: SoW | None = None  # body["sow"], already validated
     done: bool = False
     ack: Acknowledged | None = None
     error: BaseException | None = None
@@ -124,7 +137,7 @@ class DurableScheduler:
     # ---- commands ----
 
     def execute(self, caller: Principal | str, request_id: str | None, kind: str,
-                body: dict[str, Any]) -> Acknowledged:
+                body: dict[str, Any], sow: SoW | None = None) -> Acknowledged:
         """Apply `kind` with `body` and log it, or return the logged reply of the same earlier request.
 
         Group commit: the caller queues its command; whoever holds the writer lock applies every queued command
@@ -133,7 +146,8 @@ class DurableScheduler:
         committed state.
         """
         name = caller.name if isinstance(caller, Principal) else caller
-        ticket = _Ticket(name, request_id or None, kind, body, body_hash(kind, body))
+        logged = body_json(body)
+        ticket = _Ticket(name, request_id or None, kind, body, logged, body_hash(kind, body, logged), sow)
         with self._queue_lock:
             self._queue.append(ticket)
         with self._lock:
@@ -163,6 +177,7 @@ class DurableScheduler:
                         logged.append((t, reply))
                     else:
                         t.ack = Acknowledged(reply, replayed=True)
+                applied = time.perf_counter()  # the rest of the block is the commit
         except StoreError as exc:
             # The engine has applied commands the log does not hold: stop serving; a restart replays the log.
             self._broken = f"the command log failed ({exc}); the server must be restarted"
@@ -174,9 +189,10 @@ class DurableScheduler:
             for t in batch:
                 t.error = exc
         else:
-            share = 1000 * (time.perf_counter() - started) / max(len(batch), 1)
+            now, n = time.perf_counter(), max(len(batch), 1)
             for t, reply in logged:
-                t.ack = Acknowledged(reply, replayed=False, writer_ms=share)
+                t.ack = Acknowledged(reply, replayed=False, writer_ms=1000 * (now - started) / n,
+                                     commit_ms=1000 * (now - applied) / n)
             self.changed.notify_all()
         finally:
             for t in batch:
@@ -192,10 +208,10 @@ class DurableScheduler:
                                   "request; use a new request id")
                 return prior[1], False
         self._authorize(t.caller, t.kind, t.body)
-        result = apply_command(self.engine, t.kind, t.body)
+        result = apply_command(self.engine, t.kind, t.body, t.sow)
         owner = self._record(t.kind, t.body)
         reply = self._encode(t.kind, result, owner)
-        self.store.append(t.kind, t.caller, t.request_id, t.body, t.hash, reply, self.engine.now)
+        self.store.append(t.kind, t.caller, t.request_id, t.body, t.hash, reply, self.engine.now, t.logged)
         if t.request_id is not None:  # a retry in the same batch gets this reply too
             self._requests[(t.caller, t.request_id)] = (t.hash, reply)
         return reply, True
@@ -231,4 +247,4 @@ class DurableScheduler:
 
 
 __all__ = ["Acknowledged", "DurableScheduler", "EngineError", "FailedPrecondition", "PermissionDenied", "Refused", "Unavailable",
-           "apply_command", "body_hash"]
+           "apply_command", "body_hash", "body_json"]

@@ -102,11 +102,13 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         scheme, _, token = str(header).partition(" ")
         return cfg.authenticate(token.strip()) if scheme.lower() == "bearer" else None
 
-    def _command(self, principal: Principal, request_id: str, kind: str, body: dict[str, Any]) -> bytes:
+    def _command(self, principal: Principal, request_id: str, kind: str, body: dict[str, Any],
+                 sow: SoW | None = None) -> bytes:
         if len(request_id) > MAX_REQUEST_ID:
             raise Refused(f"request_id has {len(request_id)} characters, above the bound {MAX_REQUEST_ID}")
-        ack = self.scheduler.execute(principal, request_id or None, kind, body)
-        self._fields.extra = {"writer_ms": round(ack.writer_ms, 3), "retry": ack.replayed,
+        ack = self.scheduler.execute(principal, request_id or None, kind, body, sow)
+        self._fields.extra = {"writer_ms": round(ack.writer_ms, 3), "commit_ms": round(ack.commit_ms, 3),
+                              "retry": ack.replayed,
                               "request_id": request_id, **({"job_id": body["job_id"]} if "job_id" in body else {})}
         return ack.reply
 
@@ -117,7 +119,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             tenant = _acting_tenant(p, request.tenant, self.scheduler.config.tenants)
             sow = SoW.parse(convert.sow_to_dict(request.sow), self.scheduler.config.platform)
             data = {"job_id": request.job_id, "tenant": tenant, "sow": sow.model_dump(mode="json")}
-            return pb.Quote.FromString(self._command(p, request.request_id, "submit", data))
+            return pb.Quote.FromString(self._command(p, request.request_id, "submit", data, sow))
         return self._call(context, "SubmitSoW", body)
 
     def ReportArrival(self, request: pb.ReportArrivalRequest, context: grpc.ServicerContext) -> pb.Job:

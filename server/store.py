@@ -118,15 +118,19 @@ class CommandStore:
             raise StoreError(f"store {self.path}: cannot commit: {exc}") from None
 
     def append(self, kind: str, caller: str, request_id: str | None, body: dict[str, Any], body_hash: str,
-               reply: bytes, round_: int) -> int:
-        """Log one command: committed (fsync of the WAL) at once, or with its `transaction` block."""
+               reply: bytes, round_: int, logged: str | None = None) -> int:
+        """Log one command: committed (fsync of the WAL) at once, or with its `transaction` block.
+
+        `logged` is the body's JSON (sorted keys) when the caller already has it.
+        """
         if kind not in COMMAND_KINDS:
             raise StoreError(f"command kind={kind!r} is not one of {COMMAND_KINDS}")
         try:
             cur = self._db.execute(
                 "INSERT INTO commands (kind, caller, request_id, body, body_hash, reply, round, logged_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (kind, caller, request_id, json.dumps(body, sort_keys=True), body_hash, reply, round_, time.time()))
+                (kind, caller, request_id, logged if logged is not None else json.dumps(body, sort_keys=True), body_hash,
+                 reply, round_, time.time()))
         except sqlite3.Error as exc:
             raise StoreError(f"store {self.path}: cannot append the {kind} command: {exc}") from None
         assert cur.lastrowid is not None

@@ -117,3 +117,13 @@ def test_concurrent_commands_are_group_committed_in_order_and_replay_to_the_same
     again = open_scheduler(tmp_path / "s.db")
     assert (again.replayed, again.engine.digest()) == (48, digest)
     again.close()
+
+
+def test_a_pre_parsed_sow_gives_the_same_reply_and_the_ack_splits_writer_time(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    sow = random_sow(rng, PLATFORM, max_outcomes=3, signal_mode="duration")
+    body = {"job_id": "j", "tenant": "acme", "sow": sow.model_dump(mode="json")}
+    parsed = open_scheduler(tmp_path / "a.db").execute("acme", "r", "submit", body, sow)
+    plain = open_scheduler(tmp_path / "b.db").execute("acme", "r", "submit", body)
+    assert parsed.reply == plain.reply
+    assert 0.0 <= parsed.commit_ms <= parsed.writer_ms

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from server.scheduler import DurableScheduler, ReplayDiverged, body_hash
+from server.scheduler import DurableScheduler, ReplayDiverged, body_hash, body_json
 from server.service import encode_reply
 from server.store import CommandStore, StoreError, store_path
 from tests.grpc_support import ACME, client, config, running, sow
@@ -91,3 +93,10 @@ def test_body_hashes_ignore_key_order_but_not_values() -> None:
     assert body_hash("submit", {"a": 1, "b": 2}) == body_hash("submit", {"b": 2, "a": 1})
     assert body_hash("submit", {"a": 1}) != body_hash("submit", {"a": 2})
     assert body_hash("submit", {"a": 1}) != body_hash("arrive", {"a": 1})
+
+
+def test_body_hash_is_the_logged_formula_so_older_logs_still_match_their_retries() -> None:
+    body = {"job_id": "a", "sow": {"outcomes": [[0, 1, 0.5, None]], "é": "ü"}}
+    formula = hashlib.sha256(json.dumps(["submit", body], sort_keys=True).encode()).hexdigest()
+    assert body_hash("submit", body) == formula
+    assert body_hash("submit", body, body_json(body)) == formula

@@ -22,6 +22,7 @@ from mechanism.rng import stream_key, uniform
 
 CHUNKS = 64  # the path build runs in this many independent chunks (threads); results are exact integers
 INT8_MAX = 127
+EAGER_SHARE = 0.25  # apply appended jobs at once when more rows than this could need them
 SMALL_SUPPORT = 64  # up to this many outcomes a draw counts cdf entries; beyond, it bisects
 INT16_MAX = 32767
 
@@ -71,6 +72,13 @@ class Packed:
         return Packed(keys, conc, ptr, cat([r.start for r in residuals]).astype(np.int64),
                       cat([r.length for r in residuals]).astype(np.int64), cat([r.cdf for r in residuals]))
 
+    def plus(self, more: Packed) -> Packed:
+        """These jobs followed by `more`'s."""
+        cat = np.concatenate
+        return Packed(cat([self.keys, more.keys]), cat([self.conc, more.conc]),
+                      cat([self.ptr, self.ptr[-1] + more.ptr[1:]]), cat([self.start, more.start]),
+                      cat([self.length, more.length]), cat([self.cdf, more.cdf]))
+
     def arrays(self) -> tuple[np.ndarray, ...]:
         return self.keys, self.conc, self.ptr, self.start, self.length, self.cdf
 
@@ -78,10 +86,11 @@ class Packed:
 class MonteCarloOracle:
     """E_t(s, c, d) by sampling, for every start offset s in [0, S_m) and duration d in [1, D_m].
 
-    Per sample it keeps the load row, its (saturated) peak and its first overflowing round. A query for
-    concurrency c skips every sample whose peak leaves room for c (the job fits in every round there) and
-    reads only the rounds up to the first that is too full in the others; a job born this round is drawn and
-    added to every row at once (O(N) plus its duration where it runs).
+    Per sample it keeps the load row, its (saturated) peak and its first overflowing round. Jobs appended
+    during a round reach a row lazily: `_bound[n]` is the row's peak plus the concurrency of the appended jobs
+    it has not applied yet, an upper bound on its true peak. A query for concurrency c skips every sample whose
+    bound leaves room for c (the job fits in every round there, whatever the pending jobs do), applies the
+    pending jobs to the others, and in those reads only the rounds up to the last start.
     """
 
     def __init__(self, platform: Platform, samples: int | None = None) -> None:
@@ -89,32 +98,42 @@ class MonteCarloOracle:
         self.samples = samples if samples is not None else platform.sample_count
         self.round = -1
         self._earlier: list[Residual] = []  # the jobs of the round's start, built into the paths
-        self._pending: list[Residual] = []  # jobs born this round before the paths were built
+        self._appended: list[Residual] = []  # jobs born this round, oldest first
+        self._app = Packed.of(platform, self.round, [])
         self._paths: np.ndarray | None = None
-        self._peak = np.zeros(0, dtype=np.int64)  # highest (saturated) load of each row
-        self._first = np.zeros(0, dtype=np.int64)  # first round whose load exceeds C (horizon if none)
+        self._peak = np.zeros(0, dtype=np.int64)  # highest (saturated) load of each materialised row
+        self._first = np.zeros(0, dtype=np.int64)  # its first round whose load exceeds C (horizon if none)
+        self._bound = np.zeros(0, dtype=np.int64)  # peak + concurrency of the appended jobs not applied yet
+        self._applied = np.zeros(0, dtype=np.int64)  # how many appended jobs each row has applied
 
     def reset(self, round_: int, residuals: list[Residual]) -> None:
         """Start round `round_` with the earlier active jobs' residuals, in birth order (paths built lazily)."""
         self.round = round_
         self._earlier = list(residuals)
-        self._pending = []
+        self._appended = []
+        self._app = Packed.of(self.platform, round_, [])
         self._paths = None
 
     def append(self, residual: Residual) -> None:
         """A job born in this round joins the earlier jobs of every later SoW of the round."""
-        if self._paths is None:
-            self._pending.append(residual)
-            return
-        self._add(residual)
+        self._appended.append(residual)
+        self._app = self._app.plus(Packed.of(self.platform, self.round, [residual]))
+        if self._paths is not None and bool(np.any(residual.start >= 0)):
+            self._bound += residual.concurrency
+            p = self.platform
+            if np.count_nonzero(self._bound > p.C - p.C_m) > EAGER_SHARE * self.samples:
+                # Crowded: most rows would be materialised by the next query anyway; one tight pass is cheaper.
+                self._apply_pending()
 
-    def _add(self, r: Residual) -> None:
+    def _apply_pending(self) -> None:
+        """Apply every appended job to every row that lacks it, one job at a time, oldest first."""
         assert self._paths is not None
-        if not bool(np.any(r.start >= 0)):
-            return
-        key = np.uint64(stream_key(self.platform.seed, self.round, r.job))
-        _append_job(self._paths, self._peak, self._first, key, r.concurrency, r.start.astype(np.int64),
-                    r.length.astype(np.int64), r.cdf, self.platform.C)
+        for k in range(int(self._applied.min()), len(self._appended)):
+            r = self._appended[k]
+            key = np.uint64(stream_key(self.platform.seed, self.round, r.job))
+            _append_job(self._paths, self._peak, self._first, self._applied, k, key, r.concurrency,
+                        r.start.astype(np.int64), r.length.astype(np.int64), r.cdf, self.platform.C)
+        self._bound[:] = self._peak
 
     def _built(self) -> np.ndarray:
         if self._paths is None:
@@ -122,14 +141,17 @@ class MonteCarloOracle:
             packed = Packed.of(p, self.round, self._earlier)
             self._paths, self._peak, self._first = _build_paths(*packed.arrays(), self.samples, p.horizon, p.C,
                                                                 np.zeros(0, dtype=self._dtype()))
-            for r in self._pending:  # appended before the paths existed
-                self._add(r)
-            self._pending = []
+            self._applied = np.zeros(self.samples, dtype=np.int64)
+            pending = sum(r.concurrency for r in self._appended if bool(np.any(r.start >= 0)))
+            self._bound = self._peak + pending  # appended before the paths existed: pending on every row
         return self._paths
 
     def paths(self) -> np.ndarray:
         """L[n, tau - t]: load demanded by the earlier jobs in sample n, round tau, saturated at C + 1."""
-        return self._built()
+        paths = self._built()
+        _materialise_all(paths, self._peak, self._first, self._bound, self._applied, *self._app.arrays(),
+                         self.platform.C)
+        return paths
 
     def _dtype(self) -> type[np.integer]:
         top = self.platform.C + self.platform.C_m + 1
@@ -139,7 +161,8 @@ class MonteCarloOracle:
         """Raw E(s, c, d) as an (S_m, D_m) array, column d - 1."""
         p = self.platform
         paths = self._built()
-        hist = _survival_histogram(paths, self._peak, self._first, concurrency, p.S_m, p.D_m, p.C)
+        hist = _survival_histogram(paths, self._peak, self._first, self._bound, self._applied, *self._app.arrays(),
+                                   concurrency, p.S_m, p.D_m, p.C)
         survive = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]  # survive[s, d] = #samples with g >= d
         return (self.samples - survive[:, 1:]) / float(self.samples)  # failures / N, exactly as counted
 
@@ -229,14 +252,37 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
     return paths, peak, first
 
 
-@numba.njit(cache=True, nogil=True)  # serial: O(N) cheap work per call; waking threads costs more
-def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, key: np.uint64, c: int,
-                start: np.ndarray, length: np.ndarray, cdf: np.ndarray,
+@numba.njit(cache=True, inline="always", nogil=True)
+def _materialise(row: np.ndarray, n: int, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
+                 applied: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray,
+                 length: np.ndarray, cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
+    """Apply to row n the appended jobs it has not applied yet, oldest first; its bound becomes exact."""
+    for k in range(applied[n], keys.size):
+        i = _draw(keys[k], n, cdf, ptr[k], ptr[k + 1])
+        peak[n], first[n] = _add_newest(row, peak[n], first[n], start[i], length[i], conc[k], capacity)
+    applied[n] = keys.size
+    bound[n] = peak[n]
+
+
+@numba.njit(cache=True, parallel=True)  # holds the GIL: the workqueue threading layer is not re-entrant
+def _materialise_all(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
+                     applied: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray,
+                     length: np.ndarray, cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
+    for n in numba.prange(paths.shape[0]):
+        _materialise(paths[n], n, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, capacity)
+
+
+@numba.njit(cache=True, nogil=True)  # serial: one pass, no threads to wake (the query kernels are serial too)
+def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, applied: np.ndarray, k: int,
+                key: np.uint64, c: int, start: np.ndarray, length: np.ndarray, cdf: np.ndarray,
                 capacity: int) -> None:  # pragma: no cover
+    """Apply appended job k (concurrency c, outcomes start/length/cdf) to every row that has applied jobs < k."""
     hi = cdf.size
     for n in range(paths.shape[0]):
-        i = _draw(key, n, cdf, 0, hi)
-        peak[n], first[n] = _add_newest(paths[n], peak[n], first[n], start[i], length[i], c, capacity)
+        if applied[n] == k:
+            i = _draw(key, n, cdf, 0, hi)
+            peak[n], first[n] = _add_newest(paths[n], peak[n], first[n], start[i], length[i], c, capacity)
+            applied[n] = k + 1
 
 
 @numba.njit(cache=True, inline="always", nogil=True)
@@ -254,8 +300,10 @@ def _next_bit(words: np.ndarray, pos: int, want: bool) -> int:  # pragma: no cov
 
 
 @numba.njit(cache=True, nogil=True)  # serial: under normal load most samples are skipped after one comparison
-def _survival_histogram(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, c: int, n_starts: int,
-                        max_d: int, capacity: int) -> np.ndarray:  # pragma: no cover
+def _survival_histogram(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
+                        applied: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray,
+                        length: np.ndarray, cdf: np.ndarray, c: int, n_starts: int, max_d: int,
+                        capacity: int) -> np.ndarray:  # pragma: no cover
     """hist[s, g]: samples where a job starting at s survives exactly the durations 1..g (g capped at D_m).
 
     Per sample, round b is full when the job does not fit there (L(b) + c > C) or b comes after the first
@@ -273,10 +321,16 @@ def _survival_histogram(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, 
     roomy = 0  # samples where the job fits in every round: it survives everything
     room = capacity - c
     for n in range(n_samples):
-        if peak[n] <= room:
+        if bound[n] <= room:
             roomy += 1
             continue
-        row, fa = paths[n], first[n]
+        row = paths[n]
+        if applied[n] < keys.size:
+            _materialise(row, n, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, capacity)
+            if peak[n] <= room:
+                roomy += 1
+                continue
+        fa = first[n]
         for w in range(n_words):  # full[b] as bits: L(b) > C - c, or b > first overflow, or b >= horizon
             x = np.uint64(0)
             for k in range(64):

@@ -48,10 +48,11 @@ def test_appending_a_newer_job_equals_rebuilding_with_it(seed: int, n_jobs: int)
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(2, 7))
-def test_estimates_after_lazy_appends_equal_a_rebuilt_oracle(seed: int, n_jobs: int) -> None:
-    # Queries interleaved with appends: rows are materialised only where a query needs them.
-    p = small_platform(C=6, samples=300, seed=seed % 97, C_m=3)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 7), st.sampled_from([6, 9, 60]))
+def test_estimates_after_lazy_appends_equal_a_rebuilt_oracle(seed: int, n_jobs: int, capacity: int) -> None:
+    # Queries interleaved with appends. C = 6: rows crowd, appended jobs are applied to every row at once;
+    # C = 60: rows stay roomy and appended jobs stay pending; C = 9: both happen.
+    p = small_platform(C=capacity, samples=300, seed=seed % 97, C_m=3)
     rng = np.random.default_rng(seed)
     rs = random_residuals(rng, p, n_jobs)
     lazy = mc(p, rs[:1])

@@ -331,12 +331,19 @@ def _survival_histogram(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, 
                 roomy += 1
                 continue
         fa = first[n]
+        ones = ~np.uint64(0)
         for w in range(n_words):  # full[b] as bits: L(b) > C - c, or b > first overflow, or b >= horizon
+            base = w << 6
+            top = min(64, horizon - base)
             x = np.uint64(0)
-            for k in range(64):
-                b = (w << 6) + k
-                full = b >= horizon or b > fa or row[min(b, horizon - 1)] > room
-                x |= np.uint64(full) << np.uint64(k)
+            for k in range(top):  # a plain compare-and-pack loop: the compiler vectorises it
+                x |= np.uint64(row[base + k] > room) << np.uint64(k)
+            if top < 64:
+                x |= ones << np.uint64(top)
+            if fa < base:
+                x = ones
+            elif fa < base + 64:
+                x |= (ones << np.uint64(fa - base)) << np.uint64(1)
             words[w] = x
         s = 0  # first start not yet assigned
         while s <= last_s:

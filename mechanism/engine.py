@@ -118,6 +118,19 @@ class Engine:
         self._event_hash = hashlib.sha256()
         self.busy_node_rounds = 0  # sum over finished rounds of the running load
 
+    # ---- snapshots: the state pickles; the running event hash is rebuilt from the events ----
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_event_hash"]  # hashlib objects do not pickle
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._event_hash = hashlib.sha256()
+        for event in self.events:
+            self._event_hash.update(json.dumps(event.to_dict(), sort_keys=True).encode())
+
     # ---- step 1: submissions ----
 
     def submit(self, job_id: str, sow: SoW) -> Quote:

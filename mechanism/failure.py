@@ -106,6 +106,14 @@ class MonteCarloOracle:
         self._bound = np.zeros(0, dtype=np.int64)  # peak + concurrency of the appended jobs not applied yet
         self._applied = np.zeros(0, dtype=np.int64)  # how many appended jobs each row has applied
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle without the sampled paths: they are a pure function of the residuals and are rebuilt lazily."""
+        state = self.__dict__.copy()
+        state["_paths"] = None
+        for name in ("_peak", "_first", "_bound", "_applied"):
+            state[name] = np.zeros(0, dtype=np.int64)
+        return state
+
     def reset(self, round_: int, residuals: list[Residual]) -> None:
         """Start round `round_` with the earlier active jobs' residuals, in birth order (paths built lazily)."""
         self.round = round_

@@ -21,7 +21,7 @@ import server.gen  # noqa: F401
 from server.config import ServerConfig
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
-from server.scheduler import CLOCK, DurableScheduler, Refused
+from server.scheduler import CLOCK, SNAPSHOT_EVERY, DurableScheduler, Refused
 from server.service import Clock, SchedulerService, encode_reply
 from server.store import CommandStore, store_path
 
@@ -40,6 +40,7 @@ class ServerOptions:
     tls_key: Path | None = None
     max_workers: int = 64
     grace_seconds: float = 10.0
+    snapshot_every: int = SNAPSHOT_EVERY  # logged commands between state snapshots; 0: never
 
 
 class StartupError(RuntimeError):
@@ -128,8 +129,12 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     if options.clock == "wall" and not options.round_seconds > 0:
         raise StartupError(f"round_seconds={options.round_seconds} must be positive with --clock wall")
     started = time.perf_counter()
-    scheduler = DurableScheduler(config, CommandStore(store_path(options.store), config.identity()), encode_reply)
-    log.info("replayed", extra={"fields": {"commands": scheduler.replayed, "round": scheduler.engine.now,
+    if options.snapshot_every < 0:
+        raise StartupError(f"snapshot_every={options.snapshot_every} is below the bound 0 (0 turns snapshots off)")
+    scheduler = DurableScheduler(config, CommandStore(store_path(options.store), config.identity()), encode_reply,
+                                 options.snapshot_every)
+    log.info("replayed", extra={"fields": {"snapshot_seq": scheduler.restored_from, "commands": scheduler.replayed,
+                                           "round": scheduler.engine.now,
                                            "s": round(time.perf_counter() - started, 3)}})
     clock = Clock(options.clock, options.round_seconds)
     service = SchedulerService(scheduler, clock)

@@ -29,11 +29,29 @@ CREATE TABLE IF NOT EXISTS commands (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS commands_request ON commands (caller, request_id)
     WHERE request_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS snapshots (
+    seq INTEGER PRIMARY KEY,
+    code TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    state BLOB NOT NULL,
+    taken_at REAL NOT NULL
+);
 """
+SNAPSHOTS_KEPT = 2
 
 
 class StoreError(RuntimeError):
     """The log cannot be opened or written, or belongs to a different platform."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The state after command `seq`, written by code `code`, with its state digest."""
+
+    seq: int
+    code: str
+    digest: str
+    state: bytes
 
 
 @dataclass(frozen=True)
@@ -90,10 +108,11 @@ class CommandStore:
             raise StoreError(f"store {self.path} was written for {row[0]}, not for the configured {wanted}; "
                              "use a new store or the original configuration")
 
-    def commands(self) -> Iterator[Command]:
-        """Every logged command in order."""
+    def commands(self, after: int = 0) -> Iterator[Command]:
+        """Every logged command with a sequence number above `after`, in order."""
         cur = self._db.execute(
-            "SELECT seq, kind, caller, request_id, body, body_hash, reply, round FROM commands ORDER BY seq")
+            "SELECT seq, kind, caller, request_id, body, body_hash, reply, round FROM commands WHERE seq > ? "
+            "ORDER BY seq", (after,))
         for seq, kind, caller, request_id, body, body_hash, reply, round_ in cur:
             yield Command(seq, kind, caller, request_id, json.loads(body), body_hash, bytes(reply), round_)
 
@@ -135,6 +154,25 @@ class CommandStore:
             raise StoreError(f"store {self.path}: cannot append the {kind} command: {exc}") from None
         assert cur.lastrowid is not None
         return int(cur.lastrowid)
+
+    def save_snapshot(self, snap: Snapshot) -> None:
+        """Keep `snap` (committed on its own) and drop all but the newest SNAPSHOTS_KEPT."""
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)",
+                             (snap.seq, snap.code, snap.digest, snap.state, time.time()))
+            self._db.execute("DELETE FROM snapshots WHERE seq NOT IN "
+                             "(SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?)", (SNAPSHOTS_KEPT,))
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise StoreError(f"store {self.path}: cannot save the snapshot after command {snap.seq}: {exc}") from None
+
+    def snapshots(self) -> list[Snapshot]:
+        """The kept snapshots, newest first."""
+        rows = self._db.execute("SELECT seq, code, digest, state FROM snapshots ORDER BY seq DESC").fetchall()
+        return [Snapshot(int(seq), str(code), str(digest), bytes(state)) for seq, code, digest, state in rows]
 
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM commands").fetchone()[0])

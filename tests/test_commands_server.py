@@ -14,12 +14,13 @@ from tests.grpc_support import ACME, OP, PATIENT, PLATFORM, ServerProcess, sow, 
 
 def test_state_digest_of_a_server_equals_the_offline_replay_of_its_store(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    proc = ServerProcess(tmp_path)
+    proc = ServerProcess(tmp_path, None, "--snapshot-every", "2")
     try:
         port = proc.start()
         with SchedulerClient(f"127.0.0.1:{port}", ACME, retry=PATIENT) as acme:
             acme.submit("j1", sow())
             acme.report_arrival("j1")
+            acme.submit("j2", sow())
         assert main(["state-digest", "--server", f"127.0.0.1:{port}", "--token", OP, "--json"]) == 0
         remote = json.loads(capsys.readouterr().out)
         assert proc.terminate() == 0
@@ -27,7 +28,12 @@ def test_state_digest_of_a_server_equals_the_offline_replay_of_its_store(
         proc.close()
     assert main(["state-digest", "--store", f"sqlite:///{proc.store}", "--config", str(proc.config), "--json"]) == 0
     offline = json.loads(capsys.readouterr().out)
-    assert offline["digest"] == remote["digest"] and offline["commands"] == 2
+    assert offline["digest"] == remote["digest"]
+    assert (offline["snapshot_seq"], offline["commands"]) == (2, 1)  # the snapshot after 2 commands, then 1
+    assert main(["state-digest", "--store", str(proc.store), "--config", str(proc.config), "--full-replay",
+                 "--json"]) == 0
+    full = json.loads(capsys.readouterr().out)
+    assert full["digest"] == remote["digest"] and (full["snapshot_seq"], full["commands"]) == (0, 3)
     assert main(["state-digest", "--store", str(proc.store), "--config", str(proc.config)]) == 0
     assert capsys.readouterr().out.strip() == remote["digest"]
 
@@ -45,6 +51,13 @@ def test_state_digest_refuses_a_missing_store_or_config(tmp_path: Path, argv: li
 def test_state_digest_of_an_unreachable_server_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["state-digest", "--server", "127.0.0.1:1", "--retries", "1"]) == 1
     assert "UNAVAILABLE" in capsys.readouterr().err
+
+
+def test_serve_refuses_a_negative_snapshot_interval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "platform.toml"
+    config.write_text(toml_text(PLATFORM))
+    assert main(["serve", "--store", str(tmp_path / "s.db"), "--config", str(config), "--snapshot-every", "-1"]) == 2
+    assert "snapshot_every=-1 is below the bound 0" in capsys.readouterr().err
 
 
 def test_serve_refuses_a_bad_configuration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -25,12 +25,18 @@ def register(sub: Any) -> None:
     p.add_argument("--workers", type=int, default=64, help="RPC worker threads (each open watch holds one)")
     p.add_argument("--grace", type=float, default=10.0, help="seconds calls in flight get on SIGTERM")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.add_argument("--snapshot-every", type=int, default=1000,
+                   help="logged commands between state snapshots, so a restart replays only the log after the "
+                        "newest (0: never; a snapshot written by other code is ignored)")
     p.set_defaults(func=serve)
 
     p = sub.add_parser("state-digest", help="hash of the full state, from a running server or by replaying a store")
     add_connection_arguments(p)
     p.add_argument("--store", help="replay this store offline instead of asking --server")
     p.add_argument("--config", type=Path, help="platform.toml the store was written with (with --store)")
+    p.add_argument("--full-replay", action="store_true",
+                   help="with --store: replay the whole log, checking every logged reply, instead of starting "
+                        "from the newest snapshot")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=state_digest)
 
@@ -45,7 +51,8 @@ def serve(args: argparse.Namespace) -> int:
         config = load_config(args.config)
         options = ServerOptions(store=args.store, listen=args.listen, clock=args.clock,
                                 round_seconds=args.round_seconds, tls_cert=args.tls_cert, tls_key=args.tls_key,
-                                max_workers=args.workers, grace_seconds=args.grace)
+                                max_workers=args.workers, grace_seconds=args.grace,
+                                snapshot_every=args.snapshot_every)
         return serve_until_signalled(config, options, args.port_file)
     except (ConfigError, StoreError, StartupError, OSError) as exc:
         print(f"sowsched serve: {exc}", file=sys.stderr)
@@ -75,7 +82,7 @@ def _remote_digest(args: argparse.Namespace) -> dict[str, Any]:
 
 def _offline_digest(args: argparse.Namespace) -> dict[str, Any]:
     from server.config import load_config
-    from server.scheduler import DurableScheduler
+    from server.scheduler import SNAPSHOT_EVERY, DurableScheduler
     from server.service import encode_reply
     from server.store import CommandStore, store_path
 
@@ -85,11 +92,12 @@ def _offline_digest(args: argparse.Namespace) -> dict[str, Any]:
     if not path.is_file():
         raise ValueError(f"store={args.store!r}: no such file {path}")
     config = load_config(args.config)
-    sched = DurableScheduler(config, CommandStore(path, config.identity()), encode_reply)
+    sched = DurableScheduler(config, CommandStore(path, config.identity()), encode_reply,
+                             snapshot_every=0 if args.full_replay else SNAPSHOT_EVERY)
     try:
         engine = sched.engine
         return {"digest": engine.digest(), "round": engine.now, "events": len(engine.events),
-                "commands": sched.replayed, "source": str(path)}
+                "snapshot_seq": sched.restored_from, "commands": sched.replayed, "source": str(path)}
     finally:
         sched.close()
 

@@ -116,7 +116,6 @@ class DurableScheduler:
         self._lock = threading.Lock()
         self.changed = threading.Condition(self._lock)
         self.owners: dict[str, str] = {}  # job id -> tenant
-        self._requests: dict[tuple[str, str], tuple[str, bytes]] = {}  # (caller, request id) -> (hash, reply)
         self._broken: str | None = None
         self._queue: list[_Ticket] = []  # commands waiting for the writer
         self._queue_lock = threading.Lock()
@@ -140,7 +139,7 @@ class DurableScheduler:
             if not ok:
                 log.warning("snapshot does not match its digest", extra={"fields": {"seq": snap.seq}})
                 continue
-            self.engine, self.owners, self._requests, self._seq = state.engine, state.owners, state.requests, state.seq
+            self.engine, self.owners, self._seq = state.engine, state.owners, state.seq
             return snap.seq
         return 0
 
@@ -152,15 +151,13 @@ class DurableScheduler:
             if self._encode(cmd.kind, result, owner) != cmd.reply:
                 raise ReplayDiverged(f"store {self.store.path}: replaying command {cmd.seq} ({cmd.kind}) did not "
                                      "reproduce its logged reply; the log was written by different code")
-            if cmd.request_id is not None:
-                self._requests[(cmd.caller, cmd.request_id)] = (cmd.body_hash, cmd.reply)
             self._seq = cmd.seq
             n += 1
         return n
 
     def snapshot(self) -> int:
         """Save the state now (the writer's lock held, between batches); the seq it covers."""
-        state = snapshot.SchedulerState(self.engine, self.owners, self._requests, self._seq)
+        state = snapshot.SchedulerState(self.engine, self.owners, self._seq)
         self.store.save_snapshot(Snapshot(self._seq, snapshot.code_identity(), self.engine.digest(),
                                           snapshot.dump(state)))
         self._snapshot_seq = self._seq
@@ -251,7 +248,7 @@ class DurableScheduler:
     def _apply(self, t: _Ticket) -> tuple[bytes, bool]:
         """Apply one command and append it to the open transaction; (reply, False) for a repeated request."""
         if t.request_id:
-            prior = self._requests.get((t.caller, t.request_id))
+            prior = self.store.request(t.caller, t.request_id)  # the log's index: no table in memory
             if prior is not None:
                 if prior[0] != t.hash:
                     raise Refused(f"request_id={t.request_id!r} was already used for a different {t.kind} "
@@ -263,8 +260,6 @@ class DurableScheduler:
         reply = self._encode(t.kind, result, owner)
         self._seq = self.store.append(t.kind, t.caller, t.request_id, t.body, t.hash, reply, self.engine.now,
                                       t.logged)
-        if t.request_id is not None:  # a retry in the same batch gets this reply too
-            self._requests[(t.caller, t.request_id)] = (t.hash, reply)
         return reply, True
 
     def _authorize(self, caller: str, kind: str, body: dict[str, Any]) -> None:

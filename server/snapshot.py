@@ -21,11 +21,10 @@ CODE_DIRS = ("mechanism", "server")
 
 @dataclass
 class SchedulerState:
-    """Everything the durable scheduler rebuilds from its log: the engine, job owners and request ids."""
+    """What the durable scheduler rebuilds from its log: the engine and job owners (request ids stay in the log)."""
 
     engine: Engine
     owners: dict[str, str]
-    requests: dict[tuple[str, str], tuple[str, bytes]]
     seq: int  # the last logged command the state includes
 
 

@@ -155,6 +155,15 @@ class CommandStore:
         assert cur.lastrowid is not None
         return int(cur.lastrowid)
 
+    def request(self, caller: str, request_id: str) -> tuple[str, bytes] | None:
+        """(body hash, reply) of the command `caller` logged with `request_id`, committed or in this transaction."""
+        try:
+            row = self._db.execute("SELECT body_hash, reply FROM commands WHERE caller = ? AND request_id = ?",
+                                   (caller, request_id)).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {self.path}: cannot look up request_id={request_id!r}: {exc}") from None
+        return None if row is None else (str(row[0]), bytes(row[1]))
+
     def save_snapshot(self, snap: Snapshot) -> None:
         """Keep `snap` (committed on its own) and drop all but the newest SNAPSHOTS_KEPT."""
         try:

@@ -60,14 +60,17 @@ def run_demo(workload: Workload, store: Path) -> str:
             digest = client.status().state_digest
     finally:
         server.stop()
+    replay_started = time.perf_counter()
     restarted = start_server(config, options)
+    replay_s = time.perf_counter() - replay_started
     try:
         with SchedulerClient(f"127.0.0.1:{restarted.port}", token) as client:
             again = client.status().state_digest
     finally:
         restarted.stop()
     lines.append(f"state digest {digest[:16]}...; after a restart that replayed {restarted.scheduler.replayed} "
-                 f"logged commands: {again[:16]}... ({'identical' if again == digest else 'DIFFERENT'})")
+                 f"logged commands in {replay_s:.1f} s: {again[:16]}... "
+                 f"({'identical' if again == digest else 'DIFFERENT'})")
     return "\n".join(lines)
 
 

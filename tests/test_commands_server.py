@@ -34,6 +34,7 @@ def test_state_digest_of_a_server_equals_the_offline_replay_of_its_store(
                  "--json"]) == 0
     full = json.loads(capsys.readouterr().out)
     assert full["digest"] == remote["digest"] and (full["snapshot_seq"], full["commands"]) == (0, 3)
+    assert full["replay_s"] >= 0.0
     assert main(["state-digest", "--store", str(proc.store), "--config", str(proc.config)]) == 0
     assert capsys.readouterr().out.strip() == remote["digest"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -92,12 +93,15 @@ def _offline_digest(args: argparse.Namespace) -> dict[str, Any]:
     if not path.is_file():
         raise ValueError(f"store={args.store!r}: no such file {path}")
     config = load_config(args.config)
+    started = time.perf_counter()
     sched = DurableScheduler(config, CommandStore(path, config.identity()), encode_reply,
                              snapshot_every=0 if args.full_replay else SNAPSHOT_EVERY)
+    replay_s = time.perf_counter() - started
     try:
         engine = sched.engine
         return {"digest": engine.digest(), "round": engine.now, "events": len(engine.events),
-                "snapshot_seq": sched.restored_from, "commands": sched.replayed, "source": str(path)}
+                "snapshot_seq": sched.restored_from, "commands": sched.replayed, "replay_s": round(replay_s, 3),
+                "source": str(path)}
     finally:
         sched.close()
 

@@ -90,7 +90,9 @@ class MonteCarloOracle:
     during a round reach a row lazily: `_bound[n]` is the row's peak plus the concurrency of the appended jobs
     it has not applied yet, an upper bound on its true peak. A query for concurrency c skips every sample whose
     bound leaves room for c (the job fits in every round there, whatever the pending jobs do), applies the
-    pending jobs to the others, and in those reads only the rounds up to the last start.
+    pending jobs to the others, and in those reads only the rounds up to the last start. Once more than a quarter
+    of the rows could matter to some query (bound > C - C_m), appended jobs are applied to every row at once, in
+    one tight pass per job.
     """
 
     def __init__(self, platform: Platform, samples: int | None = None) -> None:
@@ -138,6 +140,9 @@ class MonteCarloOracle:
         assert self._paths is not None
         for k in range(int(self._applied.min()), len(self._appended)):
             r = self._appended[k]
+            if not bool(np.any(r.start >= 0)):  # it never runs: nothing to add anywhere
+                self._applied[self._applied == k] = k + 1
+                continue
             key = np.uint64(stream_key(self.platform.seed, self.round, r.job))
             _append_job(self._paths, self._peak, self._first, self._applied, k, key, r.concurrency,
                         r.start.astype(np.int64), r.length.astype(np.int64), r.cdf, self.platform.C)

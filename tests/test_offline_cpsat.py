@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ortools.sat.python import cp_model
 
 from mechanism.offline.brute import combinations, solve_brute
-from mechanism.offline.cpsat import CpSatParams, Strategy, build, combine, solve_cpsat
+from mechanism.offline.cpsat import CpSatParams, Strategy, build, combine, shifted_hint, solve_cpsat
 from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult
 from mechanism.offline.instances import random_instance
 from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY
@@ -36,6 +37,46 @@ def test_cpsat_optimum_equals_brute_force_on_tiny_instances(seed: int, n: int, s
     assert result.value == pytest.approx(exact.value, abs=1e-6)
     assert result.bound >= exact.value - 1e-6
     inst.check_schedule(result.starts)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 100_000), n=st.integers(1, 6), strategy=st.sampled_from(["channel", "two_phase"]))
+def test_cpsat_with_left_shift_dominance_keeps_the_brute_force_optimum(seed: int, n: int, strategy: Strategy) -> None:
+    inst = random_instance(n, seed, TINY)
+    if combinations(inst) > 200_000:
+        return
+    exact = solve_brute(inst)
+    result = solve_cpsat(inst, CpSatParams(time_limit=10.0, workers=1, strategy=strategy, left_shift=True))
+    assert result.status == "optimal"
+    assert result.value == pytest.approx(exact.value, abs=1e-6)
+    inst.check_schedule(result.starts)
+
+
+def test_left_shift_model_admits_only_schedules_starting_at_arrival_or_an_end() -> None:
+    # Alone on the platform, a job may start only at its arrival: every later start is cut off.
+    job = HindsightJob("x", 0, 2, 2, 1, ((10, 5.0),))
+    built = build(HindsightInstance(1, (job,)), left_shift=True)
+    built.model.add(built.start["x"] == 3)
+    built.model.add(built.run["x"] == 1)
+    solver = cp_model.CpSolver()
+    assert solver.solve(built.model) == cp_model.INFEASIBLE
+    # Behind a blocker that ends at 4, the late start 4 is allowed again.
+    blocker = HindsightJob("b", 0, 2, 2, 1, ((10, 9.0),))
+    built = build(HindsightInstance(1, (job, blocker)), left_shift=True)
+    built.model.add(built.start["x"] == 4)
+    built.model.add(built.run["x"] == 1)
+    assert solver.solve(built.model) == cp_model.OPTIMAL
+    assert solver.value(built.start["b"]) == 2
+
+
+def test_left_shift_turns_an_infeasible_hint_into_itself_and_a_feasible_one_semi_active() -> None:
+    late = {"A": None, "B": 3, "C": None}
+    assert shifted_hint(HAND, late) == {"A": None, "B": 0, "C": None}
+    overloaded = {"A": 0, "B": 0, "C": None}
+    assert shifted_hint(HAND, overloaded) == overloaded
+    result = solve_cpsat(HAND, CpSatParams(time_limit=10.0, workers=1, strategy="channel", left_shift=True,
+                                           hint=late))
+    assert result.status == "optimal" and result.value == HAND_OPTIMUM
 
 
 def test_cpsat_value_scale_rounding_is_added_to_the_bound() -> None:
@@ -100,7 +141,13 @@ def test_cpsat_on_jobs_that_cannot_earn_returns_empty_optimum() -> None:
     ({"value_scale": 0.5}, "value_scale=0.5 is below the bound 1"),
     ({"strategy": "lns"}, "strategy='lns' is not one of plain, channel, two_phase"),
     ({"plain_share": 1.0}, "plain_share=1.0 must lie strictly between 0 and 1"),
+    ({"left_shift": True, "strategy": "plain"}, "left_shift=True needs the time-indexed channel"),
 ])
 def test_cpsat_params_validation_names_field_and_bound(kw: dict[str, float], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         CpSatParams(**kw)  # type: ignore[arg-type]
+
+
+def test_build_refuses_left_shift_without_the_channel() -> None:
+    with pytest.raises(ValueError, match="left_shift=True needs time_indexed=True"):
+        build(HAND, time_indexed=False, left_shift=True)

@@ -12,6 +12,8 @@ value steps (k_ji, v_ji), i = 1..m_j, with v_j(m_j+1) = 0):
                sum_s at[j,s] = run[j],   start[j] = a_j + sum_s (s - a_j) at[j,s]
                meet[j,i] = sum_{s <= b_j + k_ji - d_j} at[j,s]
                sum_j c_j sum_{s = t-d_j+1}^{t} at[j,s] <= C                for every round t
+  left-shift dominance (optional, on the channel; valid by mechanism/offline/dominance.py):
+               at[j,s] => end[s] for s > a_j,   end[s] => OR_{k: s - d_k a start of k} at[k, s - d_k]
 
 The telescoped sum equals V_j(start + d_j) = v_ji for the first met deadline. Values are scaled to integers
 (`value_scale`, by default the smallest power of ten up to 1e6 that makes every value an integer); the exact
@@ -29,6 +31,7 @@ from typing import Literal
 from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
+from mechanism.offline import dominance
 from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult, Status, relative_gap
 
 SOLVER_NAME = "cpsat"
@@ -48,6 +51,7 @@ class CpSatParams:
     strategy: Strategy = "two_phase"
     plain_share: float = 0.3  # two_phase: the share of the time limit given to the plain model
     deterministic: bool = False  # read time_limit as CP-SAT deterministic time: same model, same answer
+    left_shift: bool = False  # add the left-shift dominance to the channel model (channel, two_phase's 2nd phase)
 
     def __post_init__(self) -> None:
         if not self.time_limit > 0:
@@ -60,6 +64,8 @@ class CpSatParams:
             raise ValueError(f"strategy={self.strategy!r} is not one of {', '.join(STRATEGIES)}")
         if not 0 < self.plain_share < 1:
             raise ValueError(f"plain_share={self.plain_share} must lie strictly between 0 and 1")
+        if self.left_shift and self.strategy == "plain":
+            raise ValueError("left_shift=True needs the time-indexed channel, which strategy='plain' leaves out")
 
 
 @dataclass
@@ -76,12 +82,17 @@ class CpSatModel:
     rounding_slack: float
 
 
-def build(instance: HindsightInstance, value_scale: float | None = None, time_indexed: bool = True) -> CpSatModel:
+def build(instance: HindsightInstance, value_scale: float | None = None, time_indexed: bool = True,
+          left_shift: bool = False) -> CpSatModel:
     """Variables, the cumulative and the objective; jobs that cannot earn value are left out.
 
     With `time_indexed`, a redundant channel at[j,s] (job j starts at s) with per-round capacity rows is added:
-    the same feasible set, but CP-SAT's LP relaxation becomes the (much tighter) time-indexed one.
+    the same feasible set, but CP-SAT's LP relaxation becomes the (much tighter) time-indexed one. `left_shift`
+    (only with the channel) keeps just the schedules whose run jobs start at arrival or when another run job ends:
+    fewer schedules, the same optimum (mechanism/offline/dominance.py).
     """
+    if left_shift and not time_indexed:
+        raise ValueError("left_shift=True needs time_indexed=True: the dominance is stated on the at[j,s] channel")
     model = cp_model.CpModel()
     scale = value_scale if value_scale is not None else auto_scale(instance)
     built = CpSatModel(instance, model, {}, {}, {}, {}, scale, 0.0)
@@ -98,6 +109,8 @@ def build(instance: HindsightInstance, value_scale: float | None = None, time_in
     model.add_cumulative(intervals, demands, instance.capacity)
     if time_indexed:
         _add_time_indexed_channel(built)
+        if left_shift:
+            _add_left_shift_dominance(built)
     # Objective: sum of telescoped step increments of the met deadlines.
     model.maximize(sum(coef * var for var, coef in terms))
     return built
@@ -170,6 +183,26 @@ def _add_time_indexed_channel(built: CpSatModel) -> None:
     for t in sorted(covering):
         if sum(c for _, c in covering[t]) > instance.capacity:
             model.add(sum(c * var for var, c in covering[t]) <= instance.capacity)
+
+
+def _add_left_shift_dominance(built: CpSatModel) -> None:
+    model, jobs = built.model, built.instance.by_id()
+    # ending[s]: the starts at[k, s - d_k] whose job ends at round s.
+    ending: dict[int, list[cp_model.IntVar]] = {}
+    for j, at in built.at.items():
+        for s, var in at.items():
+            ending.setdefault(s + jobs[j].duration, []).append(var)
+    end: dict[int, cp_model.IntVar] = {}
+    for j, at in built.at.items():
+        for s, var in at.items():
+            if s == jobs[j].arrival:
+                continue
+            if s not in end:
+                # end[s] => OR_k at[k, s - d_k]: some run job ends at s.
+                end[s] = model.new_bool_var(f"end[{s}]")
+                model.add_bool_or(ending.get(s, [])).only_enforce_if(end[s])
+            # at[j,s] => end[s] for s > a_j: a late start waits for some job to end.
+            model.add_implication(var, end[s])
 
 
 def add_hint(built: CpSatModel, hint: Mapping[str, int | None]) -> None:
@@ -256,9 +289,20 @@ def solve_cpsat(instance: HindsightInstance, params: CpSatParams | None = None) 
 
 
 def _solve_once(instance: HindsightInstance, params: CpSatParams, time_indexed: bool) -> OfflineResult:
-    built = build(instance, params.value_scale, time_indexed)
+    left = params.left_shift and time_indexed
+    built = build(instance, params.value_scale, time_indexed, left)
+    if left and params.hint is not None:
+        params = replace(params, hint=shifted_hint(instance, params.hint))
     solver, status = solve(built, params)
     return extract(built, solver, status)
+
+
+def shifted_hint(instance: HindsightInstance, hint: Mapping[str, int | None]) -> Mapping[str, int | None]:
+    """A feasible hint left-shifted so that it satisfies the dominance; an infeasible one is passed on as is."""
+    try:
+        return dominance.left_shift(instance, hint)
+    except ValueError:
+        return hint
 
 
 def combine(a: OfflineResult, b: OfflineResult) -> OfflineResult:

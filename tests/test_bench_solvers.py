@@ -27,3 +27,13 @@ def test_benchmark_instances_are_seeded_by_seed_and_size() -> None:
     assert instance_for(20, 0, 64, 200) == instance_for(20, 0, 64, 200)
     assert instance_for(20, 0, 64, 200) != instance_for(20, 1, 64, 200)
     assert 0 < offered_load(instance_for(20, 0, 64, 200)) < 1
+
+
+def test_left_shift_and_plain_share_reach_cpsat_and_the_json(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["bench", "solvers", "--sizes", "8", "--time-limit", "5", "--workers", "1", "--plain-share", "0.5",
+          "--left-shift", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert (result["plain_share"], result["left_shift"], result["cpsat_workers"]) == (0.5, True, 1)
+    row = result["instances"][0]
+    assert row["cpsat_status"] == row["milp_status"] == "optimal"
+    assert row["cpsat_value"] == pytest.approx(row["milp_value"])

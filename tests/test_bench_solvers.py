@@ -34,6 +34,7 @@ def test_left_shift_and_plain_share_reach_cpsat_and_the_json(capsys: pytest.Capt
           "--left-shift", "--json"])
     result = json.loads(capsys.readouterr().out)
     assert (result["plain_share"], result["left_shift"], result["cpsat_workers"]) == (0.5, True, 1)
+    assert result["bound_model"] == "indexed"
     row = result["instances"][0]
     assert row["cpsat_status"] == row["milp_status"] == "optimal"
     assert row["cpsat_value"] == pytest.approx(row["milp_value"])

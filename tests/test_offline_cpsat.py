@@ -8,7 +8,18 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from mechanism.offline.brute import combinations, solve_brute
-from mechanism.offline.cpsat import CpSatParams, Strategy, build, combine, shifted_hint, solve_cpsat
+from mechanism.offline.cpsat import (
+    BoundModel,
+    CpSatParams,
+    Model,
+    Strategy,
+    build,
+    build_indexed,
+    combine,
+    shifted_hint,
+    solve_cpsat,
+    solve_model,
+)
 from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult
 from mechanism.offline.instances import random_instance
 from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY
@@ -26,13 +37,13 @@ def test_cpsat_proves_the_hand_computed_optimum(strategy: Strategy) -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 100_000), n=st.integers(1, 6), strategy=st.sampled_from(["plain", "channel"]))
-def test_cpsat_optimum_equals_brute_force_on_tiny_instances(seed: int, n: int, strategy: Strategy) -> None:
+@given(seed=st.integers(0, 100_000), n=st.integers(1, 6), model=st.sampled_from(["plain", "channel", "indexed"]))
+def test_cpsat_optimum_equals_brute_force_on_tiny_instances(seed: int, n: int, model: Model) -> None:
     inst = random_instance(n, seed, TINY)
     if combinations(inst) > 200_000:
         return
     exact = solve_brute(inst)
-    result = solve_cpsat(inst, CpSatParams(time_limit=10.0, workers=1, strategy=strategy))
+    result = solve_model(inst, CpSatParams(time_limit=10.0, workers=1), model)
     assert result.status == "optimal"
     assert result.value == pytest.approx(exact.value, abs=1e-6)
     assert result.bound >= exact.value - 1e-6
@@ -40,13 +51,13 @@ def test_cpsat_optimum_equals_brute_force_on_tiny_instances(seed: int, n: int, s
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 100_000), n=st.integers(1, 6), strategy=st.sampled_from(["channel", "two_phase"]))
-def test_cpsat_with_left_shift_dominance_keeps_the_brute_force_optimum(seed: int, n: int, strategy: Strategy) -> None:
+@given(seed=st.integers(0, 100_000), n=st.integers(1, 6), model=st.sampled_from(["channel", "indexed"]))
+def test_cpsat_with_left_shift_dominance_keeps_the_brute_force_optimum(seed: int, n: int, model: Model) -> None:
     inst = random_instance(n, seed, TINY)
     if combinations(inst) > 200_000:
         return
     exact = solve_brute(inst)
-    result = solve_cpsat(inst, CpSatParams(time_limit=10.0, workers=1, strategy=strategy, left_shift=True))
+    result = solve_model(inst, CpSatParams(time_limit=10.0, workers=1, left_shift=True), model)
     assert result.status == "optimal"
     assert result.value == pytest.approx(exact.value, abs=1e-6)
     inst.check_schedule(result.starts)
@@ -79,6 +90,24 @@ def test_left_shift_turns_an_infeasible_hint_into_itself_and_a_feasible_one_semi
     assert result.status == "optimal" and result.value == HAND_OPTIMUM
 
 
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 100_000), n=st.integers(1, 6), bound_model=st.sampled_from(["channel", "indexed"]))
+def test_two_phase_with_either_bound_model_equals_brute_force(seed: int, n: int, bound_model: BoundModel) -> None:
+    inst = random_instance(n, seed, TINY)
+    if combinations(inst) > 200_000:
+        return
+    result = solve_cpsat(inst, CpSatParams(time_limit=10.0, workers=1, bound_model=bound_model))
+    assert result.status == "optimal"
+    assert result.value == pytest.approx(solve_brute(inst).value, abs=1e-6)
+
+
+def test_indexed_model_adds_the_worst_step_rounding_per_job_to_the_bound() -> None:
+    inst = HindsightInstance(1, (HindsightJob("x", 0, 0, 1, 1, ((1, 1.25), (3, 1.0))),))
+    assert build_indexed(inst, value_scale=1.0).rounding_slack == pytest.approx(0.25)
+    result = solve_model(inst, CpSatParams(time_limit=5.0, workers=1, value_scale=1.0), "indexed")
+    assert result.value == 1.25 and result.bound >= 1.25 and result.starts == {"x": 0}
+
+
 def test_cpsat_value_scale_rounding_is_added_to_the_bound() -> None:
     inst = HindsightInstance(1, (HindsightJob("x", 0, 0, 1, 1, ((1, 1.25),)),))
     result = solve_cpsat(inst, CpSatParams(time_limit=5.0, workers=1, value_scale=1.0))
@@ -98,10 +127,12 @@ def test_cpsat_under_a_tiny_time_limit_reports_its_gap_honestly() -> None:
     assert result.value == pytest.approx(inst.schedule_value(result.starts))
 
 
-@pytest.mark.parametrize("strategy", ["channel", "two_phase"])
-def test_cpsat_under_a_tiny_time_limit_keeps_bound_above_value_per_strategy(strategy: Strategy) -> None:
+@pytest.mark.parametrize(("strategy", "bound_model"), [("channel", "channel"), ("two_phase", "channel"),
+                                                      ("two_phase", "indexed")])
+def test_cpsat_under_a_tiny_time_limit_keeps_bound_above_value_per_strategy(strategy: Strategy,
+                                                                            bound_model: BoundModel) -> None:
     inst = random_instance(200, 5)
-    result = solve_cpsat(inst, CpSatParams(time_limit=0.5, workers=1, strategy=strategy))
+    result = solve_cpsat(inst, CpSatParams(time_limit=0.5, workers=1, strategy=strategy, bound_model=bound_model))
     assert result.bound >= result.value
     assert result.optimal or result.gap > 0
     inst.check_schedule(result.starts)
@@ -142,6 +173,7 @@ def test_cpsat_on_jobs_that_cannot_earn_returns_empty_optimum() -> None:
     ({"strategy": "lns"}, "strategy='lns' is not one of plain, channel, two_phase"),
     ({"plain_share": 1.0}, "plain_share=1.0 must lie strictly between 0 and 1"),
     ({"left_shift": True, "strategy": "plain"}, "left_shift=True needs the time-indexed channel"),
+    ({"bound_model": "plain"}, "bound_model='plain' is not one of channel, indexed"),
 ])
 def test_cpsat_params_validation_names_field_and_bound(kw: dict[str, float], match: str) -> None:
     with pytest.raises(ValueError, match=match):

@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import Any
 
-from mechanism.offline.cpsat import STRATEGIES, CpSatParams, solve_cpsat
+from mechanism.offline.cpsat import BOUND_MODELS, STRATEGIES, CpSatParams, solve_cpsat
 from mechanism.offline.greedy import density_greedy
 from mechanism.offline.hindsight import HindsightInstance, OfflineResult
 from mechanism.offline.instances import InstanceShape, random_instance
@@ -28,6 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strategy", choices=STRATEGIES, default="two_phase", help="CP-SAT model strategy")
     p.add_argument("--plain-share", type=float, default=DEFAULT_PLAIN_SHARE,
                    help=f"two_phase: share of the limit for the plain model (default {DEFAULT_PLAIN_SHARE:g})")
+    p.add_argument("--bound-model", choices=BOUND_MODELS, default="indexed",
+                   help="two_phase: the model of the second phase (channel: intervals plus the time-indexed "
+                        "channel; indexed: the time-indexed model alone)")
     p.add_argument("--left-shift", action="store_true",
                    help="add the left-shift dominance to CP-SAT's time-indexed channel")
     p.add_argument("--hint", choices=("greedy", "none"), default="greedy",
@@ -54,6 +57,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rows = [_compare(instance_for(n, args.seed, args.capacity, args.horizon), args) for n in sizes]
     return {"benchmark": "solvers", "time_limit": args.time_limit, "cpsat_workers": args.workers,
             "cpsat_strategy": args.strategy, "plain_share": args.plain_share, "left_shift": args.left_shift,
+            "bound_model": args.bound_model,
             "hint": args.hint,
             "highs_threads": args.threads, "capacity": args.capacity, "seed": args.seed,
             "note": (f"time limit {args.time_limit:g} s per solver and instance"
@@ -65,7 +69,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def _compare(instance: HindsightInstance, args: argparse.Namespace) -> dict[str, Any]:
     hint = density_greedy(instance) if args.hint == "greedy" else None
     params = CpSatParams(args.time_limit, args.workers, hint=hint, strategy=args.strategy,
-                         plain_share=args.plain_share, left_shift=args.left_shift)
+                         plain_share=args.plain_share, left_shift=args.left_shift, bound_model=args.bound_model)
     cpsat, cpsat_s = _timed(lambda: solve_cpsat(instance, params))
     milp, milp_s = _timed(lambda: solve_milp(instance, MilpParams(args.time_limit, args.threads, hint=hint)))
     lp = lp_bound(instance, args.time_limit, args.threads)
@@ -92,7 +96,8 @@ def table(result: dict[str, Any]) -> str:
     head = (f"{'jobs':>5} {'load':>5} | {'cpsat_s':>8} {'status':>8} {'value':>10} {'gap':>7} | "
             f"{'milp_s':>8} {'status':>8} {'value':>10} {'gap':>7} | {'LP bound':>10} {'milp/cpsat':>10} {'hint':>10}")
     lines = [f"offline solvers: {result['note']}; hint {result['hint']}; CP-SAT {result['cpsat_strategy']} "
-             f"(plain share {result['plain_share']:g}{', left shift' if result['left_shift'] else ''}) with "
+             f"(plain share {result['plain_share']:g}, then {result['bound_model']}"
+             f"{', left shift' if result['left_shift'] else ''}) with "
              f"{result['cpsat_workers']} workers, "
              f"HiGHS {result['highs_threads']} thread(s)", head, "-" * len(head)]
     for r in result["instances"]:

@@ -15,6 +15,11 @@ value steps (k_ji, v_ji), i = 1..m_j, with v_j(m_j+1) = 0):
   left-shift dominance (optional, on the channel; valid by mechanism/offline/dominance.py):
                at[j,s] => end[s] for s > a_j,   end[s] => OR_{k: s - d_k a start of k} at[k, s - d_k]
 
+The `indexed` model is the time-indexed formulation alone (the MILP's, mechanism/offline/milp.py), without
+intervals, start or meet variables: CP-SAT's LP is then small enough to reach the LP bound at 400 jobs:
+    maximise   sum_{j,s} V_j(s + d_j) at[j,s]
+    subject to sum_s at[j,s] <= 1,   sum_j c_j sum_{s = t-d_j+1}^{t} at[j,s] <= C   for every round t
+
 The telescoped sum equals V_j(start + d_j) = v_ji for the first met deadline. Values are scaled to integers
 (`value_scale`, by default the smallest power of ten up to 1e6 that makes every value an integer); the exact
 rounding error is added to the reported bound, and the reported value is recomputed
@@ -37,6 +42,9 @@ from mechanism.offline.hindsight import HindsightInstance, HindsightJob, Offline
 SOLVER_NAME = "cpsat"
 Strategy = Literal["plain", "channel", "two_phase"]
 STRATEGIES: tuple[Strategy, ...] = ("plain", "channel", "two_phase")
+BoundModel = Literal["channel", "indexed"]
+BOUND_MODELS: tuple[BoundModel, ...] = ("channel", "indexed")
+Model = Literal["plain", "channel", "indexed"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,8 @@ class CpSatParams:
     strategy: Strategy = "two_phase"
     plain_share: float = 0.3  # two_phase: the share of the time limit given to the plain model
     deterministic: bool = False  # read time_limit as CP-SAT deterministic time: same model, same answer
-    left_shift: bool = False  # add the left-shift dominance to the channel model (channel, two_phase's 2nd phase)
+    left_shift: bool = False  # add the left-shift dominance to the time-indexed variables (not with plain)
+    bound_model: BoundModel = "channel"  # two_phase: the model of the second phase
 
     def __post_init__(self) -> None:
         if not self.time_limit > 0:
@@ -66,6 +75,8 @@ class CpSatParams:
             raise ValueError(f"plain_share={self.plain_share} must lie strictly between 0 and 1")
         if self.left_shift and self.strategy == "plain":
             raise ValueError("left_shift=True needs the time-indexed channel, which strategy='plain' leaves out")
+        if self.bound_model not in BOUND_MODELS:
+            raise ValueError(f"bound_model={self.bound_model!r} is not one of {', '.join(BOUND_MODELS)}")
 
 
 @dataclass
@@ -114,6 +125,40 @@ def build(instance: HindsightInstance, value_scale: float | None = None, time_in
     # Objective: sum of telescoped step increments of the met deadlines.
     model.maximize(sum(coef * var for var, coef in terms))
     return built
+
+
+def build_indexed(instance: HindsightInstance, value_scale: float | None = None,
+                  left_shift: bool = False) -> CpSatModel:
+    """The time-indexed model alone: at[j,s] per valuable start, one start per job, capacity per round."""
+    model = cp_model.CpModel()
+    scale = value_scale if value_scale is not None else auto_scale(instance)
+    built = CpSatModel(instance, model, {}, {}, {}, {}, scale, 0.0)
+    covering: dict[int, list[tuple[cp_model.IntVar, int]]] = {}
+    terms: list[tuple[cp_model.IntVar, int]] = []
+    for job in instance.jobs:
+        if not job.can_earn:
+            continue
+        at = {s: model.new_bool_var(f"at[{job.id},{s}]") for s in job.starts()}
+        built.at[job.id] = at
+        # At most one start: sum_s at[j,s] <= 1.
+        model.add_at_most_one(at.values())
+        for s, var in at.items():
+            for t in range(s, s + job.duration):
+                covering.setdefault(t, []).append((var, job.concurrency))
+        terms.extend(_indexed_values(built, job))
+    _add_capacity_rows(built, covering)
+    if left_shift:
+        _add_left_shift_dominance(built)
+    # Objective: sum_{j,s} V_j(s + d_j) at[j,s].
+    model.maximize(sum(coef * var for var, coef in terms))
+    return built
+
+
+def _indexed_values(built: CpSatModel, job: HindsightJob) -> list[tuple[cp_model.IntVar, int]]:
+    """The scaled value of each start; the worst rounding error of the job's steps goes into the slack."""
+    steps = job.reachable_steps()
+    built.rounding_slack += max(abs(round(v * built.scale) - v * built.scale) for _, v in steps) / built.scale
+    return [(var, round(job.value(s) * built.scale)) for s, var in built.at[job.id].items()]
 
 
 def auto_scale(instance: HindsightInstance, max_scale: float = 1e6) -> float:
@@ -179,10 +224,15 @@ def _add_time_indexed_channel(built: CpSatModel) -> None:
         # Deadlines: meet[j,i] = sum_{s <= b_j + k_ji - d_j} at[j,s].
         for (k, _), meet in zip(job.reachable_steps(), built.meet[j], strict=True):
             model.add(meet == sum(var for s, var in at.items() if s <= job.last_start_for(k)))
-    # Capacity per round: sum_j c_j sum_{s = t-d_j+1}^{t} at[j,s] <= C.
+    _add_capacity_rows(built, covering)
+
+
+def _add_capacity_rows(built: CpSatModel, covering: dict[int, list[tuple[cp_model.IntVar, int]]]) -> None:
+    capacity = built.instance.capacity
+    # Capacity per round: sum_j c_j sum_{s = t-d_j+1}^{t} at[j,s] <= C (rows that cannot overflow are left out).
     for t in sorted(covering):
-        if sum(c for _, c in covering[t]) > instance.capacity:
-            model.add(sum(c * var for var, c in covering[t]) <= instance.capacity)
+        if sum(c for _, c in covering[t]) > capacity:
+            built.model.add(sum(c * var for var, c in covering[t]) <= capacity)
 
 
 def _add_left_shift_dominance(built: CpSatModel) -> None:
@@ -208,18 +258,20 @@ def _add_left_shift_dominance(built: CpSatModel) -> None:
 def add_hint(built: CpSatModel, hint: Mapping[str, int | None]) -> None:
     """Hint a schedule; a hinted start outside a job's valuable range is hinted as "not run"."""
     for job in built.instance.jobs:
-        if job.id not in built.start:
+        if job.id not in built.at and job.id not in built.start:
             continue
         s = hint.get(job.id)
         runs = s is not None and job.arrival <= s <= job.last_start
+        for start, var in built.at.get(job.id, {}).items():
+            built.model.add_hint(var, int(runs and s == start))
+        if job.id not in built.start:
+            continue
         built.model.add_hint(built.run[job.id], int(runs))
         built.model.add_hint(built.start[job.id], s if runs and s is not None else job.arrival)
         steps = job.reachable_steps()
         for i, meet in enumerate(built.meet[job.id][:-1]):
             met = runs and s is not None and s <= job.last_start_for(steps[i][0])
             built.model.add_hint(meet, int(met))
-        for start, var in built.at.get(job.id, {}).items():
-            built.model.add_hint(var, int(runs and s == start))
 
 
 def solve(built: CpSatModel, params: CpSatParams) -> tuple[cp_model.CpSolver, cp_model_pb2.CpSolverStatus]:
@@ -259,7 +311,9 @@ def extract(built: CpSatModel, solver: cp_model.CpSolver, status: cp_model_pb2.C
 
 
 def _start_of(built: CpSatModel, solver: cp_model.CpSolver, job_id: str) -> int | None:
-    if job_id not in built.run or not solver.boolean_value(built.run[job_id]):
+    if job_id not in built.run:  # the indexed model: the start whose at[j,s] is true, if any
+        return next((s for s, var in built.at.get(job_id, {}).items() if solver.boolean_value(var)), None)
+    if not solver.boolean_value(built.run[job_id]):
         return None
     return int(solver.value(built.start[job_id]))
 
@@ -274,23 +328,28 @@ def solve_cpsat(instance: HindsightInstance, params: CpSatParams | None = None) 
 
     plain: the interval model alone (strong propagation and search, but only a weak bound under contention);
     channel: with the time-indexed channel (tight LP bound, slower search); two_phase: plain for `plain_share`
-    of the limit, and unless that proved optimality, channel for the rest, hinted with the plain schedule.
+    of the limit, and unless that proved optimality, `bound_model` for the rest, hinted with the plain schedule:
+    channel, or indexed, the time-indexed model alone (it reaches the LP bound soonest; its search is weak).
     """
     params = params or CpSatParams()
     if params.strategy != "two_phase":
-        return _solve_once(instance, params, params.strategy == "channel")
-    first = _solve_once(instance, replace(params, time_limit=params.time_limit * params.plain_share), False)
+        return solve_model(instance, params, params.strategy)
+    first = solve_model(instance, replace(params, time_limit=params.time_limit * params.plain_share), "plain")
     if first.optimal:
         return first
     hint = first.starts if first.status != "unknown" else params.hint
     rest = params.time_limit * (1.0 - params.plain_share)
-    second = _solve_once(instance, replace(params, time_limit=rest, hint=hint), True)
+    second = solve_model(instance, replace(params, time_limit=rest, hint=hint), params.bound_model)
     return combine(first, second)
 
 
-def _solve_once(instance: HindsightInstance, params: CpSatParams, time_indexed: bool) -> OfflineResult:
-    left = params.left_shift and time_indexed
-    built = build(instance, params.value_scale, time_indexed, left)
+def solve_model(instance: HindsightInstance, params: CpSatParams, model: Model) -> OfflineResult:
+    """One solve of one model (params.strategy is not read); the hint is left-shifted with `left_shift`."""
+    left = params.left_shift and model != "plain"
+    if model == "indexed":
+        built = build_indexed(instance, params.value_scale, left)
+    else:
+        built = build(instance, params.value_scale, model == "channel", left)
     if left and params.hint is not None:
         params = replace(params, hint=shifted_hint(instance, params.hint))
     solver, status = solve(built, params)

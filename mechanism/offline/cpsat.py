@@ -12,7 +12,7 @@ value steps (k_ji, v_ji), i = 1..m_j, with v_j(m_j+1) = 0):
                sum_s at[j,s] = run[j],   start[j] = a_j + sum_s (s - a_j) at[j,s]
                meet[j,i] = sum_{s <= b_j + k_ji - d_j} at[j,s]
                sum_j c_j sum_{s = t-d_j+1}^{t} at[j,s] <= C                for every round t
-  left-shift dominance (optional, on the channel; valid by mechanism/offline/dominance.py):
+  left-shift dominance (optional, on the at[j,s] of the channel or the indexed model; valid by dominance.py):
                at[j,s] => end[s] for s > a_j,   end[s] => OR_{k: s - d_k a start of k} at[k, s - d_k]
 
 The `indexed` model is the time-indexed formulation alone (the MILP's, mechanism/offline/milp.py), without

@@ -116,6 +116,7 @@ def test_calibration_bins_count_estimates_and_realized_failures() -> None:
     ({"time_limit": 0.0}, "time_limit=0.0 must be above 0 seconds"),
     ({"workers": 0}, "workers=0 is below the bound 1"),
     ({"strategy": "x"}, "strategy='x' is not one of plain, channel, two_phase"),
+    ({"bound_model": "x"}, "bound_model='x' is not one of channel, indexed"),
 ])
 def test_offline_config_validation_names_field_and_bound(kw: dict[str, object], match: str) -> None:
     with pytest.raises(ValueError, match=match):

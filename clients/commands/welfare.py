@@ -9,7 +9,7 @@ from typing import Any
 
 from clients.sweep import BACKENDS, run_tasks
 from clients.workloads import WORKLOADS, make_workload
-from mechanism.offline.cpsat import STRATEGIES
+from mechanism.offline.cpsat import BOUND_MODELS, STRATEGIES
 from mechanism.offline.report import (
     OfflineConfig,
     calibration_bins,
@@ -30,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-cpus", type=_positive_int, default=None, help="CPUs of a local Ray (default: all)")
     p.add_argument("--solver", choices=("cpsat", "milp"), default="cpsat", help="offline solver")
     p.add_argument("--strategy", choices=STRATEGIES, default="two_phase", help="CP-SAT model strategy")
+    p.add_argument("--bound-model", choices=BOUND_MODELS, default="indexed",
+                   help="CP-SAT two_phase: the second model (indexed: the time-indexed model alone; channel: "
+                        "intervals plus the time-indexed channel)")
     p.add_argument("--time-limit", type=float, default=10.0,
                    help="offline limit per run: CP-SAT deterministic time (reproducible), MILP seconds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -64,13 +67,13 @@ def welfare_task(task: dict[str, Any]) -> dict[str, Any]:
     """One run: build the workload for (name, seed, load), simulate, solve offline, run the baselines."""
     workload = make_workload(task["workload"], seed=task["seed"], load=task["load"])
     config = OfflineConfig(solver=task["solver"], time_limit=task["time_limit"],
-                           strategy=task.get("strategy", "two_phase"))
+                           strategy=task.get("strategy", "two_phase"), bound_model=task.get("bound_model", "indexed"))
     return evaluate(workload, task["load"], task["seed"], config)
 
 
 def tasks_for(args: argparse.Namespace) -> list[dict[str, Any]]:
     return [{"workload": args.workload, "load": load, "seed": seed, "solver": args.solver,
-             "strategy": args.strategy, "time_limit": args.time_limit}
+             "strategy": args.strategy, "bound_model": args.bound_model, "time_limit": args.time_limit}
             for load in parse_loads(args.loads) for seed in range(args.seeds)]
 
 
@@ -84,6 +87,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     calibration = {"jobs": len(pairs), "announced": calibration_bins(pairs, 0), "raw": calibration_bins(pairs, 1)}
     result: dict[str, Any] = {
         "benchmark": "welfare", "workload": args.workload, "backend": args.backend, "solver": args.solver, "strategy": args.strategy,
+        "bound_model": args.bound_model,
         "time_limit": args.time_limit, "seeds": args.seeds, "summary": summary, "calibration": calibration,
         "runs": [{k: v for k, v in r.items() if k not in ("series", "calibration")} for r in runs],
         "files": [],
@@ -101,7 +105,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(result: dict[str, Any]) -> str:
     lines = [f"welfare sweep: workload {result['workload']}, {result['seeds']} seed(s) per load, "
-             f"offline solver {result['solver']} ({result['strategy']}, limit {result['time_limit']:g}), "
+             f"offline solver {result['solver']} ({result['strategy']}, bound model {result['bound_model']}, "
+             f"limit {result['time_limit']:g}), "
              f"backend {result['backend']}",
              summary_table(result["summary"])]
     if result["files"]:

@@ -304,6 +304,10 @@ class Engine:
         if isinstance(oracle, MonteCarloOracle):
             oracle.paths()
 
+    def settle(self) -> bool:
+        """Do the oracle work the next quote of this round would start with, now (no result changes); True if any."""
+        return self._oracle_round == self.now and isinstance(self._oracle, MonteCarloOracle) and self._oracle.settle()
+
     def _residual(self, job: Job) -> Residual:
         """The job's outcomes still possible at `now`, conditioned on what was observed before this round."""
         t, b = self.now, job.birth

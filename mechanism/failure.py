@@ -130,10 +130,21 @@ class MonteCarloOracle:
         self._app = self._app.plus(Packed.of(self.platform, self.round, [residual]))
         if self._paths is not None and bool(np.any(residual.start >= 0)):
             self._bound += residual.concurrency
-            p = self.platform
-            if np.count_nonzero(self._bound > p.C - p.C_m) > EAGER_SHARE * self.samples:
-                # Crowded: most rows would be materialised by the next query anyway; one tight pass is cheaper.
-                self._apply_pending()
+
+    def settle(self) -> bool:
+        """Apply the appended jobs to every row now if rows are crowded; a no-op for the estimates' values.
+
+        Crowded means more than a quarter of the rows could matter to some query (bound > C - C_m): the next query
+        would then materialise most rows one by one, and one tight pass per job is cheaper. `estimates` settles
+        first, so calling this early (e.g. while a reply is on the wire) only moves work, never changes a result.
+        True if it did work.
+        """
+        p = self.platform
+        if self._paths is not None and len(self._appended) > int(self._applied.min(initial=len(self._appended))) \
+                and np.count_nonzero(self._bound > p.C - p.C_m) > EAGER_SHARE * self.samples:
+            self._apply_pending()
+            return True
+        return False
 
     def _apply_pending(self) -> None:
         """Apply every appended job to every row that lacks it, one job at a time, oldest first."""
@@ -174,6 +185,7 @@ class MonteCarloOracle:
         """Raw E(s, c, d) as an (S_m, D_m) array, column d - 1."""
         p = self.platform
         paths = self._built()
+        self.settle()
         hist = _survival_histogram(paths, self._peak, self._first, self._bound, self._applied, *self._app.arrays(),
                                    concurrency, p.S_m, p.D_m, p.C)
         survive = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]  # survive[s, d] = #samples with g >= d

@@ -313,3 +313,9 @@ def test_a_pickled_engine_continues_bit_for_bit_like_the_original() -> None:
         assert a.submit(f"k{i}", sow) == b.submit(f"k{i}", sow)
         assert a.advance() == b.advance()
     assert b.digest() == a.digest()
+
+
+def test_settle_is_a_no_op_without_a_crowded_monte_carlo_round() -> None:
+    p = small_platform(C=4, samples=200, seed=3)
+    assert Engine(p).settle() is False  # no oracle state for this round yet
+    assert Engine(p, oracle="exact").settle() is False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 
@@ -127,3 +128,18 @@ def test_a_pre_parsed_sow_gives_the_same_reply_and_the_ack_splits_writer_time(tm
     plain = open_scheduler(tmp_path / "b.db").execute("acme", "r", "submit", body)
     assert parsed.reply == plain.reply
     assert 0.0 <= parsed.commit_ms <= parsed.writer_ms
+
+
+def test_the_settler_ends_with_the_scheduler_and_settling_never_changes_the_state(tmp_path: Path) -> None:
+    sched = open_scheduler(tmp_path / "s.db")
+    reference = Engine(PLATFORM)
+    for i, (caller, kind, body) in enumerate(random_commands(9, 30)):
+        with contextlib.suppress(Refused, EngineError, ValueError):
+            sched.execute(caller, f"r{i}", kind, body)
+            apply_command(reference, kind, body)
+        with sched.reading() as engine:
+            engine.settle()
+    assert sched.engine.digest() == reference.digest()
+    sched.close()
+    sched._settler.join(timeout=10)
+    assert not sched._settler.is_alive()

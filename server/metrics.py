@@ -1,0 +1,138 @@
+"""Prometheus metrics: RPC, writer, snapshot and settle timings, and state gauges read fresh at every scrape."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+if TYPE_CHECKING:
+    from server.scheduler import Acknowledged, DurableScheduler
+
+# Seconds, from 0.1 ms (a cheap read) to 30 s (a snapshot of a large state).
+BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+           10.0, 30.0)
+MAX_PORT = 65535
+
+
+class Observer:
+    """What the server reports as it works (times in seconds); this base records nothing: metrics off."""
+
+    def rpc(self, method: str, code: str, seconds: float) -> None:
+        """One RPC answered with the gRPC status `code` (e.g. OK, INVALID_ARGUMENT) after `seconds`."""
+
+    def command(self, kind: str, ack: Acknowledged) -> None:
+        """One command of `kind` applied and logged; `ack` carries its writer and commit times in ms."""
+
+    def snapshot(self, seconds: float) -> None:
+        """One state snapshot saved in `seconds`."""
+
+    def settle(self, seconds: float) -> None:
+        """One settler pass that did oracle work, holding the writer for `seconds`."""
+
+
+NO_METRICS = Observer()
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """HOST:PORT (IPv6 hosts in brackets) as (host, port); ValueError naming metrics_listen otherwise."""
+    host, sep, port = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or int(port) > MAX_PORT:
+        raise ValueError(f"metrics_listen={text!r} is not HOST:PORT with PORT in [0, {MAX_PORT}] "
+                         "(e.g. 127.0.0.1:9464; port 0 picks a free one)")
+    return host, int(port)
+
+
+class StateCollector:
+    """Gauges read under the scheduler's read lock at scrape time: O(active jobs), never O(history)."""
+
+    def __init__(self, scheduler: DurableScheduler) -> None:
+        self.scheduler = scheduler
+
+    def collect(self) -> Iterator[Metric]:
+        from server.scheduler import Unavailable  # a runtime import: the scheduler imports this module
+
+        sched = self.scheduler
+        try:
+            with sched.reading() as engine:
+                values = {"round": ("The current round.", engine.now),
+                          "active_jobs": ("Jobs not yet finished (waiting, arrived or running).", engine.active_jobs),
+                          "log_seq": ("Sequence number of the last logged command applied.", sched._seq),
+                          "snapshot_seq": ("Log sequence number covered by the newest state snapshot "
+                                           "(0: none; after a failed snapshot, the one it attempted).",
+                                           sched._snapshot_seq)}
+        except Unavailable:  # closed or broken (logged by the scheduler): no state to report
+            return
+        for name, (doc, value) in values.items():
+            yield GaugeMetricFamily(f"sowsched_{name}", doc, value=value)
+
+
+@dataclass
+class MetricsEndpoint:
+    """prometheus_client's HTTP server for one registry, on its own thread."""
+
+    httpd: WSGIServer
+    thread: threading.Thread
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_port)
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join()
+
+
+class ServerMetrics(Observer):
+    """One server's metrics in its own registry (several servers in one process share nothing)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        reg = self.registry
+        self.rpc_total = Counter("sowsched_rpc", "RPCs answered, by method and gRPC status code.",
+                                 ("method", "code"), registry=reg)
+        self.rpc_seconds = Histogram("sowsched_rpc_seconds", "RPC handling time, by method.", ("method",),
+                                     registry=reg, buckets=BUCKETS)
+        self.commands_total = Counter("sowsched_commands", "Commands applied and logged, by kind.", ("kind",),
+                                      registry=reg)
+        self.writer_seconds = Histogram("sowsched_writer_seconds", "Time a logged command held the writer "
+                                        "(apply, encode, its share of the commit), by kind.", ("kind",),
+                                        registry=reg, buckets=BUCKETS)
+        self.commit_seconds = Histogram("sowsched_commit_seconds", "A logged command's share of its batch's "
+                                        "log commit (the fsync).", registry=reg, buckets=BUCKETS)
+        self.snapshot_seconds = Histogram("sowsched_snapshot_seconds", "Time to save a state snapshot.",
+                                          registry=reg, buckets=BUCKETS)
+        self.settle_seconds = Histogram("sowsched_settle_seconds", "Settler passes that did oracle work: time "
+                                        "holding the writer.", registry=reg, buckets=BUCKETS)
+
+    def watch(self, scheduler: DurableScheduler) -> None:
+        """Report the scheduler's round, active jobs, log and snapshot sequence numbers at every scrape."""
+        self.registry.register(StateCollector(scheduler))
+
+    def serve(self, host: str, port: int) -> MetricsEndpoint:
+        """Serve /metrics on host:port (0: a free port); OSError if it cannot bind."""
+        httpd, thread = start_http_server(port, host, registry=self.registry)
+        return MetricsEndpoint(httpd, thread)
+
+    def rpc(self, method: str, code: str, seconds: float) -> None:
+        self.rpc_total.labels(method, code).inc()
+        self.rpc_seconds.labels(method).observe(seconds)
+
+    def command(self, kind: str, ack: Acknowledged) -> None:
+        self.commands_total.labels(kind).inc()
+        self.writer_seconds.labels(kind).observe(ack.writer_ms / 1000)
+        self.commit_seconds.observe(ack.commit_ms / 1000)
+
+    def snapshot(self, seconds: float) -> None:
+        self.snapshot_seconds.observe(seconds)
+
+    def settle(self, seconds: float) -> None:
+        self.settle_seconds.observe(seconds)

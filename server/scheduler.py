@@ -17,6 +17,7 @@ from mechanism.engine import Engine, EngineError, JobView, Quote, RoundReport
 from mechanism.sow import SoW
 from server import snapshot
 from server.config import OPERATOR, Principal, ServerConfig
+from server.metrics import NO_METRICS, Observer
 from server.store import CommandStore, Snapshot, StoreError
 
 Result = Quote | JobView | RoundReport
@@ -106,13 +107,14 @@ class DurableScheduler:
     """The engine behind one lock, its command log, job owners and request ids; replays the log on start."""
 
     def __init__(self, config: ServerConfig, store: CommandStore, encode: Encoder,
-                 snapshot_every: int = SNAPSHOT_EVERY) -> None:
+                 snapshot_every: int = SNAPSHOT_EVERY, metrics: Observer = NO_METRICS) -> None:
         if snapshot_every < 0:
             raise ValueError(f"snapshot_every={snapshot_every} is below the bound 0 (0 turns snapshots off)")
         self.config = config
         self.engine = Engine(config.platform, oracle=config.oracle)
         self.store = store
         self._encode = encode
+        self.metrics = metrics  # told of every logged command, snapshot and settler pass
         self._lock = threading.Lock()
         self.changed = threading.Condition(self._lock)
         self.owners: dict[str, str] = {}  # job id -> tenant
@@ -143,6 +145,7 @@ class DurableScheduler:
                     log.exception("settling the oracle failed")
                     continue
                 if worked:  # it held the writer too: logged so that writer time can be accounted in full
+                    self.metrics.settle(time.perf_counter() - started)
                     log.info("settle", extra={"fields": {"writer_ms": round(1000 * (time.perf_counter() - started), 3)}})
 
     def _restore(self) -> int:
@@ -193,6 +196,7 @@ class DurableScheduler:
             self._snapshot_seq = self._seq
             log.error("snapshot failed", extra={"fields": {"seq": self._seq, "error": str(exc)}})
             return
+        self.metrics.snapshot(time.perf_counter() - started)
         log.info("snapshot", extra={"fields": {"seq": self._seq, "ms": round(1000 * (time.perf_counter() - started), 1)}})
 
     def _record(self, kind: str, body: dict[str, Any]) -> str:
@@ -259,6 +263,7 @@ class DurableScheduler:
             for t, reply in logged:
                 t.ack = Acknowledged(reply, replayed=False, writer_ms=1000 * (now - started) / n,
                                      commit_ms=1000 * (now - applied) / n)
+                self.metrics.command(t.kind, t.ack)
             self.changed.notify_all()
             self._maybe_snapshot()
             self._unsettled.set()

@@ -200,10 +200,16 @@ def parse_workload(data: Any, name: str = "file", seed: int | None = None) -> Wo
     return Workload(name=name, platform=platform, jobs=tuple(jobs))
 
 
-def load_workload_file(path: str | Path, seed: int | None = None) -> Workload:
+def read_workload_document(path: str | Path) -> Any:
+    """The JSON document of a W.json file, not yet validated (`parse_workload` does that); bad JSON names the
+    line and column."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        return json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{p}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
-    return parse_workload(data, name=p.stem, seed=seed)
+
+
+def load_workload_file(path: str | Path, seed: int | None = None) -> Workload:
+    p = Path(path)
+    return parse_workload(read_workload_document(p), name=p.stem, seed=seed)

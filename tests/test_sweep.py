@@ -10,6 +10,14 @@ from clients.commands.welfare import welfare_task
 from clients.sweep import run_tasks
 
 TASKS = [{"workload": "toy", "load": 1.0, "seed": s, "solver": "cpsat", "time_limit": 2.0} for s in (0, 1)]
+# A W.json file's task carries the parsed document, not a path (a Ray worker elsewhere has no such file).
+FILE_DOC = {"platform": {"C": 4, "C_m": 2, "D_m": 3, "S_m": 8, "H": 50.0, "epsilon": 0.1, "eps0": 0.05,
+                         "delta0": 0.05, "seed": 1, "samples": 300},
+            "jobs": [{"id": f"j{i}", "birth": i // 2, "concurrency": 2, "value_steps": [[4, 30.0], [8, 5.0]],
+                      "outcomes": [[0, 1, 0.5, None], [1, 3, 0.5, None]], "realized": [i % 2, 1 + 2 * (i % 2)]}
+                     for i in range(8)]}
+FILE_TASK = {"workload": "w.json", "document": FILE_DOC, "load": 1.0, "seed": 1, "solver": "cpsat",
+             "time_limit": 2.0}
 
 
 def test_local_pool_returns_results_in_task_order() -> None:
@@ -27,10 +35,11 @@ def test_unknown_backend_and_bad_pool_size_are_refused() -> None:
 
 @pytest.mark.slow
 def test_ray_backend_gives_the_same_rows_as_the_local_pool() -> None:
-    local = run_tasks(welfare_task, TASKS, backend="local", processes=2, progress=False)
-    remote = run_tasks(welfare_task, TASKS, backend="ray", ray_cpus=1, progress=False)
+    tasks = [*TASKS, FILE_TASK]
+    local = run_tasks(welfare_task, tasks, backend="local", processes=2, progress=False)
+    remote = run_tasks(welfare_task, tasks, backend="ray", ray_cpus=1, progress=False)
     assert remote == local
-    assert [r["seed"] for r in remote] == [0, 1]
+    assert [(r["workload"], r["seed"]) for r in remote] == [("toy", 0), ("toy", 1), ("w.json", 1)]
 
 
 def _mul(pair: tuple[int, int]) -> int:

@@ -6,6 +6,7 @@ order rebuilds the identical state, events and quotes, bit for bit.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from mechanism.sow import Signal, SoW
 
 OracleKind = Literal["mc", "exact"]
 MAX_JOB_ID = 128
+CHAIN_BYTES = 32  # SHA-256
 
 
 class EngineError(Exception):
@@ -115,21 +117,12 @@ class Engine:
         self._oracle: MonteCarloOracle | ExactOracle = (
             MonteCarloOracle(platform) if oracle == "mc" else ExactOracle(platform, max_exact_combinations))
         self._oracle_round = -1
-        self._event_hash = hashlib.sha256()
         self.busy_node_rounds = 0  # sum over finished rounds of the running load
-
-    # ---- snapshots: the state pickles; the running event hash is rebuilt from the events ----
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_event_hash"]  # hashlib objects do not pickle
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._event_hash = hashlib.sha256()
-        for event in self.events:
-            self._event_hash.update(json.dumps(event.to_dict(), sort_keys=True).encode())
+        # The digest's record of what no longer changes, so it costs O(active jobs), not O(history): hash chains
+        # over the events and over the jobs that left the active set, in that order (`retired`).
+        self.retired: list[str] = []
+        self._event_chain = bytes(CHAIN_BYTES)
+        self._retired_chain = bytes(CHAIN_BYTES)
 
     # ---- step 1: submissions ----
 
@@ -208,7 +201,7 @@ class Engine:
         self._completions(t)
         usage = float(self.prices.usage(t, 1)[0])
         self.busy_node_rounds += running
-        self._active = [j for j in self._active if j.state.active]
+        self._retire_ended()
         self.now = t + 1
         self.prices.forget_before(self.now)
         return RoundReport(round=t, events=tuple(self.events[first:]), running=running, expected_usage=usage,
@@ -361,18 +354,110 @@ class Engine:
     def _emit(self, kind: str, job: Job, **data: Any) -> None:
         event = Event(seq=len(self.events), round=self.now, type=kind, job=job.id, data=data)
         self.events.append(event)
-        self._event_hash.update(json.dumps(event.to_dict(), sort_keys=True).encode())
+        self._event_chain = _chain(self._event_chain, event.to_dict())
+
+    # ---- the state's hash ----
+
+    def _retire_ended(self) -> None:
+        """Drop the jobs that ended this round from the active set; their final state joins the retired chain."""
+        still: list[Job] = []
+        for job in self._active:
+            if job.state.active:
+                still.append(job)
+            else:
+                self.retired.append(job.id)
+                self._retired_chain = _chain(self._retired_chain, self._job_state(job))
+        self._active = still
+
+    def _job_state(self, job: Job) -> dict[str, Any]:
+        state = self.view(job.id).to_dict()
+        state["pending_completion"] = job.pending_completion
+        return state
 
     def digest(self) -> str:
-        """SHA-256 of the full state: clock, every job, expected usage y, the ledger and the event history."""
+        """SHA-256 of the full state: clock, every job, expected usage y and the event history.
+
+        Jobs still active are hashed as they are; a job that ended is hashed once, when it left the active set
+        (it never changes again: reports on ended jobs are refused), through the retired chain, and every event
+        through the event chain. So the digest costs O(active jobs) however long the history.
+        """
         h = hashlib.sha256()
         h.update(json.dumps({"now": self.now, "events": len(self.events), "oracle": self.oracle_kind,
-                             "platform": self.platform.model_dump(), "busy": self.busy_node_rounds},
-                            sort_keys=True).encode())
-        for job in self.jobs.values():
-            state = self.view(job.id).to_dict()
-            state["pending_completion"] = job.pending_completion
-            h.update(json.dumps(state, sort_keys=True).encode())
+                             "platform": self.platform.model_dump(), "busy": self.busy_node_rounds,
+                             "jobs": len(self.jobs), "retired": len(self.retired)}, sort_keys=True).encode())
+        for job in self._active:
+            h.update(json.dumps(self._job_state(job), sort_keys=True).encode())
         h.update(self.prices.state_bytes(self.now))
-        h.update(self._event_hash.digest())
+        h.update(self._retired_chain)
+        h.update(self._event_chain)
         return h.hexdigest()
+
+    def verify_chains(self) -> None:
+        """Recompute both chains from the jobs and events held (O(history)); raise if either differs."""
+        events = bytes(CHAIN_BYTES)
+        for event in self.events:
+            events = _chain(events, event.to_dict())
+        retired = bytes(CHAIN_BYTES)
+        for job_id in self.retired:
+            retired = _chain(retired, self._job_state(self.jobs[job_id]))
+        unretired = len(self.jobs) - len(self.retired)
+        if events != self._event_chain or retired != self._retired_chain or unretired != len(self._active):
+            raise ValueError("the engine's jobs or events do not reproduce its hash chains")
+
+
+    # ---- history: what never changes again, for snapshots that do not grow with it ----
+
+    def history_marks(self) -> HistoryMarks:
+        return HistoryMarks(len(self.retired), len(self.events), len(self.ledger.charges))
+
+    def history_since(self, marks: HistoryMarks) -> History:
+        """The retired jobs (in retirement order), events and charges after `marks`."""
+        return History(marks, [self.jobs[i] for i in self.retired[marks.retired:]], self.events[marks.events:],
+                       self.ledger.charges[marks.charges:])
+
+    def without_history(self) -> Engine:
+        """A shallow copy holding only the active jobs and no events or charges: with `history_since` of
+        zero marks it is the whole state (`with_history` joins them)."""
+        live = copy.copy(self)
+        live.jobs = {j.id: j for j in self._active}
+        live.retired, live.events, live.ledger = [], [], Ledger()
+        return live
+
+    def with_history(self, parts: list[History]) -> None:
+        """Rejoin a `without_history` state with its history, given as consecutive parts from zero marks."""
+        if self.retired or self.events or self.ledger.charges:
+            raise ValueError("with_history needs a state from without_history")
+        expected = HistoryMarks(0, 0, 0)
+        jobs = list(self.jobs.values())
+        for part in parts:
+            if part.start != expected:
+                raise ValueError(f"history part starts at {part.start}, expected {expected}")
+            self.retired.extend(j.id for j in part.jobs)
+            jobs.extend(part.jobs)
+            self.events.extend(part.events)
+            self.ledger.charges.extend(part.charges)
+            expected = self.history_marks()
+        self.jobs = {j.id: j for j in sorted(jobs, key=lambda j: j.seq)}  # submission order, as it was built
+
+
+@dataclass(frozen=True)
+class HistoryMarks:
+    """Lengths of the engine's append-only sequences: retired jobs, events, charges."""
+
+    retired: int
+    events: int
+    charges: int
+
+
+@dataclass
+class History:
+    """A consecutive piece of the append-only state, starting at `start`."""
+
+    start: HistoryMarks
+    jobs: list[Job]
+    events: list[Event]
+    charges: list[Charge]
+
+def _chain(previous: bytes, record: dict[str, Any]) -> bytes:
+    """One link of a hash chain: SHA-256 of the previous link and the record's canonical JSON."""
+    return hashlib.sha256(previous + json.dumps(record, sort_keys=True).encode()).digest()

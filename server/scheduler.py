@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from mechanism.engine import Engine, EngineError, JobView, Quote, RoundReport
+from mechanism.engine import Engine, EngineError, HistoryMarks, JobView, Quote, RoundReport
 from mechanism.sow import SoW
 from server import snapshot
 from server.config import OPERATOR, Principal, ServerConfig
@@ -123,6 +123,7 @@ class DurableScheduler:
         self._queue_lock = threading.Lock()
         self.snapshot_every = snapshot_every
         self._seq = 0  # the last logged command applied
+        self._archived = HistoryMarks(0, 0, 0)  # the engine history the stored snapshots hold
         self.restored_from = self._restore() if snapshot_every else 0  # snapshot seq, 0 for none
         self._snapshot_seq = self.restored_from
         self.replayed = self._replay()
@@ -149,13 +150,18 @@ class DurableScheduler:
                     log.info("settle", extra={"fields": {"writer_ms": round(1000 * (time.perf_counter() - started), 3)}})
 
     def _restore(self) -> int:
-        """Load the newest snapshot this code wrote whose state reproduces its digest; 0 if there is none."""
+        """Load the newest snapshot this code wrote whose state, joined with its history, reproduces its digest
+        and hash chains; 0 if there is none. Snapshots and history written after the one used are dropped."""
+        code = snapshot.code_identity()
         for snap in self.store.snapshots():
-            if snap.code != snapshot.code_identity():
+            if snap.code != code:
                 continue
             try:
                 state = snapshot.load(snap.state)
-                ok = state.seq == snap.seq and state.engine.digest() == snap.digest
+                state.engine.with_history([snapshot.load_part(b) for b in self.store.history(code, snap.seq)])
+                state.engine.verify_chains()
+                ok = state.seq == snap.seq and state.engine.history_marks() == state.marks \
+                    and state.engine.digest() == snap.digest
             except Exception as exc:  # a damaged snapshot only costs a longer replay
                 log.warning("snapshot unreadable", extra={"fields": {"seq": snap.seq, "error": repr(exc)}})
                 continue
@@ -163,7 +169,10 @@ class DurableScheduler:
                 log.warning("snapshot does not match its digest", extra={"fields": {"seq": snap.seq}})
                 continue
             self.engine, self.owners, self._seq = state.engine, state.owners, state.seq
+            self._archived = state.marks
+            self.store.discard_after(code, snap.seq)
             return snap.seq
+        self.store.discard_after(code, 0)
         return 0
 
     def _replay(self) -> int:
@@ -179,11 +188,18 @@ class DurableScheduler:
         return n
 
     def snapshot(self) -> int:
-        """Save the state now (the writer's lock held, between batches); the seq it covers."""
-        state = snapshot.SchedulerState(self.engine, self.owners, self._seq)
+        """Save the state now (the writer's lock held, between batches); the seq it covers.
+
+        Only the active part of the engine and the history added since the last snapshot are written.
+        """
+        if self._seq == self._snapshot_seq:
+            return self._seq  # nothing logged since: that snapshot is this state
+        marks = self.engine.history_marks()
+        state = snapshot.SchedulerState(self.engine.without_history(), self.owners, self._seq, marks)
+        part = self.engine.history_since(self._archived)
         self.store.save_snapshot(Snapshot(self._seq, snapshot.code_identity(), self.engine.digest(),
-                                          snapshot.dump(state)))
-        self._snapshot_seq = self._seq
+                                          snapshot.dump(state)), history=snapshot.dump(part))
+        self._snapshot_seq, self._archived = self._seq, marks
         return self._seq
 
     def _maybe_snapshot(self) -> None:

@@ -36,6 +36,12 @@ CREATE TABLE IF NOT EXISTS snapshots (
     state BLOB NOT NULL,
     taken_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS history (
+    seq INTEGER NOT NULL,
+    code TEXT NOT NULL,
+    part BLOB NOT NULL,
+    PRIMARY KEY (code, seq)
+);
 """
 SNAPSHOTS_KEPT = 2
 
@@ -164,19 +170,42 @@ class CommandStore:
             raise StoreError(f"store {self.path}: cannot look up request_id={request_id!r}: {exc}") from None
         return None if row is None else (str(row[0]), bytes(row[1]))
 
-    def save_snapshot(self, snap: Snapshot) -> None:
-        """Keep `snap` (committed on its own) and drop all but the newest SNAPSHOTS_KEPT."""
+    def save_snapshot(self, snap: Snapshot, history: bytes | None = None) -> None:
+        """Keep `snap` with the history part written since the last snapshot, both committed on their own, and
+        drop all but the newest SNAPSHOTS_KEPT snapshots and every history part of other code."""
         try:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)",
                              (snap.seq, snap.code, snap.digest, snap.state, time.time()))
+            if history is not None:
+                self._db.execute("INSERT INTO history VALUES (?, ?, ?)", (snap.seq, snap.code, history))
             self._db.execute("DELETE FROM snapshots WHERE seq NOT IN "
                              "(SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?)", (SNAPSHOTS_KEPT,))
+            self._db.execute("DELETE FROM history WHERE code != ?", (snap.code,))
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise StoreError(f"store {self.path}: cannot save the snapshot after command {snap.seq}: {exc}") from None
+
+    def history(self, code: str, upto: int) -> list[bytes]:
+        """The history parts code `code` wrote with snapshots up to command `upto`, oldest first."""
+        rows = self._db.execute("SELECT part FROM history WHERE code = ? AND seq <= ? ORDER BY seq",
+                                (code, upto)).fetchall()
+        return [bytes(part) for (part,) in rows]
+
+    def discard_after(self, code: str, seq: int) -> None:
+        """Drop the snapshots and history parts of code `code` taken after command `seq` (a restart that did not
+        use them: the next snapshot continues the history from `seq`)."""
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("DELETE FROM snapshots WHERE code = ? AND seq > ?", (code, seq))
+            self._db.execute("DELETE FROM history WHERE code = ? AND seq > ?", (code, seq))
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise StoreError(f"store {self.path}: cannot discard snapshots after command {seq}: {exc}") from None
 
     def snapshots(self) -> list[Snapshot]:
         """The kept snapshots, newest first."""

@@ -11,7 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.engine import DuplicateJob, Engine, EngineError, InvalidReport, OutsideSupport, UnknownJob
+from mechanism.engine import (
+    DuplicateJob,
+    Engine,
+    EngineError,
+    HistoryMarks,
+    InvalidReport,
+    OutsideSupport,
+    UnknownJob,
+)
 from mechanism.jobs import IllegalTransition, JobState
 from mechanism.simulation import run_simulation
 from mechanism.sow import SoW
@@ -319,3 +327,72 @@ def test_settle_is_a_no_op_without_a_crowded_monte_carlo_round() -> None:
     p = small_platform(C=4, samples=200, seed=3)
     assert Engine(p).settle() is False  # no oracle state for this round yet
     assert Engine(p, oracle="exact").settle() is False
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_ended_jobs_never_change_after_they_leave_the_active_set(seed: int) -> None:
+    """The digest hashes an ended job once, when it is retired; reports after that must change nothing."""
+    e, _ = random_run(seed, n_jobs=16, rounds=18)
+    assert e.retired and len(e.retired) + e.active_jobs == len(e.jobs)
+    for job_id in e.retired:  # late reports on ended jobs are refused ...
+        with contextlib.suppress(EngineError):
+            e.report_completion(job_id)
+        with contextlib.suppress(EngineError):
+            e.report_arrival(job_id, None)
+    e.verify_chains()  # ... and every ended job still hashes as it did when it was retired
+
+
+def test_the_hash_chains_notice_a_changed_ended_job_or_event() -> None:
+    e, _ = random_run(6, n_jobs=16, rounds=18)
+    e.verify_chains()
+    e.jobs[e.retired[0]].charge += 1.0
+    with pytest.raises(ValueError, match="do not reproduce its hash chains"):
+        e.verify_chains()
+    e.jobs[e.retired[0]].charge -= 1.0
+    e.events.pop()
+    with pytest.raises(ValueError, match="do not reproduce its hash chains"):
+        e.verify_chains()
+
+
+def test_an_engine_split_into_live_state_and_history_parts_rejoins_bit_for_bit() -> None:
+    p = small_platform(C=4, samples=300, seed=12)
+    rng = np.random.default_rng(12)
+    e = Engine(p)
+
+    def rounds(n: int, start: int) -> None:
+        for i in range(start, start + n):
+            e.submit(f"j{i}", random_sow(rng, p, signal_mode="duration"))
+            for job in list(e.jobs.values()):
+                groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth]
+                if job.state is JobState.SUBMITTED and groups:
+                    e.report_arrival(job.id, groups[0][1])
+                with contextlib.suppress(InvalidReport):
+                    e.report_completion(job.id)
+            e.advance()
+
+    rounds(8, 0)
+    m1 = e.history_marks()
+    first = e.history_since(HistoryMarks(0, 0, 0))
+    rounds(8, 8)
+    second = e.history_since(m1)
+    live = e.without_history()
+    assert len(live.jobs) == e.active_jobs < len(e.jobs) and not live.events and first.jobs and second.jobs
+    back = pickle.loads(pickle.dumps(live))
+    back.with_history([pickle.loads(pickle.dumps(first)), pickle.loads(pickle.dumps(second))])
+    back.verify_chains()
+    assert back.digest() == e.digest() and back.history_marks() == e.history_marks()
+    assert list(back.jobs) == list(e.jobs) and back.retired == e.retired
+    assert [ev.to_dict() for ev in back.events] == [ev.to_dict() for ev in e.events]
+    assert back.ledger.charges == e.ledger.charges
+    sow = random_sow(rng, p, signal_mode="duration")
+    assert back.submit("next", sow) == e.submit("next", sow) and back.advance() == e.advance()
+    assert back.digest() == e.digest()
+
+
+def test_history_parts_must_follow_on_from_each_other_and_join_a_live_state() -> None:
+    e, _ = random_run(7, n_jobs=16, rounds=18)
+    part = e.history_since(HistoryMarks(1, 0, 0))
+    with pytest.raises(ValueError, match=r"history part starts at HistoryMarks\(retired=1"):
+        e.without_history().with_history([part])
+    with pytest.raises(ValueError, match="needs a state from without_history"):
+        e.with_history([])

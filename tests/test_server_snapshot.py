@@ -82,6 +82,44 @@ def test_a_damaged_snapshot_falls_back_to_the_older_one_or_the_log(tmp_path: Pat
     assert again.restored_from == older.seq and again.engine.digest() == digest
 
 
+def test_a_snapshot_holds_the_active_jobs_and_only_the_history_added_since_the_one_before(tmp_path: Path) -> None:
+    sched = open_with(tmp_path / "s.db", 10)
+    run(sched, 8, 120)
+    code = snapshot.code_identity()
+    newest = sched.store.snapshots()[0]
+    state = snapshot.load(newest.state)
+    parts = [snapshot.load_part(b) for b in sched.store.history(code, newest.seq)]
+    assert len(parts) >= 3 and len(state.engine.jobs) == state.engine.active_jobs  # no ended job in the state
+    assert not state.engine.events and not state.engine.ledger.charges
+    retired = [j.id for part in parts for j in part.jobs]
+    assert len(retired) == len(set(retired)) == state.marks.retired > 0  # each ended job in exactly one part
+    assert sum(len(part.events) for part in parts) == state.marks.events
+
+
+def test_a_damaged_history_part_falls_back_and_later_snapshots_carry_on(tmp_path: Path) -> None:
+    sched = open_with(tmp_path / "s.db", 10)
+    run(sched, 9, 80)
+    digest = sched.engine.digest()
+    newest, older = sched.store.snapshots()
+    sched.store._db.execute("UPDATE history SET part = ? WHERE seq = ?", (b"damaged", newest.seq))
+    sched.close()
+    again = open_with(tmp_path / "s.db", 10)
+    assert again.restored_from == older.seq and again.engine.digest() == digest
+    assert [s.seq for s in again.store.snapshots()] == [older.seq]  # the unusable newer one is dropped
+    run(again, 10, 60)  # new snapshots continue the history from the older one
+    digest = again.engine.digest()
+    again.close()
+    fast, full = open_with(tmp_path / "s.db", 10), open_with(tmp_path / "s.db", 0)
+    assert fast.restored_from > older.seq and fast.engine.digest() == full.engine.digest() == digest
+    fast.close()
+    full.close()
+
+
+def test_a_history_part_that_is_not_history_is_refused() -> None:
+    with pytest.raises(TypeError, match="not a History"):
+        snapshot.load_part(zlib.compress(pickle.dumps([1, 2])))
+
+
 def test_snapshot_every_below_zero_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="snapshot_every=-1 is below the bound 0"):
         open_with(tmp_path / "s.db", -1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -109,6 +110,7 @@ class Engine:
         self.platform = platform
         self.now = 0
         self.jobs: dict[str, Job] = {}
+        self._by_seq: list[Job] = []  # every job, indexed by its seq (submission order)
         self._active: list[Job] = []  # birth order
         self.prices = PriceBook(platform)
         self.ledger = Ledger()
@@ -143,6 +145,7 @@ class Engine:
         plan = choose_plan(sow, self.now, menu, est)
         job = Job(id=job_id, seq=len(self.jobs), birth=self.now, sow=sow, menu=menu, plan=plan)
         self.jobs[job_id] = job
+        self._by_seq.append(job)
         self._active.append(job)
         t = sow.table
         self.prices.commit(self.now, plan_usage(sow.concurrency, t.probability, plan.outcome_starts(sow),
@@ -347,6 +350,12 @@ class Engine:
         y = self.prices.usage(start, length)
         return y, unit_price(y, self.platform)
 
+    def jobs_after(self, seq: int, active_only: bool = False) -> Iterator[Job]:
+        """Jobs with a seq above `seq`, in submission order; only the active ones (cheaply) if `active_only`."""
+        if active_only:
+            return (j for j in self._active if j.seq > seq and j.state.active)
+        return iter(self._by_seq[max(seq + 1, 0):])
+
     @property
     def active_jobs(self) -> int:
         return sum(1 for j in self._active if j.state.active)
@@ -420,6 +429,7 @@ class Engine:
         zero marks it is the whole state (`with_history` joins them)."""
         live = copy.copy(self)
         live.jobs = {j.id: j for j in self._active}
+        live._by_seq = list(self._active)
         live.retired, live.events, live.ledger = [], [], Ledger()
         return live
 
@@ -437,7 +447,10 @@ class Engine:
             self.events.extend(part.events)
             self.ledger.charges.extend(part.charges)
             expected = self.history_marks()
-        self.jobs = {j.id: j for j in sorted(jobs, key=lambda j: j.seq)}  # submission order, as it was built
+        self._by_seq = sorted(jobs, key=lambda j: j.seq)
+        if [j.seq for j in self._by_seq] != list(range(len(self._by_seq))):
+            raise ValueError("the joined jobs do not have the seqs 0..n-1")
+        self.jobs = {j.id: j for j in self._by_seq}  # submission order, as it was built
 
 
 @dataclass(frozen=True)

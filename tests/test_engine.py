@@ -396,3 +396,15 @@ def test_history_parts_must_follow_on_from_each_other_and_join_a_live_state() ->
         e.without_history().with_history([part])
     with pytest.raises(ValueError, match="needs a state from without_history"):
         e.with_history([])
+
+
+@pytest.mark.parametrize("seed", [8, 9])
+def test_jobs_after_a_seq_are_the_later_submissions_in_order_and_active_only_keeps_the_active_ones(seed: int) -> None:
+    e, _ = random_run(seed, n_jobs=16, rounds=10)
+    everything = list(e.jobs.values())
+    for after in (-1, 0, 3, 9, 15, 40):
+        assert list(e.jobs_after(after)) == [j for j in everything if j.seq > after]
+        assert list(e.jobs_after(after, active_only=True)) == [j for j in everything if j.seq > after and j.state.active]
+    back = e.without_history()
+    back.with_history([e.history_since(HistoryMarks(0, 0, 0))])
+    assert list(back.jobs_after(4)) == list(e.jobs_after(4))

@@ -21,6 +21,7 @@ import server.gen  # noqa: F401
 from server.config import ServerConfig
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
+from server.metrics import NO_METRICS, MetricsEndpoint, Observer, ServerMetrics, parse_address
 from server.scheduler import CLOCK, SNAPSHOT_EVERY, DurableScheduler, Refused
 from server.service import Clock, SchedulerService, encode_reply
 from server.store import CommandStore, store_path
@@ -41,6 +42,7 @@ class ServerOptions:
     max_workers: int = 64
     grace_seconds: float = 10.0
     snapshot_every: int = SNAPSHOT_EVERY  # logged commands between state snapshots; 0: never
+    metrics_listen: str | None = None  # HOST:PORT of the Prometheus /metrics endpoint; None: no endpoint
 
 
 class StartupError(RuntimeError):
@@ -89,10 +91,11 @@ class WallClock(threading.Thread):
 
 
 class RunningServer:
-    """A started server: its bound port, and `stop` that lets the command in flight finish."""
+    """A started server: its bound ports, and `stop` that lets the command in flight finish."""
 
     def __init__(self, grpc_server: grpc.Server, port: int, scheduler: DurableScheduler, service: SchedulerService,
-                 health_servicer: health.HealthServicer, clock: WallClock | None, grace: float) -> None:
+                 health_servicer: health.HealthServicer, clock: WallClock | None, grace: float,
+                 metrics: MetricsEndpoint | None = None) -> None:
         self.grpc_server = grpc_server
         self.port = port
         self.scheduler = scheduler
@@ -101,6 +104,12 @@ class RunningServer:
         self._clock = clock
         self._grace = grace
         self._stopped = threading.Event()
+        self._metrics = metrics
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The bound port of the /metrics endpoint; None when metrics are off."""
+        return None if self._metrics is None else self._metrics.port
 
     def stop(self, grace: float | None = None) -> None:
         """Refuse new calls, finish those in flight (the writer's command included), then close the log."""
@@ -114,6 +123,8 @@ class RunningServer:
         self.service.stopping.set()
         self.grpc_server.stop(self._grace if grace is None else grace).wait()
         self.scheduler.close()
+        if self._metrics is not None:  # last: scrapes see the shutdown until the end
+            self._metrics.stop()
         log.info("stopped", extra={"fields": {"port": self.port}})
 
     def wait(self) -> None:
@@ -131,13 +142,15 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     started = time.perf_counter()
     if options.snapshot_every < 0:
         raise StartupError(f"snapshot_every={options.snapshot_every} is below the bound 0 (0 turns snapshots off)")
+    metrics = _server_metrics(options)
+    observer: Observer = NO_METRICS if metrics is None else metrics
     scheduler = DurableScheduler(config, CommandStore(store_path(options.store), config.identity()), encode_reply,
-                                 options.snapshot_every)
+                                 options.snapshot_every, observer)
     log.info("replayed", extra={"fields": {"snapshot_seq": scheduler.restored_from, "commands": scheduler.replayed,
                                            "round": scheduler.engine.now,
                                            "s": round(time.perf_counter() - started, 3)}})
     clock = Clock(options.clock, options.round_seconds)
-    service = SchedulerService(scheduler, clock)
+    service = SchedulerService(scheduler, clock, observer)
     grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=options.max_workers,
                                                          thread_name_prefix="sowsched-rpc"))
     pb_grpc.add_SchedulerServicer_to_server(service, grpc_server)
@@ -147,6 +160,7 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), grpc_server)
     port = _bind(grpc_server, options)
+    endpoint = None if metrics is None else _serve_metrics(metrics, scheduler, options, grpc_server)
     grpc_server.start()
     ticker = None
     if options.clock == "wall":
@@ -154,8 +168,32 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
         ticker.start()
     log.info("serving", extra={"fields": {"listen": options.listen, "port": port, "clock": options.clock,
                                           "tls": options.tls_cert is not None, "store": options.store,
-                                          "auth": config.auth_enabled}})
-    return RunningServer(grpc_server, port, scheduler, service, health_servicer, ticker, options.grace_seconds)
+                                          "auth": config.auth_enabled,
+                                          "metrics_port": None if endpoint is None else endpoint.port}})
+    return RunningServer(grpc_server, port, scheduler, service, health_servicer, ticker, options.grace_seconds,
+                         endpoint)
+
+
+def _server_metrics(options: ServerOptions) -> ServerMetrics | None:
+    """This server's metrics registry, or None when metrics are off; refuses an unparsable --metrics-listen."""
+    if options.metrics_listen is None:
+        return None
+    try:
+        return ServerMetrics(*parse_address(options.metrics_listen))
+    except ValueError as exc:
+        raise StartupError(str(exc)) from None
+
+
+def _serve_metrics(metrics: ServerMetrics, scheduler: DurableScheduler, options: ServerOptions,
+                   grpc_server: grpc.Server) -> MetricsEndpoint:
+    """Start the /metrics endpoint; if it cannot bind, release the gRPC port and the log, and refuse to start."""
+    metrics.watch(scheduler)
+    try:
+        return metrics.serve()
+    except OSError as exc:
+        grpc_server.stop(None)
+        scheduler.close()
+        raise StartupError(f"metrics_listen={options.metrics_listen!r}: cannot bind ({exc})") from None
 
 
 def _bind(grpc_server: grpc.Server, options: ServerOptions) -> int:

@@ -92,9 +92,10 @@ class MetricsEndpoint:
 
 
 class ServerMetrics(Observer):
-    """One server's metrics in its own registry (several servers in one process share nothing)."""
+    """One server's metrics in its own registry (several servers in one process share nothing) and their address."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port  # where serve() listens; port 0 picks a free one
         self.registry = CollectorRegistry()
         reg = self.registry
         self.rpc_total = Counter("sowsched_rpc", "RPCs answered, by method and gRPC status code.",
@@ -117,9 +118,9 @@ class ServerMetrics(Observer):
         """Report the scheduler's round, active jobs, log and snapshot sequence numbers at every scrape."""
         self.registry.register(StateCollector(scheduler))
 
-    def serve(self, host: str, port: int) -> MetricsEndpoint:
-        """Serve /metrics on host:port (0: a free port); OSError if it cannot bind."""
-        httpd, thread = start_http_server(port, host, registry=self.registry)
+    def serve(self) -> MetricsEndpoint:
+        """Serve /metrics on host:port; OSError if it cannot bind."""
+        httpd, thread = start_http_server(self.port, self.host, registry=self.registry)
         return MetricsEndpoint(httpd, thread)
 
     def rpc(self, method: str, code: str, seconds: float) -> None:

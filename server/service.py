@@ -20,6 +20,7 @@ from server import convert
 from server.config import OPERATOR, Principal
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
+from server.metrics import NO_METRICS, Observer
 from server.scheduler import DurableScheduler, FailedPrecondition, PermissionDenied, Refused, Result
 
 MAX_PAGE = 1000
@@ -49,9 +50,10 @@ class Clock:
 
 
 class SchedulerService(pb_grpc.SchedulerServicer):
-    def __init__(self, scheduler: DurableScheduler, clock: Clock) -> None:
+    def __init__(self, scheduler: DurableScheduler, clock: Clock, metrics: Observer = NO_METRICS) -> None:
         self.scheduler = scheduler
         self.clock = clock
+        self.metrics = metrics  # told of every call, as logged
         self.stopping = threading.Event()
         self._fields = threading.local()  # extra log fields of the call this thread is serving
 
@@ -89,8 +91,10 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             log.exception("internal error", extra={"fields": {"method": method}})
             context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}")
         finally:
+            elapsed = time.perf_counter() - started
+            self.metrics.rpc(method, code, elapsed)
             log.info("rpc", extra={"fields": {"method": method, "caller": who, "code": code,
-                                              "ms": round(1000 * (time.perf_counter() - started), 3),
+                                              "ms": round(1000 * elapsed, 3),
                                               **self._fields.extra}})
         raise AssertionError("unreachable")  # context.abort raises
 
@@ -164,9 +168,10 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 raise Refused(f"states={unknown} are not job states ({', '.join(s.value for s in JobState)})")
             with self.scheduler.reading() as engine:
                 out = pb.ListJobsResponse()
-                for job in engine.jobs.values():
+                active_only = bool(states) and all(JobState(s).active for s in states)
+                for job in engine.jobs_after(after, active_only):
                     owner = self.scheduler.owners[job.id]
-                    if job.seq <= after or (tenant and owner != tenant) or (states and job.state.value not in states):
+                    if (tenant and owner != tenant) or (states and job.state.value not in states):
                         continue
                     if len(out.jobs) == size:
                         out.next_page_token = str(out.jobs[-1].seq)

@@ -29,6 +29,9 @@ def register(sub: Any) -> None:
     p.add_argument("--snapshot-every", type=int, default=1000,
                    help="logged commands between state snapshots, so a restart replays only the log after the "
                         "newest (0: never; a snapshot written by other code is ignored)")
+    p.add_argument("--metrics-listen", metavar="HOST:PORT",
+                   help="serve Prometheus metrics at http://HOST:PORT/metrics (port 0 picks a free one; off "
+                        "by default)")
     p.set_defaults(func=serve)
 
     p = sub.add_parser("state-digest", help="hash of the full state, from a running server or by replaying a store")
@@ -53,7 +56,7 @@ def serve(args: argparse.Namespace) -> int:
         options = ServerOptions(store=args.store, listen=args.listen, clock=args.clock,
                                 round_seconds=args.round_seconds, tls_cert=args.tls_cert, tls_key=args.tls_key,
                                 max_workers=args.workers, grace_seconds=args.grace,
-                                snapshot_every=args.snapshot_every)
+                                snapshot_every=args.snapshot_every, metrics_listen=args.metrics_listen)
         return serve_until_signalled(config, options, args.port_file)
     except (ConfigError, StoreError, StartupError, OSError) as exc:
         print(f"sowsched serve: {exc}", file=sys.stderr)

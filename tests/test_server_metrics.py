@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 import urllib.error
 import urllib.request
@@ -10,13 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from clients.client import RpcFailure
 from clients.commands.server import main as server_main
 from server.app import RunningServer, StartupError
-from server.metrics import NO_METRICS, ServerMetrics, parse_address
+from server.metrics import MAX_PORT, NO_METRICS, ServerMetrics, parse_address
 from server.store import CommandStore
 from tests.grpc_support import ACME, OP, client, config, running, sow
 
@@ -274,3 +277,14 @@ def test_serve_command_refuses_a_bad_metrics_listen_flag(tmp_path: Path, capsys:
                                                ("0.0.0.0:65535", ("0.0.0.0", 65535))])
 def test_parse_address_splits_host_and_port(text: str, address: tuple[str, int]) -> None:
     assert parse_address(text) == address
+
+
+@given(host=st.sampled_from(["127.0.0.1", "localhost", "0.0.0.0", "metrics.example.org", "[::1]", "[::]"]),
+       port=st.integers(min_value=0, max_value=2 * MAX_PORT))
+def test_parse_address_accepts_exactly_the_ports_of_tcp(host: str, port: int) -> None:
+    text = f"{host}:{port}"
+    if port <= MAX_PORT:
+        assert parse_address(text) == (host.strip("[]"), port)
+    else:
+        with pytest.raises(ValueError, match=rf"metrics_listen='{re.escape(text)}' is not HOST:PORT"):
+            parse_address(text)

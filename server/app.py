@@ -40,6 +40,7 @@ class ServerOptions:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     max_workers: int = 64
+    max_watchers: int | None = None  # open WatchEvents streams at once; None: half of max_workers
     grace_seconds: float = 10.0
     snapshot_every: int = SNAPSHOT_EVERY  # logged commands between state snapshots; 0: never
     metrics_listen: str | None = None  # HOST:PORT of the Prometheus /metrics endpoint; None: no endpoint
@@ -142,6 +143,7 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     started = time.perf_counter()
     if options.snapshot_every < 0:
         raise StartupError(f"snapshot_every={options.snapshot_every} is below the bound 0 (0 turns snapshots off)")
+    watchers = _max_watchers(options)
     metrics = _server_metrics(options)
     observer: Observer = NO_METRICS if metrics is None else metrics
     scheduler = DurableScheduler(config, CommandStore(store_path(options.store), config.identity()), encode_reply,
@@ -150,7 +152,7 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
                                            "round": scheduler.engine.now,
                                            "s": round(time.perf_counter() - started, 3)}})
     clock = Clock(options.clock, options.round_seconds)
-    service = SchedulerService(scheduler, clock, observer)
+    service = SchedulerService(scheduler, clock, observer, watchers)
     grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=options.max_workers,
                                                          thread_name_prefix="sowsched-rpc"))
     pb_grpc.add_SchedulerServicer_to_server(service, grpc_server)
@@ -159,7 +161,11 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     for name in ("", SERVICE_NAME):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), grpc_server)
-    port = _bind(grpc_server, options)
+    try:
+        port = _bind(grpc_server, options)
+    except (StartupError, OSError):  # nothing served yet: release the log before refusing to start
+        scheduler.close()
+        raise
     endpoint = None if metrics is None else _serve_metrics(metrics, scheduler, options, grpc_server)
     grpc_server.start()
     ticker = None
@@ -172,6 +178,19 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
                                           "metrics_port": None if endpoint is None else endpoint.port}})
     return RunningServer(grpc_server, port, scheduler, service, health_servicer, ticker, options.grace_seconds,
                          endpoint)
+
+
+def _max_watchers(options: ServerOptions) -> int:
+    """Each open event stream holds a worker thread, so streams may take only some of them: unary calls keep the rest."""
+    if options.max_workers < 2:
+        raise StartupError(f"max_workers={options.max_workers} is below the bound 2 (event streams and unary calls "
+                           "need a thread each)")
+    watchers = options.max_workers // 2 if options.max_watchers is None else options.max_watchers
+    if not 1 <= watchers < options.max_workers:
+        raise StartupError(f"max_watchers={watchers} is outside [1, {options.max_workers - 1}]: each open event "
+                           f"stream holds one of the max_workers={options.max_workers} threads and unary calls "
+                           "need at least one")
+    return watchers
 
 
 def _server_metrics(options: ServerOptions) -> ServerMetrics | None:

@@ -27,6 +27,7 @@ MAX_PAGE = 1000
 DEFAULT_PAGE = 100
 MAX_REQUEST_ID = 128
 WATCH_POLL_S = 0.5
+MAX_WATCHERS = 32  # default limit of open event streams (half the default worker threads)
 log = logging.getLogger("sowsched.rpc")
 T = TypeVar("T")
 
@@ -49,11 +50,20 @@ class Clock:
         self.round_seconds = round_seconds
 
 
+class Exhausted(Refused):
+    """A bounded server resource is in use up to its limit; nothing changed, retry later."""
+
+    code = "RESOURCE_EXHAUSTED"
+
+
 class SchedulerService(pb_grpc.SchedulerServicer):
-    def __init__(self, scheduler: DurableScheduler, clock: Clock, metrics: Observer = NO_METRICS) -> None:
+    def __init__(self, scheduler: DurableScheduler, clock: Clock, metrics: Observer = NO_METRICS,
+                 max_watchers: int = MAX_WATCHERS) -> None:
         self.scheduler = scheduler
         self.clock = clock
         self.metrics = metrics  # told of every call, as logged
+        self.max_watchers = max_watchers  # open event streams at once: each holds a worker thread
+        self._watch_slots = threading.BoundedSemaphore(max_watchers)
         self.stopping = threading.Event()
         self._fields = threading.local()  # extra log fields of the call this thread is serving
 
@@ -225,10 +235,19 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         return self._call(context, "Echo", lambda p: pb.EchoReply(payload=request.payload))
 
     def WatchEvents(self, request: pb.WatchEventsRequest, context: grpc.ServicerContext) -> Iterator[pb.Event]:
-        principal = self._call(context, "WatchEvents", lambda p: p)
-        if request.from_seq < 0:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"from_seq={request.from_seq} is below the bound 0")
-        yield from self._watch(principal, request.from_seq, request.follow, context)
+        def open_stream(p: Principal) -> Principal:
+            if request.from_seq < 0:
+                raise Refused(f"from_seq={request.from_seq} is below the bound 0")
+            if not self._watch_slots.acquire(blocking=False):
+                raise Exhausted(f"{self.max_watchers} event streams are open, this server's limit (--max-watchers); "
+                                "close one or retry later")
+            return p
+
+        principal = self._call(context, "WatchEvents", open_stream)
+        try:
+            yield from self._watch(principal, request.from_seq, request.follow, context)
+        finally:  # the stream ended, failed or was cancelled (gRPC drops the generator): free its slot
+            self._watch_slots.release()
 
     def _watch(self, principal: Principal, seq: int, follow: bool,
                context: grpc.ServicerContext) -> Iterator[pb.Event]:

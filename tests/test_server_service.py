@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -402,6 +403,38 @@ def test_a_following_watch_receives_new_events(acme: SchedulerClient, op: Schedu
     stream.close()
 
 
+def test_event_streams_beyond_the_limit_are_refused_while_unary_calls_still_run(tmp_path: Path) -> None:
+    with running(tmp_path / "w.db", max_workers=3, max_watchers=1) as s:
+        op, acme = client(s, OP), client(s, ACME)
+        acme.submit("a1", sow())
+        stream = op.watch(0, follow=True, resume=False)
+        assert next(stream).seq == 0  # this stream now holds the only slot
+        with refused("RESOURCE_EXHAUSTED", r"1 event streams are open, this server's limit \(--max-watchers\)"):
+            list(acme.watch(0, follow=False, resume=False))
+        assert acme.submit("a2", sow()).job == "a2" and len(list(op.list_jobs())) == 2  # threads left for these
+        assert next(stream).seq == 1
+        stream.close()  # the client cancels: the server drops the stream and frees its slot
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert [e.seq for e in op.watch(0, follow=False, resume=False)] == [0, 1]
+                break
+            except RpcFailure:
+                assert time.monotonic() < deadline, "the closed stream's slot was never freed"
+                time.sleep(0.05)
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"max_workers": 1}, r"max_workers=1 is below the bound 2"),
+    ({"max_workers": 4, "max_watchers": 4}, r"max_watchers=4 is outside \[1, 3\]"),
+    ({"max_watchers": 0}, r"max_watchers=0 is outside \[1, 63\]"),
+])
+def test_the_stream_limit_must_leave_threads_for_unary_calls(tmp_path: Path, kw: dict, match: str) -> None:
+    with pytest.raises(StartupError, match=match):
+        start_server(config(), ServerOptions(store=str(tmp_path / "x.db"), listen="127.0.0.1:0", **kw))
+    assert not (tmp_path / "x.db").exists()  # refused before the store was opened
+
+
 def test_echo_returns_its_payload(acme: SchedulerClient) -> None:
     assert acme.echo(b"ping") == b"ping"
 
@@ -436,10 +469,19 @@ def test_tls_serves_clients_that_trust_the_certificate(tmp_path: Path) -> None:
             client(s, OP, retry=__import__("clients.client", fromlist=["x"]).RetryPolicy(attempts=1)).echo(b"x")
 
 
-def test_tls_needs_both_certificate_and_key(tmp_path: Path) -> None:
+def settlers() -> int:
+    return sum(t.name == "sowsched-settle" and t.is_alive() for t in __import__("threading").enumerate())
+
+
+def test_tls_needs_both_certificate_and_key_and_a_refused_start_releases_the_log(tmp_path: Path) -> None:
+    before = settlers()
     with pytest.raises(StartupError, match="TLS needs both"):
         start_server(config(), ServerOptions(store=str(tmp_path / "x.db"), listen="127.0.0.1:0",
                                              tls_cert=tmp_path / "cert.pem"))
+    deadline = time.monotonic() + 5
+    while settlers() > before:  # the scheduler opened for the refused start was closed: its thread ends
+        assert time.monotonic() < deadline, "a refused start left its scheduler running"
+        time.sleep(0.02)
 
 
 def test_without_tokens_every_caller_is_the_operator_on_loopback_only(tmp_path: Path) -> None:

@@ -24,6 +24,9 @@ def register(sub: Any) -> None:
     p.add_argument("--tls-key", type=Path, help="PEM private key")
     p.add_argument("--port-file", type=Path, help="write the bound port here once serving")
     p.add_argument("--workers", type=int, default=64, help="RPC worker threads (each open watch holds one)")
+    p.add_argument("--max-watchers", type=int, default=None,
+                   help="open WatchEvents streams at once (default: half of --workers); more are refused with "
+                        "RESOURCE_EXHAUSTED so that unary calls always have threads")
     p.add_argument("--grace", type=float, default=10.0, help="seconds calls in flight get on SIGTERM")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument("--snapshot-every", type=int, default=1000,
@@ -55,7 +58,7 @@ def serve(args: argparse.Namespace) -> int:
         config = load_config(args.config)
         options = ServerOptions(store=args.store, listen=args.listen, clock=args.clock,
                                 round_seconds=args.round_seconds, tls_cert=args.tls_cert, tls_key=args.tls_key,
-                                max_workers=args.workers, grace_seconds=args.grace,
+                                max_workers=args.workers, max_watchers=args.max_watchers, grace_seconds=args.grace,
                                 snapshot_every=args.snapshot_every, metrics_listen=args.metrics_listen)
         return serve_until_signalled(config, options, args.port_file)
     except (ConfigError, StoreError, StartupError, OSError) as exc:

@@ -143,7 +143,8 @@ class Engine:
         est = FailureEstimates.from_raw(raw, self.platform.failure_threshold)
         menu = self.prices.menu(self.now)
         plan = choose_plan(sow, self.now, menu, est)
-        job = Job(id=job_id, seq=len(self.jobs), birth=self.now, sow=sow, menu=menu, plan=plan)
+        job = Job(id=job_id, seq=len(self.jobs), birth=self.now, concurrency=sow.concurrency, held_sow=sow,
+                  held_menu=menu, held_plan=plan)
         self.jobs[job_id] = job
         self._by_seq.append(job)
         self._active.append(job)
@@ -338,12 +339,17 @@ class Engine:
         reported = j.pending_arrival[0] if j.pending_arrival else None
         scheduled = j.start if j.start is not None else (
             j.plan.start_for(*j.pending_arrival) if j.pending_arrival else None)
-        return JobView(id=j.id, seq=j.seq, state=j.state.value, birth=j.birth, concurrency=j.sow.concurrency,
+        return JobView(id=j.id, seq=j.seq, state=j.state.value, birth=j.birth, concurrency=j.concurrency,
                        arrival=j.arrival, signal=j.signal, start=j.start, finish=j.finish, ended=j.ended,
                        charge=j.charge, value=j.value, reported_arrival=reported, scheduled_start=scheduled)
 
     def quote(self, job_id: str) -> Quote:
-        return Quote(job_id, self._job(job_id).plan)
+        """The job's binding quote; an ended job keeps it only if it completed (its invoice line quotes it)."""
+        job = self._job(job_id)
+        if job.held_plan is None:
+            raise InvalidReport(f"job {job_id!r} ended {job.state.value}: only completed jobs keep their quote "
+                                "(the submission's logged reply holds every quote)")
+        return Quote(job_id, job.held_plan)
 
     def price_menu(self, start: int, length: int) -> tuple[np.ndarray, np.ndarray]:
         """Expected usage y and unit prices p(y) for rounds [start, start + length)."""
@@ -376,6 +382,7 @@ class Engine:
             else:
                 self.retired.append(job.id)
                 self._retired_chain = _chain(self._retired_chain, self._job_state(job))
+                job.release()
         self._active = still
 
     def _job_state(self, job: Job) -> dict[str, Any]:

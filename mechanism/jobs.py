@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from mechanism.launch_plan import LaunchPlan
 from mechanism.pricing import Menu
 from mechanism.sow import Signal, SoW
+
+T = TypeVar("T")
 
 
 class JobState(enum.Enum):
@@ -36,16 +39,26 @@ class IllegalTransition(RuntimeError):
     """A job was asked to move between states that its life cycle does not connect."""
 
 
+class Released(RuntimeError):
+    """Something only an active job holds was asked of a job that ended and released it."""
+
+
 @dataclass
 class Job:
-    """One admitted SoW and everything the engine has observed about it."""
+    """One admitted SoW and everything the engine has observed about it.
+
+    While active it holds its SoW, its frozen price menu and its plan; once it ends, `release` drops what no
+    read needs any more (a completed job keeps its plan: its invoice line quotes it), so a long history costs
+    little memory.
+    """
 
     id: str
     seq: int  # birth order across the whole engine: LIFO evicts the largest seq first
     birth: int
-    sow: SoW
-    menu: Menu
-    plan: LaunchPlan
+    concurrency: int
+    held_sow: SoW | None = field(repr=False)
+    held_menu: Menu | None = field(repr=False)
+    held_plan: LaunchPlan | None = field(repr=False)
     state: JobState = JobState.SUBMITTED
     arrival: int | None = None
     signal: Signal = None
@@ -56,6 +69,31 @@ class Job:
     value: float = 0.0
     pending_arrival: tuple[int, Signal] | None = field(default=None, repr=False)
     pending_completion: int | None = field(default=None, repr=False)
+
+    @property
+    def sow(self) -> SoW:
+        return self._held(self.held_sow, "SoW")
+
+    @property
+    def menu(self) -> Menu:
+        return self._held(self.held_menu, "price menu")
+
+    @property
+    def plan(self) -> LaunchPlan:
+        return self._held(self.held_plan, "plan")
+
+    def _held(self, thing: T | None, name: str) -> T:
+        if thing is None:
+            raise Released(f"job {self.id} ended ({self.state.value}) and no longer holds its {name}")
+        return thing
+
+    def release(self) -> None:
+        """Drop the SoW and the menu (and the plan unless it completed); only an ended job may."""
+        if self.state.active:
+            raise IllegalTransition(f"job {self.id} is {self.state.value}: only an ended job releases its SoW")
+        self.held_sow = self.held_menu = None
+        if self.state is not JobState.COMPLETED:
+            self.held_plan = None
 
     def move(self, new: JobState, round_: int) -> None:
         if new not in ALLOWED.get(self.state, frozenset()):

@@ -20,7 +20,7 @@ from mechanism.engine import (
     OutsideSupport,
     UnknownJob,
 )
-from mechanism.jobs import IllegalTransition, JobState
+from mechanism.jobs import IllegalTransition, JobState, Released
 from mechanism.simulation import run_simulation
 from mechanism.sow import SoW
 from tests.conftest import random_sow, small_platform
@@ -52,7 +52,7 @@ def random_run(seed: int, n_jobs: int = 12, rounds: int = 14) -> tuple[Engine, l
                 e.submit(f"j{born}", random_sow(rng, p, max_outcomes=3))
                 born += 1
         for job in list(e.jobs.values()):
-            groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth]
+            groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth] if job.state.active else []
             if job.state is JobState.SUBMITTED and groups and rng.random() < 0.8:
                 e.report_arrival(job.id, groups[int(rng.integers(0, len(groups)))][1])
             if rng.random() < 0.4:
@@ -65,7 +65,7 @@ def random_run(seed: int, n_jobs: int = 12, rounds: int = 14) -> tuple[Engine, l
         removed = {j: e.jobs[j].seq for j, ev in kinds.items() if ev.data.get("reason") == "overload"}
         ended_running = {j for j, ev in kinds.items()
                          if ev.type == "complete" or ev.data.get("reason") == "overrun"}
-        ran = {j.id: j.sow.concurrency for j in e.jobs.values()
+        ran = {j.id: j.concurrency for j in e.jobs.values()
                if j.state is JobState.RUNNING or j.id in ended_running}
         records.append(RoundRecord({j: s for j, s in active.items() if j not in step2}, removed, ran))
         assert report.running == sum(ran.values())
@@ -150,6 +150,7 @@ def test_job_life_cycle_submitted_waiting_running_completed_with_charge() -> Non
     p = small_platform(C=4, samples=100)
     e = Engine(p)
     q = e.submit("a", one_round_sow(p, c=2, d=2))
+    menu = e.jobs["a"].menu
     assert q.plan.groups[0].start == 0
     e.report_arrival("a", None)
     assert e.view("a").scheduled_start == 0
@@ -159,7 +160,7 @@ def test_job_life_cycle_submitted_waiting_running_completed_with_charge() -> Non
     r1 = e.advance()
     (done,) = r1.events
     assert done.type == "complete" and done.data["duration"] == 2
-    assert done.data["charge"] == pytest.approx(float(e.jobs["a"].menu.price(0, 2, 2)))
+    assert done.data["charge"] == pytest.approx(float(menu.price(0, 2, 2)))
     assert e.jobs["a"].value == 40.0 and e.ledger.revenue == done.data["charge"]
 
 
@@ -251,7 +252,7 @@ def test_replaying_the_inputs_rebuilds_the_identical_state() -> None:
         e.submit(f"j{i}", sow)
         log.append(("submit", (f"j{i}", sow)))
         for job in e.jobs.values():
-            groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth]
+            groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth] if job.state.active else []
             if job.state is JobState.SUBMITTED and groups:
                 e.report_arrival(job.id, groups[0][1])
                 log.append(("report_arrival", (job.id, groups[0][1])))
@@ -275,11 +276,14 @@ def test_each_jobs_fate_is_the_lifo_definition_applied_to_the_realized_earlier_j
     w = make_workload("overload", seed=seed, rounds=12)
     e = Engine(w.platform)
     earlier: dict[str, list[str]] = {}
+    plans = {}  # ended jobs release their plans: keep them from the quotes
     submit = e.submit
 
     def recording_submit(job_id: str, sow: SoW) -> object:
         earlier[job_id] = [j.id for j in e.jobs.values() if j.state.active]
-        return submit(job_id, sow)
+        quote = submit(job_id, sow)
+        plans[job_id] = quote.plan
+        return quote
 
     e.submit = recording_submit  # type: ignore[method-assign]
     drive(w, e)
@@ -287,7 +291,7 @@ def test_each_jobs_fate_is_the_lifo_definition_applied_to_the_realized_earlier_j
 
     def realized_start(job_id: str) -> int | None:
         job, wj = e.jobs[job_id], real[job_id]
-        return job.plan.start_for(job.birth + wj.arrival_offset, wj.signal)
+        return plans[job_id].start_for(job.birth + wj.arrival_offset, wj.signal)
 
     checked = 0
     for job_id, before in earlier.items():
@@ -297,10 +301,10 @@ def test_each_jobs_fate_is_the_lifo_definition_applied_to_the_realized_earlier_j
         t = job.birth
         paths = []
         for k in before:
-            sk, dk, ck = realized_start(k), real[k].duration, e.jobs[k].sow.concurrency
+            sk, dk, ck = realized_start(k), real[k].duration, e.jobs[k].concurrency
             paths.append((-1, dk, ck) if sk is None else (max(sk - t, 0), sk + dk - max(sk, t), ck))
         loads, _ = lifo_loads(paths, w.platform.horizon, w.platform.C)
-        predicted = fails_given_loads(loads, s - t, real[job_id].duration, job.sow.concurrency, w.platform.C)
+        predicted = fails_given_loads(loads, s - t, real[job_id].duration, job.concurrency, w.platform.C)
         assert predicted == (job.state in (JobState.EVICTED, JobState.CANCELLED)), job_id
         checked += 1
     assert checked > 10
@@ -363,7 +367,7 @@ def test_an_engine_split_into_live_state_and_history_parts_rejoins_bit_for_bit()
         for i in range(start, start + n):
             e.submit(f"j{i}", random_sow(rng, p, signal_mode="duration"))
             for job in list(e.jobs.values()):
-                groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth]
+                groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth] if job.state.active else []
                 if job.state is JobState.SUBMITTED and groups:
                     e.report_arrival(job.id, groups[0][1])
                 with contextlib.suppress(InvalidReport):
@@ -408,3 +412,27 @@ def test_jobs_after_a_seq_are_the_later_submissions_in_order_and_active_only_kee
     back = e.without_history()
     back.with_history([e.history_since(HistoryMarks(0, 0, 0))])
     assert list(back.jobs_after(4)) == list(e.jobs_after(4))
+
+
+def test_an_ended_job_releases_its_sow_and_menu_and_keeps_its_plan_only_if_it_completed() -> None:
+    e, _ = random_run(10, n_jobs=16, rounds=18)
+    ended = [e.jobs[i] for i in e.retired]
+    assert {j.state for j in ended} >= {JobState.COMPLETED} and any(j.state is not JobState.COMPLETED for j in ended)
+    for job in ended:
+        assert job.held_sow is None and job.held_menu is None
+        assert (job.held_plan is not None) == (job.state is JobState.COMPLETED)
+        with pytest.raises(Released, match=f"job {job.id} ended \\({job.state.value}\\) and no longer holds its SoW"):
+            job.sow  # noqa: B018
+        if job.state is JobState.COMPLETED:
+            assert e.quote(job.id).plan is job.plan
+        else:
+            with pytest.raises(InvalidReport, match="only completed jobs keep their quote"):
+                e.quote(job.id)
+        assert e.view(job.id).concurrency == job.concurrency
+    e.submit("fresh", random_sow(np.random.default_rng(0), e.platform))
+    active = [j for j in e.jobs.values() if j.state.active]
+    assert active
+    for job in active:
+        assert job.sow.concurrency == job.concurrency and job.menu is not None and job.plan is not None
+        with pytest.raises(IllegalTransition, match="only an ended job releases its SoW"):
+            job.release()

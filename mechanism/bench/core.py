@@ -51,8 +51,10 @@ def loaded_engine(p: Platform, n_jobs: int, rng: np.random.Generator, rounds: in
         for i in range(n_jobs // rounds):
             e.submit(f"bg{r}-{i}", random_sow(rng, p))
         for job in e.jobs.values():
+            if job.state.value != "SUBMITTED":
+                continue
             groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth]
-            if job.state.value == "SUBMITTED" and groups and rng.random() < 0.5:
+            if groups and rng.random() < 0.5:
                 e.report_arrival(job.id, groups[0][1])
         e.advance()
     return e

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import time
+import tracemalloc
 from typing import Any
 
 import numpy as np
 
 from mechanism.engine import Engine
 from mechanism.failure_literal import literal_failure
+from mechanism.jobs import JobState
 from mechanism.platform import Platform
 from mechanism.sow import SoW
 
@@ -106,6 +109,42 @@ def literal_speedup(p: Platform, n_jobs: int, candidates: int, seed: int) -> dic
             "literal_equals_fast": bool(agree)}
 
 
+def history_memory(p: Platform, seed: int, rounds: int = 200, per_round: int = 3) -> dict[str, Any]:
+    """Memory the engine keeps per ended job (its record, events, charge), measured with tracemalloc.
+
+    Jobs arrive on time with probability 1/2 and report completion in each running round with probability 1/3,
+    so the history mixes completed jobs (which keep their plan for the invoice) with every other end.
+    """
+    rng = np.random.default_rng(seed + 3)
+    e = Engine(p.model_copy(update={"samples": 2000}))  # the oracle's size does not grow with the history
+
+    def play(n_rounds: int) -> None:
+        for _ in range(n_rounds):
+            for i in range(per_round):
+                e.submit(f"h{e.now}-{i}", random_sow(rng, e.platform))
+            for job in list(e.jobs_after(-1, active_only=True)):
+                if job.state is JobState.SUBMITTED:
+                    groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth]
+                    if groups and rng.random() < 0.5:
+                        e.report_arrival(job.id, groups[0][1])
+                elif job.state is JobState.RUNNING and rng.random() < 1 / 3:
+                    e.report_completion(job.id)
+            e.advance()
+
+    play(rounds // 4)  # reach the steady number of active jobs first
+    gc.collect()
+    tracemalloc.start()
+    before, ended_before = tracemalloc.get_traced_memory()[0], len(e.retired)
+    play(rounds)
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    ended = len(e.retired) - ended_before
+    completed = sum(1 for i in e.retired[ended_before:] if e.jobs[i].state is JobState.COMPLETED)
+    return {"history_rounds": rounds, "history_ended_jobs": ended, "history_completed_jobs": completed,
+            "history_bytes_per_ended_job": grown / max(ended, 1)}
+
+
 def warm_up(p: Platform, seed: int) -> None:
     """Run every oracle kernel once on a tiny copy of the platform, so no timing below includes compilation."""
     rng = np.random.default_rng(seed + 2)
@@ -124,7 +163,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     lit = literal_speedup(p, args.literal_jobs, args.literal_candidates, args.seed)
     return {"platform": p.model_dump(), "samples": p.sample_count, "runs": runs,
             "quote_p50_ms": big["quote_p50_ms"], "quote_p99_ms": big["quote_p99_ms"],
-            "round_advance_ms": big["round_advance_ms"], **lit}
+            "round_advance_ms": big["round_advance_ms"], **lit, **history_memory(p, args.seed)}
 
 
 def table(r: dict[str, Any]) -> str:
@@ -137,4 +176,7 @@ def table(r: dict[str, Any]) -> str:
                  f"{r['literal_per_candidate_s']:.2f} s per (s, d); all {96 * 48} candidates ~"
                  f"{r['literal_all_candidates_s_extrapolated']:.0f} s vs {r['fast_all_candidates_s']:.3f} s fast "
                  f"-> speed-up {r['speedup_vs_literal']:.0f}x (estimates equal: {r['literal_equals_fast']})")
+    lines.append(f"history: {r['history_bytes_per_ended_job'] / 1024:.1f} KiB kept in memory per ended job "
+                 f"({r['history_ended_jobs']} ended over {r['history_rounds']} rounds, "
+                 f"{r['history_completed_jobs']} completed)")
     return "\n".join(lines)

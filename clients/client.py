@@ -184,11 +184,27 @@ class SchedulerClient:
         resp = self._call(self.stub.GetPriceMenu, req)
         return PriceMenu(resp.start, tuple(resp.expected_usage), tuple(resp.unit_price))
 
-    def invoice(self, tenant: str = "") -> Invoice:
-        resp = self._call(self.stub.GetInvoice, pb.GetInvoiceRequest(tenant=tenant))
+    def invoice_page(self, tenant: str = "", *, page_size: int = 0, page_token: str = "",
+                     from_round: int | None = None, to_round: int | None = None) -> tuple[Invoice, str]:
+        """One page of the charges billed in [from_round, to_round) (the total covers the whole period)."""
+        rounds = {k: v for k, v in (("from_round", from_round), ("to_round", to_round)) if v is not None}
+        req = pb.GetInvoiceRequest(tenant=tenant, page_size=page_size, page_token=page_token, **rounds)
+        resp = self._call(self.stub.GetInvoice, req)
         lines = tuple(InvoiceLine(c.job_id, c.round, c.start, c.duration, c.concurrency, c.amount,
                                   convert.quote_from_proto(c.quote)) for c in resp.charges)
-        return Invoice(resp.tenant, lines, resp.total)
+        return Invoice(resp.tenant, lines, resp.total), resp.next_page_token
+
+    def invoice(self, tenant: str = "", *, from_round: int | None = None, to_round: int | None = None,
+                page_size: int = 0) -> Invoice:
+        """Every charge billed in [from_round, to_round) (default: all), page by page, with the period's total."""
+        lines: list[InvoiceLine] = []
+        token = ""
+        while True:
+            page, token = self.invoice_page(tenant, page_size=page_size, page_token=token, from_round=from_round,
+                                            to_round=to_round)
+            lines += page.lines
+            if not token:
+                return Invoice(page.tenant, tuple(lines), page.total)
 
     def status(self) -> ServerStatus:
         r = self._call(self.stub.GetPlatform, pb.GetPlatformRequest())

@@ -17,6 +17,7 @@ from mechanism.engine import Engine, EngineError, HistoryMarks, JobView, Quote, 
 from mechanism.sow import SoW
 from server import snapshot
 from server.config import OPERATOR, Principal, ServerConfig
+from server.invoices import InvoiceIndex
 from server.metrics import NO_METRICS, Observer
 from server.store import CommandStore, Snapshot, StoreError
 
@@ -118,6 +119,7 @@ class DurableScheduler:
         self._lock = threading.Lock()
         self.changed = threading.Condition(self._lock)
         self.owners: dict[str, str] = {}  # job id -> tenant
+        self.invoices = InvoiceIndex()  # each tenant's charges, for paged invoices
         self._broken: str | None = None
         self._queue: list[_Ticket] = []  # commands waiting for the writer
         self._queue_lock = threading.Lock()
@@ -127,6 +129,7 @@ class DurableScheduler:
         self.restored_from = self._restore() if snapshot_every else 0  # snapshot seq, 0 for none
         self._snapshot_seq = self.restored_from
         self.replayed = self._replay()
+        self.invoices.catch_up(self.engine, self.owners)
         self._unsettled = threading.Event()  # a batch was applied: the engine may have oracle work to do early
         self._settler = threading.Thread(target=self._settle_loop, name="sowsched-settle", daemon=True)
         self._settler.start()
@@ -218,6 +221,8 @@ class DurableScheduler:
     def _record(self, kind: str, body: dict[str, Any]) -> str:
         if kind == "submit":
             self.owners[body["job_id"]] = body["tenant"]
+        elif kind == "advance":  # the round may have billed completed jobs
+            self.invoices.catch_up(self.engine, self.owners)
         return str(body.get("tenant") or self.owners.get(body.get("job_id", ""), OPERATOR))
 
     # ---- commands ----

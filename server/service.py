@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -209,15 +210,23 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             tenant = _visible_tenant(p, request.tenant) or p.name
             if tenant not in self.scheduler.config.tenants and tenant != OPERATOR:
                 raise Refused(f"tenant={tenant!r} is not configured")
+            size, after = _page_size(request.page_size), _page_token(request.page_token)
+            from_round = request.from_round if request.HasField("from_round") else None
+            to_round = request.to_round if request.HasField("to_round") else None
+            if from_round is not None and from_round < 0:
+                raise Refused(f"from_round={from_round} is below the bound 0")
+            if to_round is not None and to_round <= (from_round or 0):
+                raise Refused(f"to_round={to_round} must be above from_round={from_round or 0}")
             with self.scheduler.reading() as engine:
-                inv = pb.Invoice(tenant=tenant)
-                for c in engine.ledger.charges:
-                    if self.scheduler.owners[c.job] != tenant:
-                        continue
+                page = self.scheduler.invoices.page(tenant, after, size, from_round, to_round)
+                charges = engine.ledger.charges
+                inv = pb.Invoice(tenant=tenant, charge_count=len(page.period),
+                                 total=math.fsum(charges[i].amount for i in page.period),
+                                 next_page_token="" if page.next_after is None else str(page.next_after))
+                for c in (charges[i] for i in page.charges):
                     inv.charges.add(job_id=c.job, round=c.round, start=c.start, duration=c.duration,
                                     concurrency=c.concurrency, amount=c.amount,
                                     quote=convert.quote_to_proto(engine.quote(c.job), tenant))
-                inv.total = float(sum(c.amount for c in inv.charges))
                 return inv
         return self._call(context, "GetInvoice", body)
 

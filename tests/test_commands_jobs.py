@@ -44,6 +44,9 @@ def test_a_job_through_the_cli_with_json(srv: RunningServer, tmp_path: Path,
     assert [(j["id"], j["state"]) for j in jobs] == [("j1", "COMPLETED")]
     invoice = run_json(capsys, cli(srv, ACME, "invoice"))
     assert invoice["total"] == pytest.approx(jobs[0]["charge"]) and invoice["charges"][0]["quote"] == quote
+    later = run_json(capsys, cli(srv, ACME, "invoice", "--from-round", "1"))  # billed in round 0: not in [1, now)
+    assert (later["charges"], later["total"]) == ([], 0.0)
+    assert run_json(capsys, cli(srv, ACME, "invoice", "--to-round", "1"))["charges"] == invoice["charges"]
     watched = run_json(capsys, cli(srv, ACME, "watch", "--no-follow", "--from-seq", "1"))
     assert [e["seq"] for e in watched["events"]] == [1, 2, 3] and watched["next_seq"] == 4
 

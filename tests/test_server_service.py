@@ -359,6 +359,37 @@ def test_invoices_are_per_tenant_and_operator_only_for_others(acme: SchedulerCli
         op.invoice("nobody")
 
 
+def test_an_invoice_pages_through_a_billing_period_and_totals_the_whole_period(acme: SchedulerClient,
+                                                                               op: SchedulerClient) -> None:
+    for i in range(5):  # one completed job per round: billed in rounds 0..4
+        acme.submit(f"a{i}", sow(outcomes=[[0, 1, 1.0]]))
+        acme.report_arrival(f"a{i}")
+        acme.report_completion(f"a{i}")
+        op.advance()
+    whole = acme.invoice()
+    assert [c.job for c in whole.lines] == [f"a{i}" for i in range(5)] and [c.round for c in whole.lines] == [0, 1, 2, 3, 4]
+    first, token = acme.invoice_page(page_size=2, from_round=1, to_round=4)
+    assert [c.job for c in first.lines] == ["a1", "a2"] and token
+    second, token = acme.invoice_page(page_size=2, page_token=token, from_round=1, to_round=4)
+    assert [c.job for c in second.lines] == ["a3"] and token == ""
+    period = sum(c.amount for c in whole.lines[1:4])
+    assert first.total == second.total == pytest.approx(period, rel=1e-12)
+    assert [c.job for c in acme.invoice(from_round=3).lines] == ["a3", "a4"]
+    assert acme.invoice(page_size=1).lines == whole.lines  # all pages, one charge each
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"from_round": -1}, "from_round=-1 is below the bound 0"),
+    ({"from_round": 3, "to_round": 3}, "to_round=3 must be above from_round=3"),
+    ({"to_round": 0}, "to_round=0 must be above from_round=0"),
+    ({"page_size": 1001}, r"page_size=1001 is outside \[0, 1000\]"),
+    ({"page_token": "x"}, "page_token='x' is not a token this server returned"),
+])
+def test_invoice_rejects_bad_periods_and_paging(acme: SchedulerClient, kw: dict, match: str) -> None:
+    with refused("INVALID_ARGUMENT", match):
+        acme.invoice_page(**kw)
+
+
 def test_get_platform_reports_bounds_clock_and_the_engines_digest(acme: SchedulerClient,
                                                                   op: SchedulerClient) -> None:
     acme.submit("j1", sow())

@@ -39,9 +39,12 @@ def test_restart_from_a_snapshot_equals_a_full_replay(tmp_path_factory: pytest.T
     live = open_with(path, every)
     run(live, seed, n)
     digest, logged = live.engine.digest(), live.store.count()
+    invoices = {t: live.invoices.page(t, -1, 10**6).charges for t in ("acme", "globex", "operator")}
     live.close()
     fast, full = open_with(path, every), open_with(path, 0)
     assert fast.engine.digest() == full.engine.digest() == digest
+    for restarted in (fast, full):  # the invoice index is rebuilt from the restored ledger
+        assert {t: restarted.invoices.page(t, -1, 10**6).charges for t in invoices} == invoices
     assert full.restored_from == 0 and full.replayed == logged
     if logged >= every:
         assert fast.restored_from > 0 and fast.replayed == logged - fast.restored_from

@@ -65,6 +65,8 @@ def register(sub: Any) -> None:
     p.add_argument("--limit", type=int, default=0, help="stop after this many events")
     p = _command(sub, "invoice", "a tenant's charges with the quote each came from", invoice)
     p.add_argument("--tenant", default="", help="operator only: whose invoice")
+    p.add_argument("--from-round", type=int, default=None, help="only charges billed in this round or later")
+    p.add_argument("--to-round", type=int, default=None, help="only charges billed before this round")
 
 
 def _command(sub: Any, name: str, help_text: str,
@@ -190,8 +192,10 @@ def watch(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any] |
 
 
 def invoice(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
-    inv = client.invoice(args.tenant)
-    text = [f"invoice of {inv.tenant}: {len(inv.lines)} charges, total {inv.total:.4f}"]
+    inv = client.invoice(args.tenant, from_round=args.from_round, to_round=args.to_round)
+    period = "" if args.from_round is None and args.to_round is None else \
+        f" billed in rounds [{args.from_round or 0}, {'now' if args.to_round is None else args.to_round})"
+    text = [f"invoice of {inv.tenant}{period}: {len(inv.lines)} charges, total {inv.total:.4f}"]
     text += [f"  {c.job:24} round {c.round:5d} start {c.start:5d} duration {c.duration:3d} x{c.concurrency:<3d} "
              f"{c.amount:10.4f}" for c in inv.lines]
     return {"tenant": inv.tenant, "total": inv.total, "text": "\n".join(text),

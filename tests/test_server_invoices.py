@@ -1,0 +1,53 @@
+"""The invoice index: pages through a tenant's charges in a billing period exactly as a filter of the ledger."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mechanism.ledger import Charge
+from server.invoices import InvoiceIndex
+
+
+def ledger(rounds_and_owners: list[tuple[int, str]]) -> tuple[Any, dict[str, str]]:
+    charges, owners = [], {}
+    for i, (r, owner) in enumerate(rounds_and_owners):
+        charges.append(Charge(f"j{i}", r, r, 1, 1, float(i)))
+        owners[f"j{i}"] = owner
+    return SimpleNamespace(ledger=SimpleNamespace(charges=charges)), owners
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["a", "b"])), max_size=40),
+       size=st.integers(1, 7), from_round=st.none() | st.integers(0, 40), length=st.none() | st.integers(1, 20),
+       split=st.integers(0, 40))
+def test_paging_a_period_returns_the_tenants_charges_of_the_period_once_each_in_order(
+        steps: list[tuple[int, str]], size: int, from_round: int | None, length: int | None, split: int) -> None:
+    rounds, r = [], 0
+    for gap, owner in steps:  # the ledger is billed round by round
+        r += gap
+        rounds.append((r, owner))
+    engine, owners = ledger(rounds)
+    index = InvoiceIndex()
+    index.catch_up(SimpleNamespace(ledger=SimpleNamespace(charges=engine.ledger.charges[:split])), owners)
+    index.catch_up(engine, owners)  # catching up in two steps is the same as in one
+    to_round = None if length is None else (from_round or 0) + length
+    expected = [i for i, (rd, owner) in enumerate(rounds) if owner == "a" and rd >= (from_round or 0)
+                and (to_round is None or rd < to_round)]
+    got, after = [], -1
+    while True:
+        page = index.page("a", after, size, from_round, to_round)
+        assert len(page.charges) <= size and page.period == expected
+        got += page.charges
+        if page.next_after is None:
+            break
+        after = page.next_after
+    assert got == expected
+
+
+def test_an_unknown_tenant_has_an_empty_invoice() -> None:
+    page = InvoiceIndex().page("nobody", -1, 10)
+    assert (page.charges, page.period, page.next_after) == ([], [], None)

@@ -356,6 +356,10 @@ class Engine:
         y = self.prices.usage(start, length)
         return y, unit_price(y, self.platform)
 
+    def job_at(self, seq: int) -> Job:
+        """The job submitted `seq`-th (0-based)."""
+        return self._by_seq[seq]
+
     def jobs_after(self, seq: int, active_only: bool = False) -> Iterator[Job]:
         """Jobs with a seq above `seq`, in submission order; only the active ones (cheaply) if `active_only`."""
         if active_only:

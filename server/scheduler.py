@@ -17,7 +17,7 @@ from mechanism.engine import Engine, EngineError, HistoryMarks, JobView, Quote, 
 from mechanism.sow import SoW
 from server import snapshot
 from server.config import OPERATOR, Principal, ServerConfig
-from server.invoices import InvoiceIndex
+from server.indexes import InvoiceIndex, JobIndex
 from server.metrics import NO_METRICS, Observer
 from server.store import CommandStore, Snapshot, StoreError
 
@@ -120,6 +120,7 @@ class DurableScheduler:
         self.changed = threading.Condition(self._lock)
         self.owners: dict[str, str] = {}  # job id -> tenant
         self.invoices = InvoiceIndex()  # each tenant's charges, for paged invoices
+        self.tenant_jobs = JobIndex()  # each tenant's jobs, for its job list
         self._broken: str | None = None
         self._queue: list[_Ticket] = []  # commands waiting for the writer
         self._queue_lock = threading.Lock()
@@ -130,6 +131,7 @@ class DurableScheduler:
         self._snapshot_seq = self.restored_from
         self.replayed = self._replay()
         self.invoices.catch_up(self.engine, self.owners)
+        self.tenant_jobs.catch_up(self.engine, self.owners)
         self._unsettled = threading.Event()  # a batch was applied: the engine may have oracle work to do early
         self._settler = threading.Thread(target=self._settle_loop, name="sowsched-settle", daemon=True)
         self._settler.start()
@@ -221,6 +223,7 @@ class DurableScheduler:
     def _record(self, kind: str, body: dict[str, Any]) -> str:
         if kind == "submit":
             self.owners[body["job_id"]] = body["tenant"]
+            self.tenant_jobs.catch_up(self.engine, self.owners)
         elif kind == "advance":  # the round may have billed completed jobs
             self.invoices.catch_up(self.engine, self.owners)
         return str(body.get("tenant") or self.owners.get(body.get("job_id", ""), OPERATOR))

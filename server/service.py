@@ -180,7 +180,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             with self.scheduler.reading() as engine:
                 out = pb.ListJobsResponse()
                 active_only = bool(states) and all(JobState(s).active for s in states)
-                for job in engine.jobs_after(after, active_only):
+                jobs = (engine.job_at(seq) for seq in self.scheduler.tenant_jobs.after(tenant, after)) if tenant \
+                    else engine.jobs_after(after, active_only)
+                for job in jobs:
                     owner = self.scheduler.owners[job.id]
                     if (tenant and owner != tenant) or (states and job.state.value not in states):
                         continue

@@ -1,4 +1,4 @@
-"""Each tenant's charges in billing order, so an invoice page or billing period is found without scanning the ledger."""
+"""Per-tenant indexes of the engine's history, so a tenant's job list or invoice page costs O(page), not O(history)."""
 
 from __future__ import annotations
 
@@ -44,3 +44,21 @@ class InvoiceIndex:
         first = max(lo, bisect_right(charges, after))
         last = min(hi, first + size)
         return InvoicePage(charges[first:last], charges[lo:hi], charges[last - 1] if last < hi else None)
+
+
+class JobIndex:
+    """Per tenant, the seqs of its jobs in submission order. Derived from the engine and the job owners."""
+
+    def __init__(self) -> None:
+        self._seen = -1  # the last seq indexed
+        self._seqs: dict[str, list[int]] = {}
+
+    def catch_up(self, engine: Engine, owners: Mapping[str, str]) -> None:
+        for job in engine.jobs_after(self._seen):
+            self._seqs.setdefault(owners[job.id], []).append(job.seq)
+            self._seen = job.seq
+
+    def after(self, tenant: str, seq: int) -> list[int]:
+        """The seqs of `tenant`'s jobs above `seq`, ascending."""
+        seqs = self._seqs.get(tenant, [])
+        return seqs[bisect_right(seqs, seq):]

@@ -1,4 +1,4 @@
-"""The invoice index: pages through a tenant's charges in a billing period exactly as a filter of the ledger."""
+"""Per-tenant indexes: invoice pages of a billing period and job lists equal a filter of the whole history."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mechanism.ledger import Charge
-from server.invoices import InvoiceIndex
+from server.indexes import InvoiceIndex, JobIndex
 
 
 def ledger(rounds_and_owners: list[tuple[int, str]]) -> tuple[Any, dict[str, str]]:
@@ -51,3 +51,17 @@ def test_paging_a_period_returns_the_tenants_charges_of_the_period_once_each_in_
 def test_an_unknown_tenant_has_an_empty_invoice() -> None:
     page = InvoiceIndex().page("nobody", -1, 10)
     assert (page.charges, page.period, page.next_after) == ([], [], None)
+
+
+@settings(max_examples=40, deadline=None)
+@given(owners=st.lists(st.sampled_from(["a", "b", "c"]), max_size=30), split=st.integers(0, 30),
+       after=st.integers(-1, 31))
+def test_a_tenants_jobs_after_a_seq_are_its_submissions_after_it_in_order(owners: list[str], split: int,
+                                                                         after: int) -> None:
+    jobs = [SimpleNamespace(id=f"j{i}", seq=i) for i in range(len(owners))]
+    by_id = {f"j{i}": t for i, t in enumerate(owners)}
+    index = JobIndex()
+    index.catch_up(SimpleNamespace(jobs_after=lambda s: iter(jobs[max(s + 1, 0):split])), by_id)  # type: ignore[arg-type]
+    index.catch_up(SimpleNamespace(jobs_after=lambda s: iter(jobs[max(s + 1, 0):])), by_id)  # type: ignore[arg-type]
+    for tenant in ("a", "b", "c", "nobody"):
+        assert index.after(tenant, after) == [i for i, t in enumerate(owners) if t == tenant and i > after]

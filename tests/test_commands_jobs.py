@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,3 +89,23 @@ def test_a_sow_outside_the_bounds_exits_1_naming_the_bound(srv: RunningServer, t
     path.write_text(json.dumps(sow(concurrency=7)))
     assert main(cli(srv, ACME, "submit", str(path))) == 1
     assert "INVALID_ARGUMENT: sow: concurrency=7 exceeds the bound C_m=4" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("body", "match"), [
+    ({}, "sow.concurrency: Field required"),
+    ({**sow(), "concurrency": 2.5}, r"sow.concurrency \(value 2.5\): Input should be a valid integer"),
+    ({**sow(), "concurrency": "x"}, r"sow.concurrency \(value 'x'\): Input should be a valid integer"),
+    ({**sow(), "signalmode": "none"}, r"sow.signalmode \(value 'none'\): Extra inputs are not permitted"),
+    (sow(outcomes=[[0, 2]]), "an outcome row has 2 fields"),
+    (sow(outcomes=[[0, 2, 1.0, {"a": 1}]]), "sow.outcomes.0.signal: Input should be a valid string"),
+    (sow(outcomes=[[0, 2, 0.6], [1, 3, 0.5]]), "outcomes probabilities sum to 1.1"),
+])
+def test_a_malformed_sow_exits_2_naming_the_field_and_submits_nothing(
+        srv: RunningServer, tmp_path: Path, body: dict, match: str, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(body))
+    assert main(cli(srv, ACME, "submit", str(path), "--json")) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert re.search(match, err)
+    assert run_json(capsys, cli(srv, OP, "jobs"))["jobs"] == []

@@ -10,8 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+from clients.errors import validation_message
 from mechanism.engine import Quote, RoundReport
 from mechanism.events import Event
+from mechanism.sow import SoW
 
 if TYPE_CHECKING:  # the client needs the generated protobuf code (make proto); imported when a command runs
     from clients.client import SchedulerClient
@@ -103,14 +107,17 @@ def _text(out: dict[str, Any]) -> str:
 
 
 def read_sow(path: Path) -> dict[str, Any]:
-    """The SoW in a JSON file; a syntax error names the line and column."""
+    """The SoW in a JSON file, checked against its own rules; a syntax error names the line and column."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a SoW is a JSON object, not {type(data).__name__}")
-    return data
+    try:  # the SoW's own rules here (types, unknown fields, sums); the server checks the platform's bounds
+        return SoW.model_validate(data).model_dump(mode="json")
+    except ValidationError as exc:
+        raise ValueError(f"{path}: {validation_message(exc, 'sow')}") from None
 
 
 def submit(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:

@@ -1,0 +1,19 @@
+"""One-line messages for pydantic validation errors: each names the field, the value given and the rule it breaks."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+
+def validation_message(exc: ValidationError, prefix: str = "") -> str:
+    """`prefix.field (value v): rule` per error, joined by "; " (no URLs, no line breaks)."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in (prefix, *err["loc"]) if x != "")
+        rule = err["msg"].removeprefix("Value error, ")
+        value = err.get("input")
+        shown = f" (value {value!r})" if value is None or isinstance(value, (bool, int, float, str)) else ""
+        if err["type"] == "missing":
+            shown = ""
+        parts.append(f"{loc}{shown}: {rule}" if loc else rule)
+    return "; ".join(parts)

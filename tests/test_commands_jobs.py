@@ -109,3 +109,16 @@ def test_a_malformed_sow_exits_2_naming_the_field_and_submits_nothing(
     assert out == "" and err.count("\n") == 1
     assert re.search(match, err)
     assert run_json(capsys, cli(srv, OP, "jobs"))["jobs"] == []
+
+
+@pytest.mark.parametrize(("argv", "match"), [
+    (["jobs", "--timeout", "-1"], "--timeout=-1.0 must be a positive number of seconds"),
+    (["jobs", "--timeout", "0"], "--timeout=0.0 must be a positive number of seconds"),
+    (["jobs", "--timeout", "nan"], "--timeout=nan must be a positive number of seconds"),
+    (["jobs", "--retries", "0"], "--retries=0 is below the bound 1"),
+    (["watch", "--no-follow", "--limit", "-1"], r"--limit=-1 is below the bound 0 \(0: no limit\)"),
+])
+def test_bad_connection_and_watch_options_exit_2_naming_the_bound(
+        srv: RunningServer, argv: list[str], match: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(cli(srv, OP, *argv)) == 2
+    assert re.search(match, capsys.readouterr().err)

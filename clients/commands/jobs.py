@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -41,6 +42,8 @@ def connect(args: argparse.Namespace) -> SchedulerClient:
 
     if args.retries < 1:
         raise ValueError(f"--retries={args.retries} is below the bound 1")
+    if not (args.timeout > 0 and math.isfinite(args.timeout)):
+        raise ValueError(f"--timeout={args.timeout} must be a positive number of seconds")
     return SchedulerClient(args.server, args.token, tls_ca=args.tls_ca, timeout=args.timeout,
                            retry=RetryPolicy(attempts=args.retries))
 
@@ -66,7 +69,7 @@ def register(sub: Any) -> None:
     p = _command(sub, "watch", "print events as they happen", watch)
     p.add_argument("--from-seq", type=int, default=0, help="first event sequence number (resume point)")
     p.add_argument("--no-follow", action="store_true", help="stop after the events that exist now")
-    p.add_argument("--limit", type=int, default=0, help="stop after this many events")
+    p.add_argument("--limit", type=int, default=0, help="stop after this many events (0: no limit)")
     p = _command(sub, "invoice", "a tenant's charges with the quote each came from", invoice)
     p.add_argument("--tenant", default="", help="operator only: whose invoice")
     p.add_argument("--from-round", type=int, default=None, help="only charges billed in this round or later")
@@ -179,6 +182,8 @@ def event_text(e: Event) -> str:
 
 
 def watch(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any] | None:
+    if args.limit < 0:
+        raise ValueError(f"--limit={args.limit} is below the bound 0 (0: no limit)")
     events: list[dict[str, Any]] = []
     seen = 0
     try:

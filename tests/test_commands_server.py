@@ -9,7 +9,7 @@ import pytest
 
 from clients.cli import main
 from clients.client import SchedulerClient
-from tests.grpc_support import ACME, OP, PATIENT, PLATFORM, ServerProcess, sow, toml_text
+from tests.grpc_support import ACME, OP, PATIENT, PLATFORM, ServerProcess, running, sow, toml_text
 
 
 def test_state_digest_of_a_server_equals_the_offline_replay_of_its_store(
@@ -47,6 +47,14 @@ def test_state_digest_refuses_a_missing_store_or_config(tmp_path: Path, argv: li
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["state-digest", *[str(tmp_path / a) if a.endswith((".db", ".toml")) else a for a in argv]]) == 2
     assert match in capsys.readouterr().err
+
+
+def test_state_digest_with_a_tenant_token_exits_1_instead_of_printing_an_empty_digest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with running(tmp_path / "s.db") as srv:
+        assert main(["state-digest", "--server", f"127.0.0.1:{srv.port}", "--token", ACME, "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "PERMISSION_DENIED: the state digest needs the operator token" in err
 
 
 def test_state_digest_of_an_unreachable_server_exits_1(capsys: pytest.CaptureFixture[str]) -> None:

@@ -82,8 +82,12 @@ def state_digest(args: argparse.Namespace) -> int:
 
 
 def _remote_digest(args: argparse.Namespace) -> dict[str, Any]:
+    from clients.client import RpcFailure
+
     with connect(args) as client:
         s = client.status()
+    if not s.state_digest:  # GetPlatform leaves the platform-wide fields out for a tenant
+        raise RpcFailure("PERMISSION_DENIED", "the state digest needs the operator token")
     return {"digest": s.state_digest, "round": s.now, "events": s.events, "source": args.server}
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from clients.workloads import WORKLOADS, make_workload
@@ -14,14 +17,31 @@ from mechanism.simulation import run_simulation
 
 def register(sub: Any) -> None:
     p = sub.add_parser("calibrate", help="announced failure estimates against realized failures over many seeds")
-    p.add_argument("--workload", choices=WORKLOADS, default="overload")
-    p.add_argument("--seeds", type=int, default=50, help="independent runs (seeds first-seed .. first-seed+N-1)")
-    p.add_argument("--first-seed", type=int, default=0)
-    p.add_argument("--load", type=float, default=1.0)
-    p.add_argument("--rounds", type=int, default=20, help="rounds of jobs per run (overload and pipelines)")
-    p.add_argument("--oracle", choices=("mc", "exact"), default="mc")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--workload", choices=WORKLOADS, default="overload", help="named workload (default %(default)s)")
+    p.add_argument("--seeds", type=_at_least(1), default=50,
+                   help="independent runs (seeds first-seed .. first-seed+N-1)")
+    p.add_argument("--first-seed", type=_at_least(0), default=0, help="seed of the first run")
+    p.add_argument("--load", type=_positive_float, default=1.0, help="scale the workload's job rate")
+    p.add_argument("--rounds", type=_at_least(1), default=20, help="rounds of jobs per run (overload and pipelines)")
+    p.add_argument("--oracle", choices=("mc", "exact"), default="mc", help="failure oracle")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
+
+
+def _at_least(bound: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < bound:
+            raise argparse.ArgumentTypeError(f"{value} is below the bound {bound}")
+        return value
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{value} must be positive and finite")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,8 +49,17 @@ def run(args: argparse.Namespace) -> int:
     results = (run_simulation(make_workload(args.workload, seed=s, load=args.load, **extra), oracle=args.oracle)
                for s in range(args.first_seed, args.first_seed + args.seeds))
     cal = calibrate(results)
-    print(json.dumps(dataclasses.asdict(cal), sort_keys=True) if args.json else table(cal))
+    if cal.jobs == 0:
+        print(f"sowsched calibrate: the {args.seeds} runs scheduled no job: nothing to calibrate", file=sys.stderr)
+        return 1
+    print(as_json(cal) if args.json else table(cal))
     return 0
+
+
+def as_json(c: Calibration) -> str:
+    """One JSON object; a statistic that is undefined (the standard error of one run) is null, not NaN."""
+    data = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in dataclasses.asdict(c).items()}
+    return json.dumps(data, sort_keys=True, allow_nan=False)
 
 
 def table(c: Calibration) -> str:

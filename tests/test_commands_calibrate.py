@@ -1,0 +1,46 @@
+"""`sowsched calibrate`: one JSON object with the calibration, and bad counts refused before any run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clients.cli import main
+
+
+def test_json_is_one_object_with_the_runs_and_bins(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["calibrate", "--workload", "toy", "--seeds", "2", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    result = json.loads(out)
+    assert result["runs"] == 2 and result["jobs"] > 0 and result["bins"]
+
+
+@pytest.mark.parametrize(("flags", "match"), [
+    (["--seeds", "0"], "argument --seeds: 0 is below the bound 1"),
+    (["--seeds", "-1"], "argument --seeds: -1 is below the bound 1"),
+    (["--rounds", "0"], "argument --rounds: 0 is below the bound 1"),
+    (["--first-seed", "-1"], "argument --first-seed: -1 is below the bound 0"),
+    (["--load", "-1"], "argument --load: -1.0 must be positive and finite"),
+    (["--load", "inf"], "argument --load: inf must be positive and finite"),
+])
+def test_bad_counts_and_loads_exit_2_naming_the_bound(flags: list[str], match: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["calibrate", *flags, "--json"])
+    assert info.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and match in err
+
+
+def test_one_run_has_a_null_standard_error_not_nan(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["calibrate", "--workload", "toy", "--seeds", "1", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "NaN" not in out and json.loads(out)["gap_se"] is None
+
+
+def test_runs_without_a_scheduled_job_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["calibrate", "--workload", "overload", "--seeds", "1", "--load", "0.01", "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "the 1 runs scheduled no job: nothing to calibrate" in err

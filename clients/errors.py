@@ -6,10 +6,11 @@ from pydantic import ValidationError
 
 
 def validation_message(exc: ValidationError, prefix: str = "") -> str:
-    """`prefix.field (value v): rule` per error, joined by "; " (no URLs, no line breaks)."""
+    """`prefix.field[i].field (value v): rule` per error, joined by "; " (no URLs, no line breaks)."""
     parts = []
     for err in exc.errors():
-        loc = ".".join(str(x) for x in (prefix, *err["loc"]) if x != "")
+        loc = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in (prefix, *err["loc"]) if x != "")
+        loc = loc.removeprefix(".")
         rule = err["msg"].removeprefix("Value error, ")
         value = err.get("input")
         shown = f" (value {value!r})" if value is None or isinstance(value, (bool, int, float, str)) else ""

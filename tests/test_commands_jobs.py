@@ -97,7 +97,7 @@ def test_a_sow_outside_the_bounds_exits_1_naming_the_bound(srv: RunningServer, t
     ({**sow(), "concurrency": "x"}, r"sow.concurrency \(value 'x'\): Input should be a valid integer"),
     ({**sow(), "signalmode": "none"}, r"sow.signalmode \(value 'none'\): Extra inputs are not permitted"),
     (sow(outcomes=[[0, 2]]), "an outcome row has 2 fields"),
-    (sow(outcomes=[[0, 2, 1.0, {"a": 1}]]), "sow.outcomes.0.signal: Input should be a valid string"),
+    (sow(outcomes=[[0, 2, 1.0, {"a": 1}]]), r"sow.outcomes\[0\].signal: Input should be a valid string"),
     (sow(outcomes=[[0, 2, 0.6], [1, 3, 0.5]]), "outcomes probabilities sum to 1.1"),
 ])
 def test_a_malformed_sow_exits_2_naming_the_field_and_submits_nothing(

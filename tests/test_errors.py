@@ -30,3 +30,13 @@ def test_the_prefix_leads_every_field_and_errors_join_on_one_line() -> None:
 
 def test_a_container_value_is_not_repeated() -> None:
     assert _message({"size": [1, 2], "name": "a"}) == "size: Input should be a valid integer"
+
+
+class _Shelf(BaseModel):
+    boxes: list[_Box]
+
+
+def test_list_positions_are_shown_as_indices() -> None:
+    with pytest.raises(ValidationError) as info:
+        _Shelf.model_validate({"boxes": [{"size": 1, "name": "a"}, {"size": 0, "name": "b"}]})
+    assert validation_message(info.value) == "boxes[1].size (value 0): Input should be greater than or equal to 1"

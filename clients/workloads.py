@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from clients.errors import validation_message
 from mechanism.platform import Platform
 from mechanism.simulation import Workload, WorkloadJob
 from mechanism.sow import SoW
@@ -182,7 +183,10 @@ class _WorkloadFile(BaseModel):
 
 def parse_workload(data: Any, name: str = "file", seed: int | None = None) -> Workload:
     """Validate a W.json document (see README); `seed` overrides the platform's seed."""
-    doc = _WorkloadFile.model_validate(data)
+    try:
+        doc = _WorkloadFile.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(validation_message(exc)) from None
     platform = doc.platform if seed is None else doc.platform.model_copy(update={"seed": seed})
     ids: set[str] = set()
     jobs = []
@@ -193,8 +197,8 @@ def parse_workload(data: Any, name: str = "file", seed: int | None = None) -> Wo
         try:
             sow = SoW.parse({"concurrency": j.concurrency, "value_steps": j.value_steps, "outcomes": j.outcomes,
                              "signal_mode": j.signal_mode}, platform)
-        except ValueError as exc:
-            raise ValueError(f"jobs[{i}] (id {j.id!r}): {exc}") from exc
+        except ValidationError as exc:
+            raise ValueError(f"jobs[{i}] (id {j.id!r}): {validation_message(exc)}") from None
         jobs.append(WorkloadJob(id=j.id, birth=j.birth, sow=sow, arrival_offset=j.realized[0],
                                 duration=j.realized[1]))
     return Workload(name=name, platform=platform, jobs=tuple(jobs))

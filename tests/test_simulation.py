@@ -123,3 +123,42 @@ def test_exact_oracle_runs_a_small_workload_and_agrees_roughly_with_mc() -> None
     exact, mc = run_simulation(w, oracle="exact"), run_simulation(w, oracle="mc")
     assert exact.counts["completed"] + exact.counts["evicted"] + exact.counts["cancelled"] > 0
     assert abs(exact.welfare - mc.welfare) <= 0.5 * max(exact.welfare, 1.0)
+
+
+def test_a_bad_file_is_one_line_naming_each_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps({"platform": {**PLATFORM, "C": 0}, "jobs": [job("a", 0, [0, 0])]}))
+    assert main(["simulate", "--workload-file", str(w), "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "errors.pydantic.dev" not in err
+    assert "platform.C (value 0): Input should be greater than or equal to 1" in err
+    assert "jobs[0].realized" in err
+
+
+def test_a_job_outside_the_bounds_in_a_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps({"platform": PLATFORM, "jobs": [job("a", 0, [0, 1], concurrency=0)]}))
+    assert main(["simulate", "--workload-file", str(w)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "jobs[0] (id 'a'): concurrency (value 0): Input should be greater" in err
+
+
+def test_load_with_a_workload_file_is_refused_naming_both_flags(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps({"platform": PLATFORM, "jobs": [job("a", 0, [0, 1])]}))
+    assert main(["simulate", "--workload-file", str(w), "--load", "2"]) == 2
+    assert f"--load 2.0 does not apply with --workload-file {w}" in capsys.readouterr().err
+
+
+def test_an_unwritable_events_file_is_refused_before_the_run(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--workload", "toy", "--events", str(tmp_path / "no" / "ev.jsonl"), "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "sowsched simulate: [Errno 2] No such file or directory" in err
+
+
+def test_a_negative_seed_is_refused_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", "--workload", "toy", "--seed", "-1"])
+    assert info.value.code == 2 and "argument --seed: -1 is below the bound 0" in capsys.readouterr().err

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from clients.workloads import WORKLOADS, load_workload_file, make_workload
@@ -17,8 +18,10 @@ def register(sub: Any) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--workload", choices=WORKLOADS, help="a named synthetic workload")
     src.add_argument("--workload-file", metavar="W.json", help="a workload file (schema in the README)")
-    p.add_argument("--seed", type=int, default=None, help="seed (named workloads: default 0; files: overrides platform.seed)")
-    p.add_argument("--load", type=float, default=1.0, help="scale the job rate of a named workload")
+    p.add_argument("--seed", type=_seed, default=None,
+                   help="seed (named workloads: default 0; files: overrides platform.seed)")
+    p.add_argument("--load", type=float, default=None,
+                   help="scale the job rate of a named workload (default 1; not with --workload-file)")
     p.add_argument("--oracle", choices=("mc", "exact"), default="mc", help="failure oracle")
     p.add_argument("--events", metavar="OUT.jsonl", help="write one JSON object per event")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -27,15 +30,27 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _seed(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is below the bound 0")
+    return value
+
+
 def load(args: argparse.Namespace) -> Workload:
     if args.workload_file:
+        if args.load is not None:
+            raise ValueError(f"--load {args.load} does not apply with --workload-file {args.workload_file}: "
+                             "a file's jobs and realized outcomes are fixed")
         return load_workload_file(args.workload_file, seed=args.seed)
-    return make_workload(args.workload, seed=args.seed or 0, load=args.load)
+    return make_workload(args.workload, seed=args.seed or 0, load=1.0 if args.load is None else args.load)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         workload = load(args)
+        if args.events:  # fail before the run, not after it
+            Path(args.events).open("w", encoding="utf-8").close()
     except (OSError, ValueError) as exc:
         print(f"sowsched simulate: {exc}", file=sys.stderr)
         return 2

@@ -202,3 +202,12 @@ def test_file_table_names_the_file_and_its_seeds(tmp_path: Path, capsys: pytest.
 
 def _no_tasks(*_: object, **__: object) -> list[object]:
     raise AssertionError("a task ran although the input was bad")
+
+
+@pytest.mark.parametrize("limit", ["-1", "0", "nan"])
+def test_a_time_limit_that_is_not_positive_is_refused_by_the_parser(limit: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "welfare", "--workload", "toy", "--time-limit", limit])
+    assert exit_info.value.code == 2
+    assert f"argument --time-limit: {float(limit)} must be positive and finite" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bound-model", choices=BOUND_MODELS, default="indexed",
                    help="CP-SAT two_phase: the second model (indexed: the time-indexed model alone; channel: "
                         "intervals plus the time-indexed channel)")
-    p.add_argument("--time-limit", type=float, default=10.0,
+    p.add_argument("--time-limit", type=_positive_float, default=10.0,
                    help="offline limit per run: CP-SAT deterministic time (reproducible), MILP seconds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(out_is_dir=True)
@@ -69,6 +70,13 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is below the bound 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{value} must be positive and finite")
     return value
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from clients.swf import CLEANING_RULES, load_workload
-from mechanism.hpc.cp import DEFAULT_TIME_LIMIT
-from mechanism.hpc.jobs import ESTIMATE_MODES
-from mechanism.hpc.study import StudyConfig, run_scheduler, run_study, study_table
+from clients.swf import CLEANING_RULES, CleaningReport, load_workload
+from mechanism.hpc.cp import DEFAULT_TIME_LIMIT, Objective
+from mechanism.hpc.jobs import ESTIMATE_MODES, Workload
+from mechanism.hpc.study import StudyConfig, make_scheduler, run_scheduler, run_study, study_table
 
 
 def _positive_int(text: str) -> int:
@@ -20,12 +22,26 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{value} must be > 0")
+    return value
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", required=True, help="SWF file")
     parser.add_argument("--nodes", type=_positive_int, help="node count R (default: header MaxNodes/MaxProcs)")
     parser.add_argument("--estimates", choices=ESTIMATE_MODES, default="exact", help="E_j = runtime or requested")
     parser.add_argument(
-        "--time-limit", type=float, default=DEFAULT_TIME_LIMIT, help="CP-SAT seconds per round (off-line: total)"
+        "--time-limit", type=_positive_float, default=DEFAULT_TIME_LIMIT, help="CP-SAT seconds per round (off-line: total)"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -35,23 +51,49 @@ def register(sub: Any) -> None:
     _common(p)
     p.add_argument("--jobs", type=_positive_int, help="use only the first N jobs")
     p.add_argument("--scheduler", required=True, help="e.g. fcfs-conservative, easy, cp-af, cp-offline-awf")
-    p.set_defaults(func=hpc)
+    p.set_defaults(func=_refusing_bad_input("hpc", hpc))
     s = sub.add_parser("hpc-study", help="Table-2-style comparison (percent of List-REG) on an SWF trace")
     _common(s)
     s.add_argument("--jobs", type=_positive_int, help="trace prefix for the list schedulers and EASY (default all)")
-    s.add_argument("--cp-jobs", type=int, default=0, help="trace prefix for the on-line CP schedulers (0: skip)")
-    s.add_argument("--offline-jobs", type=int, default=0, help="window for the off-line CP schedulers (0: skip)")
-    s.add_argument("--offline-time-limit", type=float, default=60.0, help="CP-SAT seconds per off-line window")
+    s.add_argument("--cp-jobs", type=_non_negative_int, default=0, help="trace prefix for the on-line CP schedulers (0: skip)")
+    s.add_argument("--offline-jobs", type=_non_negative_int, default=0, help="window for the off-line CP schedulers (0: skip)")
+    s.add_argument("--offline-time-limit", type=_positive_float, default=60.0, help="CP-SAT seconds per off-line window")
     s.add_argument("--schedulers", help="comma-separated subset of the table's schedulers")
-    s.set_defaults(func=hpc_study)
+    s.set_defaults(func=_refusing_bad_input("hpc-study", hpc_study))
 
 
 def _cleaning(report: Any) -> dict[str, Any]:
     return {"records": report.records, "kept": report.kept, "nodes": report.nodes, **report.counts}
 
 
-def hpc(args: argparse.Namespace) -> int:
-    workload, report = load_workload(args.trace, args.nodes)
+def check_scheduler(name: str) -> None:
+    """Raise ValueError for a name that is neither a list, an on-line CP nor an off-line CP scheduler."""
+    if name.startswith("cp-offline-"):
+        if name.removeprefix("cp-offline-") not in {o.value for o in Objective}:
+            raise ValueError(f"scheduler={name!r} is not a known scheduler name")
+    else:
+        make_scheduler(name, DEFAULT_TIME_LIMIT)
+
+
+Body = Callable[[argparse.Namespace, Workload, CleaningReport], int]
+
+
+def _refusing_bad_input(command: str, body: Body) -> Callable[[argparse.Namespace], int]:
+    """A missing or malformed trace, or an unknown scheduler: one line on stderr and exit 2, before any run."""
+    def run(args: argparse.Namespace) -> int:
+        try:
+            names = [args.scheduler] if command == "hpc" else (args.schedulers or "").split(",")
+            for name in filter(None, names):
+                check_scheduler(name)
+            loaded = load_workload(args.trace, args.nodes)
+        except (OSError, ValueError) as exc:
+            print(f"sowsched {command}: {exc}", file=sys.stderr)
+            return 2
+        return body(args, *loaded)
+    return run
+
+
+def hpc(args: argparse.Namespace, workload: Workload, report: CleaningReport) -> int:
     window = workload.prefix(args.jobs)
     result = run_scheduler(window, args.scheduler, args.estimates, args.time_limit)
     out = {
@@ -70,11 +112,7 @@ def hpc(args: argparse.Namespace) -> int:
     return 0
 
 
-def hpc_study(args: argparse.Namespace) -> int:
-    for flag in ("cp_jobs", "offline_jobs"):
-        if getattr(args, flag) < 0:
-            raise SystemExit(f"--{flag.replace('_', '-')}={getattr(args, flag)} must be >= 0")
-    workload, report = load_workload(args.trace, args.nodes)
+def hpc_study(args: argparse.Namespace, workload: Workload, report: CleaningReport) -> int:
     config = StudyConfig(
         list_jobs=args.jobs,
         cp_jobs=args.cp_jobs,

@@ -21,7 +21,7 @@ import server.gen  # noqa: F401
 from server.config import ServerConfig
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
-from server.metrics import NO_METRICS, MetricsEndpoint, Observer, ServerMetrics, parse_address
+from server.metrics import MAX_PORT, NO_METRICS, MetricsEndpoint, Observer, ServerMetrics, parse_address
 from server.scheduler import CLOCK, SNAPSHOT_EVERY, DurableScheduler, Refused
 from server.service import Clock, SchedulerService, encode_reply
 from server.store import CommandStore, store_path
@@ -154,7 +154,8 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     clock = Clock(options.clock, options.round_seconds)
     service = SchedulerService(scheduler, clock, observer, watchers)
     grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=options.max_workers,
-                                                         thread_name_prefix="sowsched-rpc"))
+                                                         thread_name_prefix="sowsched-rpc"),
+                              options=[("grpc.so_reuseport", 0)])  # a port in use is refused, not shared
     pb_grpc.add_SchedulerServicer_to_server(service, grpc_server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, grpc_server)
@@ -218,13 +219,22 @@ def _serve_metrics(metrics: ServerMetrics, scheduler: DurableScheduler, options:
 def _bind(grpc_server: grpc.Server, options: ServerOptions) -> int:
     if (options.tls_cert is None) != (options.tls_key is None):
         raise StartupError("TLS needs both a certificate (--tls-cert) and a key (--tls-key)")
+    creds = None
     if options.tls_cert is not None and options.tls_key is not None:
         creds = grpc.ssl_server_credentials([(options.tls_key.read_bytes(), options.tls_cert.read_bytes())])
-        port = grpc_server.add_secure_port(options.listen, creds)
-    else:
-        port = grpc_server.add_insecure_port(options.listen)
+    _, _, port_text = options.listen.rpartition(":")
+    if port_text.isdigit() and int(port_text) > MAX_PORT:  # gRPC would bind a random port instead
+        raise StartupError(f"listen={options.listen!r}: port {port_text} is above the bound {MAX_PORT}")
+    try:
+        if creds is not None:
+            port = grpc_server.add_secure_port(options.listen, creds)
+        else:
+            port = grpc_server.add_insecure_port(options.listen)
+    except RuntimeError:  # gRPC's "Failed to bind": a malformed address or a port in use
+        port = 0
     if port == 0:
-        raise StartupError(f"listen={options.listen!r}: cannot bind")
+        raise StartupError(f"listen={options.listen!r}: cannot bind (the port is in use or the address is not "
+                           "HOST:PORT)")
     return port
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from clients.cli import main
 from clients.client import SchedulerClient
-from tests.grpc_support import ACME, OP, PATIENT, PLATFORM, ServerProcess, running, sow, toml_text
+from server.app import ServerOptions, StartupError, start_server
+from tests.grpc_support import ACME, OP, PATIENT, PLATFORM, ServerProcess, config, running, sow, toml_text
 
 
 def test_state_digest_of_a_server_equals_the_offline_replay_of_its_store(
@@ -88,3 +89,29 @@ def test_serve_refuses_a_store_written_for_another_platform(tmp_path: Path,
     other.write_text(toml_text({**PLATFORM, "seed": 4}))
     assert main(["serve", "--store", str(proc.store), "--config", str(other)]) == 2
     assert "not for the configured" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("listen", "match"), [
+    ("127.0.0.1:99999", "listen='127.0.0.1:99999': port 99999 is above the bound 65535"),
+    ("nonsense", "listen='nonsense': cannot bind"),
+])
+def test_serve_refuses_a_listen_address_it_cannot_use(listen: str, match: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "platform.toml"
+    config.write_text(toml_text(PLATFORM))
+    assert main(["serve", "--listen", listen, "--store", str(tmp_path / "s.db"), "--config", str(config)]) == 2
+    assert f"sowsched serve: {match}" in capsys.readouterr().err
+
+
+def test_a_second_server_on_a_port_in_use_is_refused_instead_of_sharing_it(tmp_path: Path) -> None:
+    with running(tmp_path / "a.db") as first:
+        taken = f"127.0.0.1:{first.port}"
+        with pytest.raises(StartupError, match=f"listen='{taken}': cannot bind"):
+            start_server(config(), ServerOptions(store=str(tmp_path / "b.db"), listen=taken)).stop(0)
+
+
+def test_serve_refuses_a_negative_grace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["serve", "--store", str(tmp_path / "s.db"), "--config", "platform.toml", "--grace", "-1"])
+    assert info.value.code == 2
+    assert "argument --grace: -1.0 is not a number of seconds >= 0" in capsys.readouterr().err

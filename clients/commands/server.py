@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -27,7 +28,7 @@ def register(sub: Any) -> None:
     p.add_argument("--max-watchers", type=int, default=None,
                    help="open WatchEvents streams at once (default: half of --workers); more are refused with "
                         "RESOURCE_EXHAUSTED so that unary calls always have threads")
-    p.add_argument("--grace", type=float, default=10.0, help="seconds calls in flight get on SIGTERM")
+    p.add_argument("--grace", type=_seconds, default=10.0, help="seconds calls in flight get on SIGTERM")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument("--snapshot-every", type=int, default=1000,
                    help="logged commands between state snapshots, so a restart replays only the log after the "
@@ -46,6 +47,13 @@ def register(sub: Any) -> None:
                         "from the newest snapshot")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=state_digest)
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{value} is not a number of seconds >= 0")
+    return value
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from clients.cli import main
+from tests.test_commands_jobs import undocumented_arguments
 
 
 def test_json_is_one_object_with_the_runs_and_bins(capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,3 +45,7 @@ def test_runs_without_a_scheduled_job_exit_1(capsys: pytest.CaptureFixture[str])
     assert main(["calibrate", "--workload", "overload", "--seeds", "1", "--load", "0.01", "--json"]) == 1
     out, err = capsys.readouterr()
     assert out == "" and "the 1 runs scheduled no job: nothing to calibrate" in err
+
+
+def test_every_argument_has_a_help_text() -> None:
+    assert undocumented_arguments("calibrate") == []

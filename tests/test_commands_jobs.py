@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from collections.abc import Iterator
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clients.cli import main
+from clients.cli import build_parser, main
 from server.app import RunningServer
 from tests.grpc_support import ACME, OP, running, sow
 
@@ -122,3 +123,13 @@ def test_bad_connection_and_watch_options_exit_2_naming_the_bound(
         srv: RunningServer, argv: list[str], match: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(cli(srv, OP, *argv)) == 2
     assert re.search(match, capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("command", ["submit", "arrive", "complete", "advance", "jobs", "watch", "invoice"])
+def test_every_argument_has_a_help_text(command: str) -> None:
+    assert undocumented_arguments(command) == []
+
+
+def undocumented_arguments(command: str) -> list[str]:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return [a.dest for a in sub.choices[command]._actions if not a.help]

@@ -11,6 +11,7 @@ from clients.cli import main
 from clients.client import SchedulerClient
 from server.app import ServerOptions, StartupError, start_server
 from tests.grpc_support import ACME, OP, PATIENT, PLATFORM, ServerProcess, config, running, sow, toml_text
+from tests.test_commands_jobs import undocumented_arguments
 
 
 def test_state_digest_of_a_server_equals_the_offline_replay_of_its_store(
@@ -115,3 +116,8 @@ def test_serve_refuses_a_negative_grace(tmp_path: Path, capsys: pytest.CaptureFi
         main(["serve", "--store", str(tmp_path / "s.db"), "--config", "platform.toml", "--grace", "-1"])
     assert info.value.code == 2
     assert "argument --grace: -1.0 is not a number of seconds >= 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["serve", "state-digest"])
+def test_every_argument_has_a_help_text(command: str) -> None:
+    assert undocumented_arguments(command) == []

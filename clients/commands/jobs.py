@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the client needs the generated protobuf code (make proto); 
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 DEFAULT_ATTEMPTS = 8
+RETRY_HELP = "idempotency key: a retry with the same id returns the logged reply and changes nothing"
 STATES = ("SUBMITTED", "WAITING", "RUNNING", "COMPLETED", "EVICTED", "CANCELLED", "EXPIRED", "NOT_SCHEDULED")
 
 
@@ -50,19 +51,19 @@ def connect(args: argparse.Namespace) -> SchedulerClient:
 
 def register(sub: Any) -> None:
     p = _command(sub, "submit", "submit a statement of work from a JSON file; prints the binding quote", submit)
-    p.add_argument("sow", type=Path, metavar="SOW.json")
+    p.add_argument("sow", type=Path, metavar="SOW.json", help="one SoW as a JSON object (schema in the README)")
     p.add_argument("--job-id", help="job id (default: the file name without .json)")
     p.add_argument("--request-id", help="idempotency key: a retry with the same id returns the same quote")
     p.add_argument("--tenant", default="", help="operator only: submit on behalf of this tenant")
     p = _command(sub, "arrive", "report that a job is ready now", arrive)
-    p.add_argument("job")
+    p.add_argument("job", help="the job id")
     p.add_argument("--signal", help="the observed signal (omit for none)")
-    p.add_argument("--request-id")
+    p.add_argument("--request-id", help=RETRY_HELP)
     p = _command(sub, "complete", "report that a job's work ends in this round", complete)
-    p.add_argument("job")
-    p.add_argument("--request-id")
+    p.add_argument("job", help="the job id")
+    p.add_argument("--request-id", help=RETRY_HELP)
     p = _command(sub, "advance", "play the current round (operator, simulated clock)", advance)
-    p.add_argument("--request-id")
+    p.add_argument("--request-id", help=RETRY_HELP)
     p = _command(sub, "jobs", "list jobs (a tenant sees its own)", jobs)
     p.add_argument("--state", action="append", choices=STATES, default=[], help="filter (repeatable)")
     p.add_argument("--tenant", default="", help="operator only: one tenant's jobs")

@@ -20,7 +20,7 @@ def register(sub: Any) -> None:
     p.add_argument("--config", required=True, type=Path, help="platform.toml (platform, operator, tenants)")
     p.add_argument("--clock", choices=("simulated", "wall"), default="simulated",
                    help="simulated: AdvanceRound plays a round; wall: a round every --round-seconds")
-    p.add_argument("--round-seconds", type=float, default=60.0)
+    p.add_argument("--round-seconds", type=float, default=60.0, help="seconds per round with --clock wall")
     p.add_argument("--tls-cert", type=Path, help="PEM certificate chain (with --tls-key: serve TLS)")
     p.add_argument("--tls-key", type=Path, help="PEM private key")
     p.add_argument("--port-file", type=Path, help="write the bound port here once serving")
@@ -29,7 +29,8 @@ def register(sub: Any) -> None:
                    help="open WatchEvents streams at once (default: half of --workers); more are refused with "
                         "RESOURCE_EXHAUSTED so that unary calls always have threads")
     p.add_argument("--grace", type=_seconds, default=10.0, help="seconds calls in flight get on SIGTERM")
-    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
+                   help="JSON log lines on stderr at this level and above")
     p.add_argument("--snapshot-every", type=int, default=1000,
                    help="logged commands between state snapshots, so a restart replays only the log after the "
                         "newest (0: never; a snapshot written by other code is ignored)")
@@ -38,7 +39,8 @@ def register(sub: Any) -> None:
                         "by default)")
     p.set_defaults(func=serve)
 
-    p = sub.add_parser("state-digest", help="hash of the full state, from a running server or by replaying a store")
+    p = sub.add_parser("state-digest", help="hash of the full state, from a running server (operator token) or by "
+                                            "replaying a store")
     add_connection_arguments(p)
     p.add_argument("--store", help="replay this store offline instead of asking --server")
     p.add_argument("--config", type=Path, help="platform.toml the store was written with (with --store)")

@@ -133,3 +133,8 @@ def test_every_argument_has_a_help_text(command: str) -> None:
 def undocumented_arguments(command: str) -> list[str]:
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     return [a.dest for a in sub.choices[command]._actions if not a.help]
+
+
+def test_a_round_without_events_prints_one_line(srv: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(cli(srv, OP, "advance")) == 0
+    assert capsys.readouterr().out == "round 0: 0 events, running 0 nodes, unit price 0.1250\n"

@@ -158,8 +158,8 @@ def complete(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any
 
 def advance(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
     r = client.advance(request_id=args.request_id)
-    return {**round_dict(r), "text": f"round {r.round}: {len(r.events)} events, running {r.running} nodes, "
-            f"unit price {r.unit_price:.4f}\n" + "\n".join(event_text(e) for e in r.events)}
+    head = f"round {r.round}: {len(r.events)} events, running {r.running} nodes, unit price {r.unit_price:.4f}"
+    return {**round_dict(r), "text": "\n".join([head, *(event_text(e) for e in r.events)])}
 
 
 def round_dict(r: RoundReport) -> dict[str, Any]:

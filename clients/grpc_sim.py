@@ -63,6 +63,8 @@ def _refusals_as_engine_errors(call: Callable[[], T]) -> T:
 def check_server(client: SchedulerClient, workload: Workload, oracle: OracleKind) -> None:
     """The server must run the workload's platform and oracle, and not have started yet."""
     status = client.status()
+    if not status.state_digest:  # the operator-only fields are absent: submitting would work, advancing not
+        raise RemoteSchedulerError("a simulation needs the operator token (it plays every round); nothing was sent")
     if status.platform != workload.platform:
         raise RemoteSchedulerError(f"the server's platform {status.platform.model_dump()} differs from the "
                                    f"workload's {workload.platform.model_dump()}; start it with that platform")

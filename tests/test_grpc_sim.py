@@ -15,7 +15,7 @@ from mechanism.simulation import Workload, drive, run_simulation
 from mechanism.sow import SoW
 from server.app import RunningServer, ServerOptions, start_server
 from server.config import ServerConfig
-from tests.grpc_support import OP, sow
+from tests.grpc_support import ACME, OP, sow
 
 
 def quick(name: str, seed: int, rounds: int = 20) -> Workload:
@@ -122,5 +122,19 @@ def test_sowsched_simulate_with_server_prints_the_in_process_numbers(
         assert capsys.readouterr().out == local
         assert main(["simulate", "--workload", "toy", "--seed", "4", "--server", target, "--token", OP]) == 1
         assert "a simulation needs a fresh store" in capsys.readouterr().err
+    finally:
+        srv.stop(0)
+
+
+def test_a_tenant_token_is_refused_before_anything_is_submitted(tmp_path: Path) -> None:
+    w = quick("toy", 0)
+    cfg = ServerConfig(platform=w.platform, oracle="mc", tokens={OP: "operator", ACME: "acme"}, tenants=("acme",))
+    srv = start_server(cfg, ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0"))
+    try:
+        with SchedulerClient(f"127.0.0.1:{srv.port}", ACME) as acme, \
+                pytest.raises(RemoteSchedulerError, match="a simulation needs the operator token"):
+            run_remote_simulation(w, acme)
+        with SchedulerClient(f"127.0.0.1:{srv.port}", OP) as op:
+            assert op.status().events == 0
     finally:
         srv.stop(0)

@@ -233,8 +233,9 @@ def _bind(grpc_server: grpc.Server, options: ServerOptions) -> int:
     except RuntimeError:  # gRPC's "Failed to bind": a malformed address or a port in use
         port = 0
     if port == 0:
-        raise StartupError(f"listen={options.listen!r}: cannot bind (the port is in use or the address is not "
-                           "HOST:PORT)")
+        tls = "" if creds is None else ", or the TLS certificate and key are not a matching PEM pair"
+        raise StartupError(f"listen={options.listen!r}: cannot bind (the port is in use, the address is not "
+                           f"HOST:PORT{tls})")
     return port
 
 

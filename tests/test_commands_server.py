@@ -121,3 +121,12 @@ def test_serve_refuses_a_negative_grace(tmp_path: Path, capsys: pytest.CaptureFi
 @pytest.mark.parametrize("command", ["serve", "state-digest"])
 def test_every_argument_has_a_help_text(command: str) -> None:
     assert undocumented_arguments(command) == []
+
+
+def test_a_certificate_and_key_that_do_not_load_are_named_in_the_refusal(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.write_text("not a certificate\n")
+    key.write_text("not a key\n")
+    options = ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0", tls_cert=cert, tls_key=key)
+    with pytest.raises(StartupError, match="or the TLS certificate and key are not a matching PEM pair"):
+        start_server(config(), options).stop(0)

@@ -119,13 +119,17 @@ class ServerConfig:
         return Principal(found) if found is not None else None
 
 
-def parse_config(data: dict[str, Any]) -> ServerConfig:
-    """Validate a decoded platform.toml document."""
+def parse_config(data: dict[str, Any], resolve_tokens: bool = True) -> ServerConfig:
+    """Validate a decoded platform.toml document; without `resolve_tokens` no token is read (offline tools that
+    only replay a store need the platform, not the secrets in the environment)."""
     try:
         doc = ConfigFile.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_explain(exc)) from None
     tokens: dict[str, str] = {}
+    if not resolve_tokens:
+        return ServerConfig(platform=doc.platform, oracle=doc.server.oracle, tokens=tokens,
+                            tenants=tuple(t.name for t in doc.tenants))
     if doc.operator is not None:
         tokens[doc.operator.resolve("operator")] = OPERATOR
     for i, t in enumerate(doc.tenants):
@@ -137,7 +141,7 @@ def parse_config(data: dict[str, Any]) -> ServerConfig:
                         tenants=tuple(t.name for t in doc.tenants))
 
 
-def load_config(path: str | Path) -> ServerConfig:
+def load_config(path: str | Path, resolve_tokens: bool = True) -> ServerConfig:
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -146,7 +150,7 @@ def load_config(path: str | Path) -> ServerConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
     try:
-        return parse_config(data)
+        return parse_config(data, resolve_tokens)
     except ConfigError as exc:
         raise ConfigError(f"{p}: {exc}") from None
 

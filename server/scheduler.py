@@ -175,10 +175,14 @@ class DurableScheduler:
                 continue
             self.engine, self.owners, self._seq = state.engine, state.owners, state.seq
             self._archived = state.marks
-            self.store.discard_after(code, snap.seq)
+            self._discard_after(code, snap.seq)
             return snap.seq
-        self.store.discard_after(code, 0)
+        self._discard_after(code, 0)
         return 0
+
+    def _discard_after(self, code: str, seq: int) -> None:
+        if not self.store.read_only:  # a reader leaves the writer's snapshots alone
+            self.store.discard_after(code, seq)
 
     def _replay(self) -> int:
         n = 0
@@ -239,6 +243,8 @@ class DurableScheduler:
         acknowledged before the commit that makes it durable, and reads (under the same lock) see only
         committed state.
         """
+        if self.store.read_only:
+            raise Unavailable(f"store {self.store.path} is open read-only: it takes no commands")
         name = caller.name if isinstance(caller, Principal) else caller
         logged = body_json(body)
         ticket = _Ticket(name, request_id or None, kind, body, logged, body_hash(kind, body, logged), sow)

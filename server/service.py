@@ -171,6 +171,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def ListJobs(self, request: pb.ListJobsRequest, context: grpc.ServicerContext) -> pb.ListJobsResponse:
         def body(p: Principal) -> pb.ListJobsResponse:
             tenant = _visible_tenant(p, request.tenant)
+            if tenant and tenant not in self.scheduler.config.tenants and tenant != OPERATOR:
+                raise Refused(f"tenant={tenant!r} is not configured")
             size = _page_size(request.page_size)
             after = _page_token(request.page_token)
             states = set(request.states)

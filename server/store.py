@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -88,28 +90,64 @@ def store_path(url: str) -> Path:
 
 
 class CommandStore:
-    """An append-only SQLite log in WAL mode with synchronous=FULL: a returned `append` survives a crash."""
+    """An append-only SQLite log in WAL mode with synchronous=FULL: a returned `append` survives a crash.
 
-    def __init__(self, path: str | Path, identity: dict[str, Any]) -> None:
+    One writer at a time: the writer holds an exclusive lock on `<store>.lock` for as long as it is open (the
+    operating system drops it when the process dies, SIGKILL included), so a second server on the same store is
+    refused instead of interleaving its commands into the log. `read_only` opens without the lock and never
+    writes (offline digests of a store a server is using).
+    """
+
+    def __init__(self, path: str | Path, identity: dict[str, Any], read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
+        self._lock_fd: int | None = None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
-        except sqlite3.Error as exc:
+            if read_only:
+                if not self.path.is_file():
+                    raise StoreError(f"store {self.path}: no such file")
+                self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None,
+                                           check_same_thread=False)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._lock_fd = _lock_exclusively(self.path)
+                self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._db.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            self._unlock()
             raise StoreError(f"store {self.path}: cannot open: {exc}") from None
-        self._check_identity(identity)
+        except StoreError:
+            self._unlock()
+            raise
+        try:
+            self._check_identity(identity)
+        except StoreError:
+            self.close()
+            raise
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor releases the lock
+            self._lock_fd = None
 
     def _check_identity(self, identity: dict[str, Any]) -> None:
         """A log replays only into the platform and oracle that wrote it."""
         wanted = json.dumps(identity, sort_keys=True)
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'identity'").fetchone()
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'identity'").fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {self.path} is not a sowsched command log: {exc}") from None
+        if row is None and self.read_only:
+            raise StoreError(f"store {self.path} holds no command log yet")
         if row is None:
-            self._db.execute("BEGIN IMMEDIATE")
-            self._db.execute("INSERT INTO meta VALUES ('identity', ?), ('schema', ?)", (wanted, SCHEMA_VERSION))
-            self._db.execute("COMMIT")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute("INSERT INTO meta VALUES ('identity', ?), ('schema', ?)", (wanted, SCHEMA_VERSION))
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise StoreError(f"store {self.path}: cannot write its identity: {exc}") from None
         elif row[0] != wanted:
             raise StoreError(f"store {self.path} was written for {row[0]}, not for the configured {wanted}; "
                              "use a new store or the original configuration")
@@ -217,3 +255,17 @@ class CommandStore:
 
     def close(self) -> None:
         self._db.close()
+        self._unlock()
+
+
+def _lock_exclusively(path: Path) -> int:
+    """Hold an exclusive lock on `<path>.lock` (the descriptor returned); refuse if another process holds it."""
+    lock = path.with_name(path.name + ".lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StoreError(f"store {path} is in use by another server (it holds {lock}); stop that server or use "
+                         "another store") from None
+    return fd

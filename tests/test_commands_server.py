@@ -130,3 +130,24 @@ def test_a_certificate_and_key_that_do_not_load_are_named_in_the_refusal(tmp_pat
     options = ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0", tls_cert=cert, tls_key=key)
     with pytest.raises(StartupError, match="or the TLS certificate and key are not a matching PEM pair"):
         start_server(config(), options).stop(0)
+
+
+def test_a_second_server_on_a_store_in_use_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config_file = tmp_path / "platform.toml"
+    config_file.write_text(toml_text(PLATFORM))
+    with running(tmp_path / "s.db"):
+        assert main(["serve", "--listen", "127.0.0.1:0", "--store", str(tmp_path / "s.db"),
+                     "--config", str(config_file)]) == 2
+    assert "s.db is in use by another server" in capsys.readouterr().err
+
+
+def test_an_offline_digest_needs_no_token_secrets_and_reads_a_live_store(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    with running(tmp_path / "s.db") as srv:
+        SchedulerClient(f"127.0.0.1:{srv.port}", ACME).submit("j1", sow())
+        live = srv.scheduler.engine.digest()
+        secretless = tmp_path / "secretless.toml"  # the same platform, tokens only named by variables
+        secretless.write_text(toml_text(PLATFORM).replace(f'token = "{OP}"', 'token_env = "UNSET_OPERATOR_TOKEN"'))
+        monkeypatch.delenv("UNSET_OPERATOR_TOKEN", raising=False)
+        assert main(["state-digest", "--store", str(tmp_path / "s.db"), "--config", str(secretless), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["digest"] == live

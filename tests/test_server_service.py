@@ -311,6 +311,7 @@ def test_list_jobs_pages_in_birth_order_and_filters_by_state(op: SchedulerClient
     ({"page_size": 1001}, r"page_size=1001 is outside \[0, 1000\]"),
     ({"page_token": "abc"}, "page_token='abc' is not a token this server returned"),
     ({"states": ("DONE",)}, r"states=\['DONE'\] are not job states \(SUBMITTED, WAITING"),
+    ({"tenant": "nobody"}, "tenant='nobody' is not configured"),
 ])
 def test_list_jobs_rejects_bad_paging(op: SchedulerClient, kw: dict, match: str) -> None:
     with refused("INVALID_ARGUMENT", match):

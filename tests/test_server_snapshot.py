@@ -11,14 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server import snapshot
-from server.scheduler import DurableScheduler, Refused
+from server.scheduler import DurableScheduler, Refused, Unavailable
 from server.service import encode_reply
 from server.store import CommandStore, Snapshot
 from tests.test_server_scheduler import CONFIG, random_commands
 
 
-def open_with(path: Path, every: int) -> DurableScheduler:
-    return DurableScheduler(CONFIG, CommandStore(path, CONFIG.identity()), encode_reply, snapshot_every=every)
+def open_with(path: Path, every: int, read_only: bool = False) -> DurableScheduler:
+    return DurableScheduler(CONFIG, CommandStore(path, CONFIG.identity(), read_only=read_only), encode_reply,
+                            snapshot_every=every)
 
 
 def run(sched: DurableScheduler, seed: int, n: int) -> None:
@@ -41,7 +42,7 @@ def test_restart_from_a_snapshot_equals_a_full_replay(tmp_path_factory: pytest.T
     digest, logged = live.engine.digest(), live.store.count()
     invoices = {t: live.invoices.page(t, -1, 10**6).charges for t in ("acme", "globex", "operator")}
     live.close()
-    fast, full = open_with(path, every), open_with(path, 0)
+    fast, full = open_with(path, every), open_with(path, 0, read_only=True)
     assert fast.engine.digest() == full.engine.digest() == digest
     for restarted in (fast, full):  # the invoice index is rebuilt from the restored ledger
         assert {t: restarted.invoices.page(t, -1, 10**6).charges for t in invoices} == invoices
@@ -112,7 +113,7 @@ def test_a_damaged_history_part_falls_back_and_later_snapshots_carry_on(tmp_path
     run(again, 10, 60)  # new snapshots continue the history from the older one
     digest = again.engine.digest()
     again.close()
-    fast, full = open_with(tmp_path / "s.db", 10), open_with(tmp_path / "s.db", 0)
+    fast, full = open_with(tmp_path / "s.db", 10), open_with(tmp_path / "s.db", 0, read_only=True)
     assert fast.restored_from > older.seq and fast.engine.digest() == full.engine.digest() == digest
     fast.close()
     full.close()
@@ -136,3 +137,17 @@ def test_a_snapshot_that_is_not_scheduler_state_is_refused() -> None:
 def test_the_code_identity_is_stable_and_covers_the_sources() -> None:
     assert snapshot.code_identity() == snapshot.code_identity()
     assert len(snapshot.code_identity()) == 64
+
+
+def test_a_read_only_scheduler_takes_no_commands_and_leaves_the_writers_snapshots_alone(tmp_path: Path) -> None:
+    sched = open_with(tmp_path / "s.db", 2)
+    run(sched, 6, 30)
+    newest, older = sched.store.snapshots()
+    sched.store.save_snapshot(Snapshot(newest.seq, newest.code, "0" * 64, newest.state))  # unusable now
+    reader = open_with(tmp_path / "s.db", 2, read_only=True)  # beside the live writer
+    assert reader.restored_from == older.seq and reader.engine.digest() == sched.engine.digest()
+    assert [s.seq for s in sched.store.snapshots()] == [newest.seq, older.seq]  # nothing dropped
+    with pytest.raises(Unavailable, match="is open read-only: it takes no commands"):
+        reader.execute("operator", None, "advance", {})
+    reader.close()
+    sched.close()

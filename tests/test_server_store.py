@@ -100,3 +100,33 @@ def test_body_hash_is_the_logged_formula_so_older_logs_still_match_their_retries
     formula = hashlib.sha256(json.dumps(["submit", body], sort_keys=True).encode()).hexdigest()
     assert body_hash("submit", body) == formula
     assert body_hash("submit", body, body_json(body)) == formula
+
+
+def test_a_second_writer_on_the_same_store_is_refused_until_the_first_closes(tmp_path: Path) -> None:
+    first = CommandStore(tmp_path / "s.db", IDENTITY)
+    with pytest.raises(StoreError, match=r"s\.db is in use by another server \(it holds .*s\.db\.lock\)"):
+        CommandStore(tmp_path / "s.db", IDENTITY)
+    first.close()
+    CommandStore(tmp_path / "s.db", IDENTITY).close()  # the lock went with the first writer
+
+
+def test_a_read_only_store_reads_beside_the_writer_and_never_writes(tmp_path: Path) -> None:
+    writer = CommandStore(tmp_path / "s.db", IDENTITY)
+    writer.append("submit", "acme", "r1", {"job_id": "a"}, "h1", b"q", 0)
+    reader = CommandStore(tmp_path / "s.db", IDENTITY, read_only=True)
+    assert [c.body for c in reader.commands()] == [{"job_id": "a"}]
+    with pytest.raises(StoreError, match="cannot append the submit command: attempt to write a readonly database"):
+        reader.append("submit", "acme", "r2", {"job_id": "b"}, "h2", b"q", 0)
+    reader.close()
+    writer.append("advance", "operator", None, {}, "h3", b"r", 0)  # the reader took no lock
+    writer.close()
+
+
+@pytest.mark.parametrize(("make", "match"), [
+    (lambda p: None, r"s\.db: no such file"),
+    (lambda p: sqlite3.connect(p).close(), r"s\.db is not a sowsched command log"),
+])
+def test_a_read_only_store_must_be_an_existing_log(tmp_path: Path, make: object, match: str) -> None:
+    make(tmp_path / "s.db")  # type: ignore[operator]
+    with pytest.raises(StoreError, match=match):
+        CommandStore(tmp_path / "s.db", IDENTITY, read_only=True)

@@ -112,9 +112,9 @@ def _offline_digest(args: argparse.Namespace) -> dict[str, Any]:
     path = store_path(args.store)
     if not path.is_file():
         raise ValueError(f"store={args.store!r}: no such file {path}")
-    config = load_config(args.config)
+    config = load_config(args.config, resolve_tokens=False)  # replaying needs the platform, not the secrets
     started = time.perf_counter()
-    sched = DurableScheduler(config, CommandStore(path, config.identity()), encode_reply,
+    sched = DurableScheduler(config, CommandStore(path, config.identity(), read_only=True), encode_reply,
                              snapshot_every=0 if args.full_replay else SNAPSHOT_EVERY)
     replay_s = time.perf_counter() - started
     try:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from mechanism.bench.args import bounded_int, int_list
 from mechanism.engine import Engine
 from mechanism.failure_literal import literal_failure
 from mechanism.jobs import JobState
@@ -18,12 +19,14 @@ from mechanism.sow import SoW
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--jobs", default="100,1000", help="earlier active jobs for the quote-latency runs")
-    p.add_argument("--quotes", type=int, default=40, help="quotes timed per run")
-    p.add_argument("--literal-jobs", type=int, default=100, help="earlier jobs in the literal-procedure case")
-    p.add_argument("--literal-candidates", type=int, default=2, help="(s, d) candidates timed literally")
-    p.add_argument("--samples", type=int, default=None, help="override the Lemma F.1 sample count")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jobs", type=int_list(1), default=[100, 1000],
+                   help="earlier active jobs for the quote-latency runs, comma separated")
+    p.add_argument("--quotes", type=bounded_int(1), default=40, help="quotes timed per run")
+    p.add_argument("--literal-jobs", type=bounded_int(1), default=100,
+                   help="earlier jobs in the literal-procedure case")
+    p.add_argument("--literal-candidates", type=bounded_int(1), default=2, help="(s, d) candidates timed literally")
+    p.add_argument("--samples", type=bounded_int(1), default=None, help="override the Lemma F.1 sample count")
+    p.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the random SoWs and of the platform")
 
 
 def bench_platform(seed: int, samples: int | None) -> Platform:
@@ -158,7 +161,8 @@ def warm_up(p: Platform, seed: int) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     p = bench_platform(args.seed, args.samples)
     warm_up(p, args.seed)
-    runs = [quote_latency(p, int(k), args.quotes, args.seed) for k in str(args.jobs).split(",")]
+    jobs = args.jobs if isinstance(args.jobs, list) else int_list(1)(str(args.jobs))
+    runs = [quote_latency(p, k, args.quotes, args.seed) for k in jobs]
     big = max(runs, key=lambda r: r["active_jobs"])
     lit = literal_speedup(p, args.literal_jobs, args.literal_candidates, args.seed)
     return {"platform": p.model_dump(), "samples": p.sample_count, "runs": runs,

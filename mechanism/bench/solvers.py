@@ -6,6 +6,7 @@ import argparse
 import time
 from typing import Any
 
+from mechanism.bench.args import bounded_int, int_list, positive_float
 from mechanism.offline.cpsat import BOUND_MODELS, STRATEGIES, CpSatParams, solve_cpsat
 from mechanism.offline.greedy import density_greedy
 from mechanism.offline.hindsight import HindsightInstance, OfflineResult
@@ -18,11 +19,11 @@ DEFAULT_PLAIN_SHARE = 0.7
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sizes", default="50,100,200,400", help="jobs per instance, comma separated")
-    p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT,
+    p.add_argument("--sizes", type=int_list(1), default=[50, 100, 200, 400], help="jobs per instance, comma separated")
+    p.add_argument("--time-limit", type=positive_float, default=DEFAULT_TIME_LIMIT,
                    help=f"seconds per solver and instance (default {DEFAULT_TIME_LIMIT:g}; the issue's target "
                         "is stated for 60)")
-    p.add_argument("--workers", type=int, default=DEFAULT_WORKERS,
+    p.add_argument("--workers", type=bounded_int(1), default=DEFAULT_WORKERS,
                    help=f"CP-SAT workers (default {DEFAULT_WORKERS}: more than the cores, for CP-SAT's wider "
                         "portfolio incl. its max_lp bound worker; they share the cores)")
     p.add_argument("--strategy", choices=STRATEGIES, default="two_phase", help="CP-SAT model strategy")
@@ -35,10 +36,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="add the left-shift dominance to CP-SAT's time-indexed channel")
     p.add_argument("--hint", choices=("greedy", "none"), default="greedy",
                    help="warm-start both solvers with the same density-greedy schedule, or with nothing")
-    p.add_argument("--threads", type=int, default=1, help="HiGHS threads")
-    p.add_argument("--capacity", type=int, default=64)
-    p.add_argument("--horizon", type=int, default=200, help="rounds over which jobs are born")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=bounded_int(1), default=1, help="HiGHS threads")
+    p.add_argument("--capacity", type=bounded_int(16), default=64,
+                   help="nodes C of the instances (at least the largest concurrency, 16)")
+    p.add_argument("--horizon", type=bounded_int(1), default=200, help="rounds over which jobs are born")
+    p.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the random instances")
 
 
 def instance_for(n_jobs: int, seed: int, capacity: int, horizon: int) -> HindsightInstance:
@@ -53,7 +55,7 @@ def offered_load(instance: HindsightInstance) -> float:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    sizes = [int(x) for x in str(args.sizes).split(",") if x.strip()]
+    sizes = args.sizes if isinstance(args.sizes, list) else int_list(1)(str(args.sizes))
     rows = [_compare(instance_for(n, args.seed, args.capacity, args.horizon), args) for n in sizes]
     return {"benchmark": "solvers", "time_limit": args.time_limit, "cpsat_workers": args.workers,
             "cpsat_strategy": args.strategy, "plain_share": args.plain_share, "left_shift": args.left_shift,

@@ -1,0 +1,42 @@
+"""Argument types of the benchmark commands: every count and limit is checked when the command line is parsed."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+
+def bounded_int(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= `low`."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is below the bound {low}")
+        return value
+    return parse
+
+
+def int_list(low: int) -> Callable[[str], list[int]]:
+    """An argparse type: comma-separated integers, each >= `low` (at least one)."""
+    one = bounded_int(low)
+
+    def parse(text: str) -> list[int]:
+        values = [one(part.strip()) for part in text.split(",") if part.strip()]
+        if not values:
+            raise argparse.ArgumentTypeError(f"{text!r} names no value")
+        return values
+    return parse
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value} must be a finite number above 0")
+    return value

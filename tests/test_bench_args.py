@@ -38,3 +38,21 @@ def test_the_bench_command_refuses_them_before_running(argv: list[str], match: s
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2 and match in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "match"), [
+    (["bench", "core", "--out", "{tmp}/missing/x.json"], "its directory {tmp}/missing does not exist"),
+    (["bench", "core", "--out", "{tmp}"], "is a directory"),
+    (["bench", "welfare", "--workload", "toy", "--out", "{tmp}/file.txt"], "exists and is not a directory"),
+])
+def test_an_out_path_that_cannot_be_written_is_refused_before_the_benchmark_runs(
+        argv: list[str], match: str, tmp_path: object, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import mechanism.bench.core as core
+    from clients.commands import welfare
+
+    (tmp_path / "file.txt").write_text("x")  # type: ignore[operator]
+    for module in (core, welfare):
+        monkeypatch.setattr(module, "run", lambda args: pytest.fail("the benchmark ran"))
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
+    assert match.replace("{tmp}", str(tmp_path)) in capsys.readouterr().err

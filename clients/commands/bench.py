@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 # Each benchmark module exposes `add_arguments(parser)`, `run(args) -> dict` and `table(result) -> str`.
@@ -32,6 +34,10 @@ def register(sub: Any) -> None:
 
 def _runner(module: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
+        problem = _unwritable(args.out, getattr(args, "out_is_dir", False)) if args.out else None
+        if problem:  # refuse before the benchmark runs, not after
+            print(f"sowsched bench: --out {args.out}: {problem}", file=sys.stderr)
+            return 2
         result = module.run(args)
         text = json.dumps(result, indent=2, sort_keys=True)
         if args.out and not getattr(args, "out_is_dir", False):  # a benchmark may take --out as its DIR
@@ -45,3 +51,19 @@ def _runner(module: Any) -> Any:
         return 0
 
     return run
+
+
+def _unwritable(out: str, is_dir: bool) -> str | None:
+    """Why `out` (a file, or a directory to create) cannot be written, or None."""
+    path = Path(out)
+    if is_dir:
+        if path.exists() and not path.is_dir():
+            return "exists and is not a directory"
+        parent = path if path.exists() else next((a for a in path.parents if a.exists()), Path("."))
+    else:
+        if path.is_dir():
+            return "is a directory"
+        parent = path.parent if str(path.parent) else Path(".")
+        if not parent.is_dir():
+            return f"its directory {parent} does not exist"
+    return None if os.access(parent, os.W_OK) else f"{parent} is not writable"

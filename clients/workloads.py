@@ -204,6 +204,18 @@ def parse_workload(data: Any, name: str = "file", seed: int | None = None) -> Wo
     return Workload(name=name, platform=platform, jobs=tuple(jobs))
 
 
+def workload_document(workload: Workload) -> dict[str, Any]:
+    """The W.json document of a workload, realized outcomes included: `parse_workload` of it gives it back."""
+    return {
+        "platform": workload.platform.model_dump(mode="json", exclude_none=True),
+        "jobs": [{"id": j.id, "birth": j.birth, "concurrency": j.sow.concurrency,
+                  "value_steps": [[k, v] for k, v in j.sow.value_steps],
+                  "outcomes": [[o.arrival_offset, o.duration, o.probability, o.signal] for o in j.sow.outcomes],
+                  "signal_mode": j.sow.signal_mode, "realized": [j.arrival_offset, j.duration]}
+                 for j in workload.jobs],
+    }
+
+
 def read_workload_document(path: str | Path) -> Any:
     """The JSON document of a W.json file, not yet validated (`parse_workload` does that); bad JSON names the
     line and column."""

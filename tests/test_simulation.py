@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clients.cli import main
-from clients.workloads import load_workload_file, make_workload, parse_workload
+from clients.workloads import load_workload_file, make_workload, parse_workload, workload_document
 from mechanism.simulation import run_simulation
 
 PLATFORM = {"C": 4, "C_m": 2, "D_m": 3, "S_m": 8, "H": 50.0, "epsilon": 0.1, "eps0": 0.05, "delta0": 0.05,
@@ -162,3 +162,24 @@ def test_a_negative_seed_is_refused_by_the_parser(capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit) as info:
         main(["simulate", "--workload", "toy", "--seed", "-1"])
     assert info.value.code == 2 and "argument --seed: -1 is below the bound 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("name", "params"), [("toy", {"jobs": 12}), ("pipelines", {"rounds": 24}),
+                                              ("overload", {"rounds": 10})])
+def test_a_workload_written_as_w_json_reads_back_as_the_same_workload_and_run(name: str, params: dict) -> None:
+    w = make_workload(name, seed=4, **params)
+    doc = json.loads(json.dumps(workload_document(w)))  # through JSON text, as a file holds it
+    back = parse_workload(doc, name=w.name)
+    assert back == w
+    a, b = run_simulation(w), run_simulation(back)
+    assert a.summary() == b.summary() and [e.to_dict() for e in a.events] == [e.to_dict() for e in b.events]
+
+
+def test_cli_simulate_writes_the_workload_it_simulates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "W.json"
+    assert main(["simulate", "--workload", "overload", "--seed", "2", "--load", "0.5", "--json",
+                 "--write-workload", str(out)]) == 0
+    named = json.loads(capsys.readouterr().out)
+    assert main(["simulate", "--workload-file", str(out), "--json"]) == 0
+    from_file = json.loads(capsys.readouterr().out)
+    assert {k: v for k, v in from_file.items() if k != "workload"} == {k: v for k, v in named.items() if k != "workload"}

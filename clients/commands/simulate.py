@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clients.workloads import WORKLOADS, load_workload_file, make_workload
+from clients.workloads import WORKLOADS, load_workload_file, make_workload, workload_document
 from mechanism.simulation import SimulationResult, Workload, run_simulation
 
 
@@ -24,6 +24,8 @@ def register(sub: Any) -> None:
                    help="scale the job rate of a named workload (default 1; not with --workload-file)")
     p.add_argument("--oracle", choices=("mc", "exact"), default="mc", help="failure oracle")
     p.add_argument("--events", metavar="OUT.jsonl", help="write one JSON object per event")
+    p.add_argument("--write-workload", metavar="W.json",
+                   help="also write the workload as simulated (its SoWs and realized outcomes) as a W.json file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--server", metavar="HOST:PORT", help="drive a running server (fresh store) over gRPC instead")
     p.add_argument("--token", default=os.environ.get("SOWSCHED_TOKEN"), help="operator token for --server")
@@ -51,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
         workload = load(args)
         if args.events:  # fail before the run, not after it
             Path(args.events).open("w", encoding="utf-8").close()
+        if args.write_workload:
+            Path(args.write_workload).write_text(json.dumps(workload_document(workload), indent=1) + "\n",
+                                                 encoding="utf-8")
     except (OSError, ValueError) as exc:
         print(f"sowsched simulate: {exc}", file=sys.stderr)
         return 2

@@ -19,8 +19,8 @@ def test_bounded_ints_lists_and_positive_floats_parse_what_they_accept() -> None
     (bounded_int(0), "x", "'x' is not an integer"),
     (int_list(1), "100,-1", "-1 is below the bound 1"),
     (int_list(1), ",", "',' names no value"),
-    (positive_float, "0", "0.0 must be a finite number above 0"),
-    (positive_float, "inf", "inf must be a finite number above 0"),
+    (positive_float, "0", "0.0 must be positive and finite"),
+    (positive_float, "inf", "inf must be positive and finite"),
     (positive_float, "soon", "'soon' is not a number"),
 ])
 def test_bad_benchmark_arguments_are_refused_naming_the_value(parse: object, text: str, match: str) -> None:
@@ -30,7 +30,7 @@ def test_bad_benchmark_arguments_are_refused_naming_the_value(parse: object, tex
 
 @pytest.mark.parametrize(("argv", "match"), [
     (["bench", "core", "--jobs", "-1"], "argument --jobs: -1 is below the bound 1"),
-    (["bench", "solvers", "--time-limit", "-1"], "argument --time-limit: -1.0 must be a finite number above 0"),
+    (["bench", "solvers", "--time-limit", "-1"], "argument --time-limit: -1.0 must be positive and finite"),
     (["bench", "solvers", "--capacity", "8"], "argument --capacity: 8 is below the bound 16"),
 ])
 def test_the_bench_command_refuses_them_before_running(argv: list[str], match: str,

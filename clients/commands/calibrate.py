@@ -7,10 +7,10 @@ import dataclasses
 import json
 import math
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from clients.workloads import WORKLOADS, make_workload
+from mechanism.bench.args import bounded_int, positive_float
 from mechanism.calibration import Calibration, calibrate
 from mechanism.simulation import run_simulation
 
@@ -18,30 +18,18 @@ from mechanism.simulation import run_simulation
 def register(sub: Any) -> None:
     p = sub.add_parser("calibrate", help="announced failure estimates against realized failures over many seeds")
     p.add_argument("--workload", choices=WORKLOADS, default="overload", help="named workload (default %(default)s)")
-    p.add_argument("--seeds", type=_at_least(1), default=50,
+    p.add_argument("--seeds", type=bounded_int(1), default=50,
                    help="independent runs (seeds first-seed .. first-seed+N-1)")
-    p.add_argument("--first-seed", type=_at_least(0), default=0, help="seed of the first run")
-    p.add_argument("--load", type=_positive_float, default=1.0, help="scale the workload's job rate")
-    p.add_argument("--rounds", type=_at_least(1), default=20, help="rounds of jobs per run (overload and pipelines)")
+    p.add_argument("--first-seed", type=bounded_int(0), default=0, help="seed of the first run")
+    p.add_argument("--load", type=positive_float, default=1.0, help="scale the workload's job rate")
+    p.add_argument("--rounds", type=bounded_int(1), default=20, help="rounds of jobs per run (overload and pipelines)")
     p.add_argument("--oracle", choices=("mc", "exact"), default="mc", help="failure oracle")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
-def _at_least(bound: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < bound:
-            raise argparse.ArgumentTypeError(f"{value} is below the bound {bound}")
-        return value
-    return parse
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"{value} must be positive and finite")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,44 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from clients.swf import CLEANING_RULES, CleaningReport, load_workload
+from mechanism.bench.args import bounded_int, positive_float
 from mechanism.hpc.cp import DEFAULT_TIME_LIMIT, Objective
 from mechanism.hpc.jobs import ESTIMATE_MODES, Workload
 from mechanism.hpc.study import StudyConfig, make_scheduler, run_scheduler, run_study, study_table
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{value} must be > 0")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"{value} must be > 0")
-    return value
-
-
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", required=True, help="SWF file")
-    parser.add_argument("--nodes", type=_positive_int, help="node count R (default: header MaxNodes/MaxProcs)")
+    parser.add_argument("--nodes", type=bounded_int(1), help="node count R (default: header MaxNodes/MaxProcs)")
     parser.add_argument("--estimates", choices=ESTIMATE_MODES, default="exact", help="E_j = runtime or requested")
     parser.add_argument(
-        "--time-limit", type=_positive_float, default=DEFAULT_TIME_LIMIT, help="CP-SAT seconds per round (off-line: total)"
+        "--time-limit", type=positive_float, default=DEFAULT_TIME_LIMIT, help="CP-SAT seconds per round (off-line: total)"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -49,15 +28,15 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def register(sub: Any) -> None:
     p = sub.add_parser("hpc", help="schedule an SWF trace with one scheduler and print the seed-001 metrics")
     _common(p)
-    p.add_argument("--jobs", type=_positive_int, help="use only the first N jobs")
+    p.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
     p.add_argument("--scheduler", required=True, help="e.g. fcfs-conservative, easy, cp-af, cp-offline-awf")
     p.set_defaults(func=_refusing_bad_input("hpc", hpc))
     s = sub.add_parser("hpc-study", help="Table-2-style comparison (percent of List-REG) on an SWF trace")
     _common(s)
-    s.add_argument("--jobs", type=_positive_int, help="trace prefix for the list schedulers and EASY (default all)")
-    s.add_argument("--cp-jobs", type=_non_negative_int, default=0, help="trace prefix for the on-line CP schedulers (0: skip)")
-    s.add_argument("--offline-jobs", type=_non_negative_int, default=0, help="window for the off-line CP schedulers (0: skip)")
-    s.add_argument("--offline-time-limit", type=_positive_float, default=60.0, help="CP-SAT seconds per off-line window")
+    s.add_argument("--jobs", type=bounded_int(1), help="trace prefix for the list schedulers and EASY (default all)")
+    s.add_argument("--cp-jobs", type=bounded_int(0), default=0, help="trace prefix for the on-line CP schedulers (0: skip)")
+    s.add_argument("--offline-jobs", type=bounded_int(0), default=0, help="window for the off-line CP schedulers (0: skip)")
+    s.add_argument("--offline-time-limit", type=positive_float, default=60.0, help="CP-SAT seconds per off-line window")
     s.add_argument("--schedulers", help="comma-separated subset of the table's schedulers")
     s.set_defaults(func=_refusing_bad_input("hpc-study", hpc_study))
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 from clients.sweep import BACKENDS, run_tasks
 from clients.workloads import WORKLOADS, make_workload, parse_workload, read_workload_document
+from mechanism.bench.args import bounded_int, positive_float
 from mechanism.offline.cpsat import BOUND_MODELS, STRATEGIES
 from mechanism.offline.report import (
     OfflineConfig,
@@ -45,18 +45,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--loads", default=None,
                    help=f"comma-separated load factors of a named workload (default {DEFAULT_LOADS}); "
                         "not with --workload-file")
-    p.add_argument("--seeds", type=_positive_int, default=3,
+    p.add_argument("--seeds", type=bounded_int(1), default=3,
                    help="seeds 0..N-1 per load (a file: each re-seeds the platform's sampling)")
     p.add_argument("--backend", choices=BACKENDS, default="local", help="local process pool or Ray tasks")
     p.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
-    p.add_argument("--processes", type=_positive_int, default=None, help="local pool size (default: all cores)")
-    p.add_argument("--ray-cpus", type=_positive_int, default=None, help="CPUs of a local Ray (default: all)")
+    p.add_argument("--processes", type=bounded_int(1), default=None, help="local pool size (default: all cores)")
+    p.add_argument("--ray-cpus", type=bounded_int(1), default=None, help="CPUs of a local Ray (default: all)")
     p.add_argument("--solver", choices=("cpsat", "milp"), default="cpsat", help="offline solver")
     p.add_argument("--strategy", choices=STRATEGIES, default="two_phase", help="CP-SAT model strategy")
     p.add_argument("--bound-model", choices=BOUND_MODELS, default="indexed",
                    help="CP-SAT two_phase: the second model (indexed: the time-indexed model alone; channel: "
                         "intervals plus the time-indexed channel)")
-    p.add_argument("--time-limit", type=_positive_float, default=10.0,
+    p.add_argument("--time-limit", type=positive_float, default=10.0,
                    help="offline limit per run: CP-SAT deterministic time (reproducible), MILP seconds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(out_is_dir=True)
@@ -66,18 +66,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             action.metavar = "DIR"
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is below the bound 1")
-    return value
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"{value} must be positive and finite")
-    return value
 
 
 def parse_loads(text: str) -> list[float]:

@@ -1,4 +1,4 @@
-"""Argument types of the benchmark commands: every count and limit is checked when the command line is parsed."""
+"""Argument types of the command lines (benchmarks and CLI): counts and limits are checked when parsed."""
 
 from __future__ import annotations
 
@@ -38,5 +38,5 @@ def positive_float(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{value} must be a finite number above 0")
+        raise argparse.ArgumentTypeError(f"{value} must be positive and finite")
     return value

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from mechanism.platform import Platform
 
 OPERATOR = "operator"
+CLOCK = "clock"  # the caller wall-clock rounds are logged as; it may act on every job
 TENANT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
@@ -49,6 +50,8 @@ class TenantConfig(TokenSource):
     def _not_operator(cls, v: str) -> str:
         if v == OPERATOR:
             raise ValueError(f"name={v!r} is reserved for the operator")
+        if v == CLOCK:
+            raise ValueError(f"name={v!r} is reserved for the wall clock")
         return v
 
 

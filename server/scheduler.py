@@ -16,14 +16,13 @@ from typing import Any
 from mechanism.engine import Engine, EngineError, HistoryMarks, JobView, Quote, RoundReport
 from mechanism.sow import SoW
 from server import snapshot
-from server.config import OPERATOR, Principal, ServerConfig
+from server.config import CLOCK, OPERATOR, Principal, ServerConfig
 from server.indexes import InvoiceIndex, JobIndex
 from server.metrics import NO_METRICS, Observer
 from server.store import CommandStore, Snapshot, StoreError
 
 Result = Quote | JobView | RoundReport
 Encoder = Callable[[str, Result, str], bytes]  # (kind, result, owner tenant) -> the reply as sent
-CLOCK = "clock"  # the caller recorded for wall-clock rounds
 SNAPSHOT_EVERY = 1000  # logged commands between snapshots
 
 log = logging.getLogger("sowsched.scheduler")

@@ -43,6 +43,8 @@ def test_a_file_round_trips(tmp_path: Path) -> None:
     (with_(tenants=[{"name": "acme", "token": "short"}]), r"tenants.0.token \(value 'short'\).*at least 8"),
     (with_(tenants=[{"name": "acme"}]), r"give exactly one of token .* or token_env"),
     (with_(tenants=[{"name": "operator", "token": "tok-tok-tok"}]), r"name='operator' is reserved"),
+    # wall-clock rounds are logged as the caller 'clock', which the scheduler lets act on every job
+    (with_(tenants=[{"name": "clock", "token": "tok-tok-tok"}]), r"name='clock' is reserved for the wall clock"),
     (with_(tenants=[{"name": "bad name", "token": "tok-tok-tok"}]), r"tenants.0.name \(value 'bad name'\)"),
     (with_(tenants=[{"name": "a", "token": "tok-tok-1"}, {"name": "a", "token": "tok-tok-2"}]),
      r"tenants\[1\].name='a' is used twice"),

@@ -203,6 +203,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 length = request.length if request.length else horizon
                 if start < engine.now:
                     raise Refused(f"start={start} is before the current round {engine.now}")
+                if start > engine.now + 10 * horizon:  # y is 0 there; reading it would grow the price book
+                    raise Refused(f"start={start} is after round {engine.now + 10 * horizon}, 10 horizons ahead of "
+                                  f"the current round {engine.now}")
                 if not 1 <= length <= 10 * horizon:
                     raise Refused(f"length={length} is outside [1, {10 * horizon}] (10 horizons)")
                 y, price = engine.price_menu(start, length)

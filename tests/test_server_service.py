@@ -345,6 +345,18 @@ def test_the_price_menu_is_eq_7_of_the_expected_usage(acme: SchedulerClient, op:
         acme.price_menu(1, 200)
 
 
+@pytest.mark.parametrize("start", [111 + 1, 10**8, 2**62])
+def test_a_price_menu_too_far_ahead_is_refused_and_allocates_nothing(srv: RunningServer, acme: SchedulerClient,
+                                                                    start: int) -> None:
+    # y beyond the horizon is 0 anyway; reading it grew the engine's price book up to `start` (800 MB at 10^8,
+    # kept in memory and in every snapshot after) or failed as INTERNAL
+    size = srv.scheduler.engine.prices._y.size
+    with refused("INVALID_ARGUMENT", rf"start={start} is after round 110, 10 horizons ahead of the current round 0"):
+        acme.price_menu(start, 3)
+    assert srv.scheduler.engine.prices._y.size == size
+    assert acme.price_menu(110, 110).unit_price == pytest.approx([1 / 8] * 110)
+
+
 def test_invoices_are_per_tenant_and_operator_only_for_others(acme: SchedulerClient, globex: SchedulerClient,
                                                               op: SchedulerClient) -> None:
     for client_, job in ((acme, "a1"), (globex, "g1")):  # one round each: both start at once

@@ -277,16 +277,21 @@ class DurableScheduler:
                     else:
                         t.ack = Acknowledged(reply, replayed=True)
                 applied = time.perf_counter()  # the rest of the block is the commit
-        except StoreError as exc:
-            # The engine has applied commands the log does not hold: stop serving; a restart replays the log.
-            self._broken = f"the command log failed ({exc}); the server must be restarted"
-            log.critical("command log failed", extra={"fields": {"error": str(exc)}})
-            for t in batch:
-                if t.error is None:
-                    t.ack, t.error = None, Unavailable(self._broken)
         except Unavailable as exc:
             for t in batch:
                 t.error = exc
+        except Exception as exc:
+            # The log failed, or a command failed half-way (a bug): the engine has applied commands the log does
+            # not hold and the batch is rolled back. Stop serving; a restart replays the log.
+            if isinstance(exc, StoreError):
+                self._broken = f"the command log failed ({exc}); the server must be restarted"
+            else:
+                self._broken = f"a command failed unexpectedly ({type(exc).__name__}); the server must be restarted"
+            log.critical("command batch failed", exc_info=not isinstance(exc, StoreError),
+                         extra={"fields": {"error": repr(exc)}})
+            for t in batch:
+                if t.error is None:
+                    t.ack, t.error = None, Unavailable(self._broken)
         else:
             now, n = time.perf_counter(), max(len(batch), 1)
             for t, reply in logged:

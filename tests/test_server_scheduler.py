@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +16,15 @@ from hypothesis import strategies as st
 
 from mechanism.engine import Engine, EngineError
 from server.config import ServerConfig
-from server.scheduler import CLOCK, DurableScheduler, PermissionDenied, Refused, apply_command
+from server.scheduler import (
+    CLOCK,
+    Acknowledged,
+    DurableScheduler,
+    PermissionDenied,
+    Refused,
+    Unavailable,
+    apply_command,
+)
 from server.service import encode_reply
 from server.store import CommandStore
 from tests.conftest import random_sow, small_platform
@@ -143,3 +154,106 @@ def test_the_settler_ends_with_the_scheduler_and_settling_never_changes_the_stat
     sched.close()
     sched._settler.join(timeout=10)
     assert not sched._settler.is_alive()
+
+
+class _FailingCommit:
+    """A sqlite3 connection whose COMMIT fails (a full or failing disk), everything else passed through."""
+
+    def __init__(self, db: object) -> None:
+        self._db = db
+
+    def execute(self, sql: str, *args: object) -> object:
+        if sql == "COMMIT":
+            raise sqlite3.OperationalError("disk I/O error")
+        return self._db.execute(sql, *args)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._db, name)
+
+
+def _batch_of(sched: DurableScheduler, calls: list[tuple[str, str, dict]]) -> list[object]:
+    """Run `calls` concurrently as one group-commit batch; each caller's reply or exception, in order."""
+    results: list[object] = [None] * len(calls)
+
+    def call(i: int) -> None:
+        caller, request_id, body = calls[i]
+        try:
+            results[i] = sched.execute(caller, request_id, "submit", body)
+        except BaseException as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(calls))]
+    with sched._lock:  # the writer is busy: every call queues, and the first to get the lock runs them all
+        for t in threads:
+            t.start()
+        while len(sched._queue) < len(calls):
+            time.sleep(0.001)
+    for t in threads:
+        t.join(10)
+    return results
+
+
+def _submit(job: str, tenant: str = "acme") -> dict:
+    sow = random_sow(np.random.default_rng(len(job)), PLATFORM, signal_mode="duration").model_dump(mode="json")
+    return {"job_id": job, "tenant": tenant, "sow": sow}
+
+
+def test_a_command_failing_half_way_in_a_batch_stops_serving_and_a_restart_reaches_the_logged_state(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sched = open_scheduler(tmp_path / "s.db")
+    sched.execute("acme", "r0", "submit", _submit("j0"))
+    logged = sched.engine.digest()
+    real_submit = sched.engine.submit
+
+    def half_way(job_id: str, sow: object) -> object:  # a bug: the engine changes, then raises
+        quote = real_submit(job_id, sow)  # type: ignore[arg-type]
+        if job_id == "boom":
+            raise RuntimeError("a bug after the engine changed")
+        return quote
+
+    monkeypatch.setattr(sched.engine, "submit", half_way)
+    results = _batch_of(sched, [("acme", "r1", _submit("j1")), ("globex", "r2", _submit("boom", "globex"))])
+    # j1 was applied to the engine and then rolled back from the log with the batch: no caller may be told
+    # anything but "retry after a restart", and nothing may be served from the engine any more
+    assert [type(r).__name__ for r in results] == ["Unavailable", "Unavailable"]
+    assert all("the server must be restarted" in str(r) for r in results)
+    with pytest.raises(Unavailable, match="the server must be restarted"):
+        sched.execute("acme", "r3", "submit", _submit("j3"))
+    with pytest.raises(Unavailable, match="the server must be restarted"), sched.reading():
+        pass
+    assert sched.store.count() == 1
+    sched.close()
+    again = open_scheduler(tmp_path / "s.db")
+    assert (again.replayed, again.engine.digest()) == (1, logged)
+    again.execute("acme", "r1", "submit", _submit("j1"))  # the retry after the restart is applied once
+    assert again.store.count() == 2
+    again.close()
+
+
+def test_a_failed_commit_in_a_batch_of_several_callers_acknowledges_none_and_a_restart_reaches_the_logged_state(
+        tmp_path: Path) -> None:
+    sched = open_scheduler(tmp_path / "s.db")
+    sched.execute("acme", "r0", "submit", _submit("j0"))
+    logged = sched.engine.digest()
+    sched.store._db = _FailingCommit(sched.store._db)  # type: ignore[assignment]
+    results = _batch_of(sched, [("acme", "r1", _submit("j1")), ("globex", "r2", _submit("j2", "globex")),
+                                ("acme", "r0", _submit("j0")), ("globex", "r1", _submit("j0", "globex"))])
+    assert [type(r).__name__ for r in results] == ["Unavailable", "Unavailable", "Unavailable", "DuplicateJob"]
+    assert "the command log failed (store" in str(results[0])
+    sched.close()
+    again = open_scheduler(tmp_path / "s.db")
+    assert (again.replayed, again.engine.digest()) == (1, logged)
+    again.close()
+
+
+def test_a_retry_racing_its_original_in_one_batch_is_applied_once(tmp_path: Path) -> None:
+    sched = open_scheduler(tmp_path / "s.db")
+    results = _batch_of(sched, [("acme", "r", _submit("j")), ("acme", "r", _submit("j")),
+                                ("globex", "r", _submit("g", "globex")), ("acme", "r", _submit("other"))])
+    first, retry, other_tenant, different = results
+    assert isinstance(first, Acknowledged) and isinstance(retry, Acknowledged)
+    assert (first.replayed, retry.replayed, retry.reply) == (False, True, first.reply)
+    assert isinstance(other_tenant, Acknowledged) and not other_tenant.replayed  # request ids are per caller
+    assert isinstance(different, Refused) and "already used for a different submit request" in str(different)
+    assert sched.store.count() == 2 and sorted(sched.engine.jobs) == ["g", "j"]
+    sched.close()

@@ -337,6 +337,12 @@ class DurableScheduler:
 
     # ---- reads ----
 
+    @property
+    def broken(self) -> str | None:
+        """Why the engine may no longer be read (it may hold commands the log does not), or None; read it holding
+        `changed`."""
+        return self._broken
+
     @contextmanager
     def reading(self) -> Iterator[Engine]:
         """The engine between two commands: never half-way through a round."""

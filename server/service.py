@@ -269,8 +269,12 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                context: grpc.ServicerContext) -> Iterator[pb.Event]:
         """Events from `seq` on, the caller's own only (tenants); with `follow`, wait for new ones."""
         sched = self.scheduler
+        broken = None
         while context.is_active() and not self.stopping.is_set():
             with sched.changed:
+                broken = sched.broken
+                if broken is not None:  # a failed batch's events are in the engine, not in the log: send none
+                    break
                 events = sched.engine.events
                 if seq >= len(events):
                     if not follow:
@@ -283,8 +287,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             for e in batch:
                 if principal.is_operator or owners.get(e.job) == principal.name:
                     yield convert.event_to_proto(e)
-        if self.stopping.is_set():  # not the end of the events: tell the client to resume elsewhere or later
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"the server is shutting down; resume from_seq={seq}")
+        if self.stopping.is_set() or broken is not None:  # not the end of the events: resume elsewhere or later
+            reason = "the server is shutting down" if self.stopping.is_set() else broken
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"{reason}; resume from_seq={seq}")
 
     def _owned(self, p: Principal, job_id: str) -> str:
         owner = self.scheduler.owners[job_id]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -48,6 +49,21 @@ def running(store: Path, **options: Any) -> Iterator[RunningServer]:
 def client(srv_or_port: RunningServer | int, token: str | None = OP, **kw: Any) -> SchedulerClient:
     port = srv_or_port if isinstance(srv_or_port, int) else srv_or_port.port
     return SchedulerClient(f"127.0.0.1:{port}", token, **kw)
+
+
+class FailingCommit:
+    """A store's sqlite3 connection whose COMMIT fails (a full or failing disk), everything else passed through."""
+
+    def __init__(self, db: Any) -> None:
+        self._db = db
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        if sql == "COMMIT":
+            raise sqlite3.OperationalError("disk I/O error")
+        return self._db.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
 
 
 def toml_text(platform: dict[str, Any]) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import tempfile
 import threading
 import time
@@ -28,6 +27,7 @@ from server.scheduler import (
 from server.service import encode_reply
 from server.store import CommandStore
 from tests.conftest import random_sow, small_platform
+from tests.grpc_support import FailingCommit
 
 PLATFORM = small_platform(C=6, samples=300)
 CONFIG = ServerConfig(platform=PLATFORM, oracle="mc", tokens={"operator-token": "operator", "acme-token": "acme",
@@ -156,21 +156,6 @@ def test_the_settler_ends_with_the_scheduler_and_settling_never_changes_the_stat
     assert not sched._settler.is_alive()
 
 
-class _FailingCommit:
-    """A sqlite3 connection whose COMMIT fails (a full or failing disk), everything else passed through."""
-
-    def __init__(self, db: object) -> None:
-        self._db = db
-
-    def execute(self, sql: str, *args: object) -> object:
-        if sql == "COMMIT":
-            raise sqlite3.OperationalError("disk I/O error")
-        return self._db.execute(sql, *args)  # type: ignore[attr-defined]
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._db, name)
-
-
 def _batch_of(sched: DurableScheduler, calls: list[tuple[str, str, dict]]) -> list[object]:
     """Run `calls` concurrently as one group-commit batch; each caller's reply or exception, in order."""
     results: list[object] = [None] * len(calls)
@@ -235,7 +220,7 @@ def test_a_failed_commit_in_a_batch_of_several_callers_acknowledges_none_and_a_r
     sched = open_scheduler(tmp_path / "s.db")
     sched.execute("acme", "r0", "submit", _submit("j0"))
     logged = sched.engine.digest()
-    sched.store._db = _FailingCommit(sched.store._db)  # type: ignore[assignment]
+    sched.store._db = FailingCommit(sched.store._db)  # type: ignore[assignment]
     results = _batch_of(sched, [("acme", "r1", _submit("j1")), ("globex", "r2", _submit("j2", "globex")),
                                 ("acme", "r0", _submit("j0")), ("globex", "r1", _submit("j0", "globex"))])
     assert [type(r).__name__ for r in results] == ["Unavailable", "Unavailable", "Unavailable", "DuplicateJob"]

@@ -259,8 +259,10 @@ class CommandStore:
 
 
 def _lock_exclusively(path: Path) -> int:
-    """Hold an exclusive lock on `<path>.lock` (the descriptor returned); refuse if another process holds it."""
-    lock = path.with_name(path.name + ".lock")
+    """Hold an exclusive lock on `<path>.lock`, path with its symbolic links resolved (the descriptor returned);
+    refuse if another process holds it."""
+    real = path.resolve()  # one lock per database file, whatever symbolic link names it
+    lock = real.with_name(real.name + ".lock")
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

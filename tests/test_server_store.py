@@ -110,6 +110,19 @@ def test_a_second_writer_on_the_same_store_is_refused_until_the_first_closes(tmp
     CommandStore(tmp_path / "s.db", IDENTITY).close()  # the lock went with the first writer
 
 
+def test_a_second_writer_through_a_symbolic_link_to_the_store_is_refused(tmp_path: Path) -> None:
+    # the lock was taken next to the name given (link.db.lock), so two servers could share one log
+    (tmp_path / "link.db").symlink_to(tmp_path / "s.db")
+    first = CommandStore(tmp_path / "s.db", IDENTITY)
+    with pytest.raises(StoreError, match=r"link\.db is in use by another server \(it holds .*s\.db\.lock\)"):
+        CommandStore(tmp_path / "link.db", IDENTITY)
+    first.close()
+    second = CommandStore(tmp_path / "link.db", IDENTITY)
+    with pytest.raises(StoreError, match=r"s\.db is in use by another server"):
+        CommandStore(tmp_path / "s.db", IDENTITY)
+    second.close()
+
+
 def test_a_read_only_store_reads_beside_the_writer_and_never_writes(tmp_path: Path) -> None:
     writer = CommandStore(tmp_path / "s.db", IDENTITY)
     writer.append("submit", "acme", "r1", {"job_id": "a"}, "h1", b"q", 0)

@@ -337,7 +337,7 @@ def _page_size(n: int) -> int:
 def _page_token(token: str) -> int:
     if not token:
         return -1
-    if not token.isdigit():
+    if not (token.isascii() and token.isdigit()) or len(token) > 19:  # the seqs and indices this server returns
         raise Refused(f"page_token={token!r} is not a token this server returned")
     return int(token)
 

@@ -310,6 +310,9 @@ def test_list_jobs_pages_in_birth_order_and_filters_by_state(op: SchedulerClient
     ({"page_size": -1}, r"page_size=-1 is outside \[0, 1000\]"),
     ({"page_size": 1001}, r"page_size=1001 is outside \[0, 1000\]"),
     ({"page_token": "abc"}, "page_token='abc' is not a token this server returned"),
+    ({"page_token": "\u00b2"}, "page_token='\u00b2' is not a token this server returned"),  # isdigit, not int: was INTERNAL
+    ({"page_token": "\u0661"}, "page_token='\u0661' is not a token this server returned"),  # Arabic-Indic 1
+    ({"page_token": "9" * 5000}, "page_token='9999.* is not a token this server returned"),  # int() refuses: was INTERNAL
     ({"states": ("DONE",)}, r"states=\['DONE'\] are not job states \(SUBMITTED, WAITING"),
     ({"tenant": "nobody"}, "tenant='nobody' is not configured"),
 ])
@@ -397,6 +400,7 @@ def test_an_invoice_pages_through_a_billing_period_and_totals_the_whole_period(a
     ({"to_round": 0}, "to_round=0 must be above from_round=0"),
     ({"page_size": 1001}, r"page_size=1001 is outside \[0, 1000\]"),
     ({"page_token": "x"}, "page_token='x' is not a token this server returned"),
+    ({"page_token": "\u00b2"}, "page_token='\u00b2' is not a token this server returned"),
 ])
 def test_invoice_rejects_bad_periods_and_paging(acme: SchedulerClient, kw: dict, match: str) -> None:
     with refused("INVALID_ARGUMENT", match):

@@ -29,6 +29,7 @@ DEFAULT_PAGE = 100
 MAX_REQUEST_ID = 128
 WATCH_POLL_S = 0.5
 MAX_WATCHERS = 32  # default limit of open event streams (half the default worker threads)
+MESSAGE_HEAD, MESSAGE_TAIL = 300, 200  # characters of a refusal kept: gRPC sends it as metadata (16 KiB at most)
 log = logging.getLogger("sowsched.rpc")
 T = TypeVar("T")
 
@@ -87,10 +88,10 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             return body(principal)
         except (EngineError, Refused) as exc:
             code = exc.code
-            context.abort(getattr(grpc.StatusCode, exc.code), str(exc))
+            context.abort(getattr(grpc.StatusCode, exc.code), _bounded(str(exc)))
         except ValidationError as exc:
             code = "INVALID_ARGUMENT"
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, _validation_message(exc))
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, _bounded(_validation_message(exc)))
         except OracleTooLarge as exc:  # raised before the engine changes anything
             code = "RESOURCE_EXHAUSTED"
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"exact failure oracle: {exc}")
@@ -340,6 +341,15 @@ def _page_token(token: str) -> int:
     if not (token.isascii() and token.isdigit()) or len(token) > 19:  # the seqs and indices this server returns
         raise Refused(f"page_token={token!r} is not a token this server returned")
     return int(token)
+
+
+def _bounded(message: str) -> str:
+    """The message with its middle left out when long (it may echo a huge value): its start names the field and the
+    value, its end the bound."""
+    if len(message) <= MESSAGE_HEAD + MESSAGE_TAIL:
+        return message
+    left_out = len(message) - MESSAGE_HEAD - MESSAGE_TAIL
+    return f"{message[:MESSAGE_HEAD]} ... ({left_out} characters left out) ... {message[-MESSAGE_TAIL:]}"
 
 
 def _validation_message(exc: ValidationError) -> str:

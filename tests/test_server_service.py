@@ -94,6 +94,19 @@ def test_submit_rejects_a_bad_job_id(acme: SchedulerClient, job_id: str, match: 
         acme.submit(job_id, sow())
 
 
+def test_refusals_of_huge_inputs_keep_their_status_code_and_name_the_bound(acme: SchedulerClient) -> None:
+    # the message echoed the whole value; past gRPC's 16 KiB metadata limit the client got RESOURCE_EXHAUSTED
+    # ("received metadata size exceeds hard limit") instead of the refusal
+    with refused("INVALID_ARGUMENT", r"job id 'zzz.* characters left out\) \.\.\. z+' must have 1 to 128 characters$"):
+        acme.submit("z" * 100_000, sow())
+    with pytest.raises(RpcFailure, match=r"^INVALID_ARGUMENT: sow.outcomes.1.probability \(value -1.0\).{1,600}$"):
+        acme.submit("j1", sow(outcomes=[[0, 1, 0.5], *([[0, 2, -1.0]] * 5000)]))
+    with refused("NOT_FOUND", r"job 'ééé.* characters left out\) \.\.\. \u00e9+' not found$"):
+        acme.get_job("é" * 100_000)
+    with refused("INVALID_ARGUMENT", "is not a token this server returned$"):
+        acme.list_jobs_page(page_token="7" * 100_000)
+
+
 def test_submit_rejects_an_overlong_request_id(acme: SchedulerClient) -> None:
     with refused("INVALID_ARGUMENT", "request_id has 129 characters, above the bound 128"):
         acme.submit("j1", sow(), request_id="r" * 129)

@@ -106,8 +106,8 @@ class CommandStore:
             if read_only:
                 if not self.path.is_file():
                     raise StoreError(f"store {self.path}: no such file")
-                self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None,
-                                           check_same_thread=False)
+                self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,  # name quoted
+                                           isolation_level=None, check_same_thread=False)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._lock_fd = _lock_exclusively(self.path)

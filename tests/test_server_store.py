@@ -135,6 +135,20 @@ def test_a_read_only_store_reads_beside_the_writer_and_never_writes(tmp_path: Pa
     writer.close()
 
 
+@pytest.mark.parametrize("name", ["s#1.db", "s?x.db", "a%41.db", "sp ace.db"])
+def test_a_read_only_store_opens_any_file_name_and_creates_no_file(tmp_path: Path, name: str) -> None:
+    # the name went into a SQLite URI unquoted: '#' and '?' cut it (a new empty file 's' was created and
+    # refused as "not a sowsched command log"), '%41' was decoded to 'A'
+    writer = CommandStore(tmp_path / name, IDENTITY)
+    writer.append("advance", "operator", None, {}, "h", b"r", 0)
+    before = sorted(tmp_path.iterdir())
+    reader = CommandStore(tmp_path / name, IDENTITY, read_only=True)
+    assert reader.count() == 1
+    reader.close()
+    assert sorted(tmp_path.iterdir()) == before
+    writer.close()
+
+
 @pytest.mark.parametrize(("make", "match"), [
     (lambda p: None, r"s\.db: no such file"),
     (lambda p: sqlite3.connect(p).close(), r"s\.db is not a sowsched command log"),

@@ -130,6 +130,22 @@ def test_the_same_request_id_with_a_different_body_is_rejected(acme: SchedulerCl
         acme.submit("j9", sow(), request_id="req-1")
 
 
+def test_a_refused_command_leaves_its_request_id_free(acme: SchedulerClient, globex: SchedulerClient,
+                                                     op: SchedulerClient) -> None:
+    acme.submit("taken", sow())
+    for refuse in (lambda: acme.submit("bad", sow(concurrency=99), request_id="r"),  # INVALID_ARGUMENT
+                   lambda: acme.submit("taken", sow(), request_id="r"),  # ALREADY_EXISTS
+                   lambda: acme.report_arrival("nope", request_id="r"),  # NOT_FOUND
+                   lambda: acme.advance(request_id="r")):  # PERMISSION_DENIED
+        with pytest.raises(RpcFailure):
+            refuse()
+    with refused("PERMISSION_DENIED", "belongs to another tenant"):
+        globex.report_arrival("taken", request_id="r")
+    quote = acme.submit("j1", sow(), request_id="r")  # nothing was logged under "r": the id is still free
+    assert acme.submit("j1", sow(), request_id="r") == quote
+    assert [s.view.id for s in op.list_jobs()] == ["taken", "j1"]
+
+
 def test_request_ids_are_per_caller(acme: SchedulerClient, globex: SchedulerClient) -> None:
     acme.submit("a1", sow(), request_id="same")
     assert globex.submit("g1", sow(), request_id="same").job == "g1"

@@ -23,7 +23,18 @@ from server.config import ServerConfig
 from server.scheduler import DurableScheduler
 from server.service import encode_reply
 from server.store import CommandStore
-from tests.grpc_support import ACME, GLOBEX, OP, PATIENT, ServerProcess, client, config, running, sow
+from tests.grpc_support import (
+    ACME,
+    GLOBEX,
+    OP,
+    PATIENT,
+    FailingCommit,
+    ServerProcess,
+    client,
+    config,
+    running,
+    sow,
+)
 
 ONCE = RetryPolicy(attempts=1)
 
@@ -234,3 +245,24 @@ def test_a_following_watch_is_told_to_resume_when_the_server_shuts_down(tmp_path
     threading.Timer(0.2, srv.stop).start()
     with pytest.raises(RpcFailure, match=r"^UNAVAILABLE: the server is shutting down; resume from_seq=1"):
         next(stream)
+
+
+def test_after_a_failed_commit_the_restart_serves_the_committed_state_and_the_retry_applies_once(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    with running(store) as srv:
+        acme = client(srv, ACME, retry=ONCE)
+        acme.submit("j1", sow(), request_id="r1")
+        committed = client(srv).status().state_digest
+        srv.scheduler.store._db = FailingCommit(srv.scheduler.store._db)  # type: ignore[assignment]
+        with pytest.raises(RpcFailure, match=r"^UNAVAILABLE: the command log failed"):
+            acme.submit("j2", sow(value=30.0), request_id="r2")
+        with pytest.raises(RpcFailure, match=r"^UNAVAILABLE: the command log failed"):
+            acme.get_job("j2")
+    with running(store) as srv:
+        assert client(srv).status().state_digest == committed
+        acme = client(srv, ACME, retry=ONCE)
+        with pytest.raises(RpcFailure, match=r"^NOT_FOUND"):
+            acme.get_job("j2")
+        quote = acme.submit("j2", sow(value=30.0), request_id="r2")  # the client's retry, after the restart
+        assert acme.submit("j2", sow(value=30.0), request_id="r2") == quote
+        assert [s.view.id for s in client(srv).list_jobs()] == ["j1", "j2"]

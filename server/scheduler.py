@@ -126,9 +126,13 @@ class DurableScheduler:
         self.snapshot_every = snapshot_every
         self._seq = 0  # the last logged command applied
         self._archived = HistoryMarks(0, 0, 0)  # the engine history the stored snapshots hold
-        self.restored_from = self._restore() if snapshot_every else 0  # snapshot seq, 0 for none
-        self._snapshot_seq = self.restored_from
-        self.replayed = self._replay()
+        try:
+            self.restored_from = self._restore() if snapshot_every else 0  # snapshot seq, 0 for none
+            self._snapshot_seq = self.restored_from
+            self.replayed = self._replay()
+        except BaseException:  # not started: release the log and its one-writer lock
+            store.close()
+            raise
         self.invoices.catch_up(self.engine, self.owners)
         self.tenant_jobs.catch_up(self.engine, self.owners)
         self._unsettled = threading.Event()  # a batch was applied: the engine may have oracle work to do early

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import tempfile
 import threading
 import time
@@ -21,6 +22,7 @@ from server.scheduler import (
     DurableScheduler,
     PermissionDenied,
     Refused,
+    ReplayDiverged,
     Unavailable,
     apply_command,
 )
@@ -242,3 +244,17 @@ def test_a_retry_racing_its_original_in_one_batch_is_applied_once(tmp_path: Path
     assert isinstance(different, Refused) and "already used for a different submit request" in str(different)
     assert sched.store.count() == 2 and sorted(sched.engine.jobs) == ["g", "j"]
     sched.close()
+
+
+def test_a_scheduler_that_cannot_replay_its_log_releases_the_store(tmp_path: Path) -> None:
+    # the store (and its one-writer lock) stayed open until the process ended: a second attempt in the same
+    # process, after fixing the cause, was refused as "in use by another server"
+    path = tmp_path / "s.db"
+    sched = open_scheduler(path)
+    sched.execute("acme", "r0", "submit", _submit("j0"))
+    sched.close()
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute("UPDATE commands SET reply = x'00' WHERE seq = 1")
+    with pytest.raises(ReplayDiverged, match=r"replaying command 1 \(submit\) did not reproduce its logged reply"):
+        open_scheduler(path)
+    CommandStore(path, CONFIG.identity()).close()

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from clients.errors import validation_message
 from mechanism.platform import Platform
 from mechanism.simulation import Workload, WorkloadJob
 from mechanism.sow import SoW
+from mechanism.validation import validation_message
 
 WORKLOADS = ("toy", "pipelines", "overload")
 

@@ -17,6 +17,7 @@ from mechanism.engine import Engine, EngineError, JobView, Quote, RoundReport
 from mechanism.failure_exact import OracleTooLarge
 from mechanism.jobs import JobState
 from mechanism.sow import SoW
+from mechanism.validation import validation_message
 from server import convert
 from server.config import OPERATOR, Principal
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
@@ -91,7 +92,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             context.abort(getattr(grpc.StatusCode, exc.code), _bounded(str(exc)))
         except ValidationError as exc:
             code = "INVALID_ARGUMENT"
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, _bounded(_validation_message(exc)))
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, _bounded(validation_message(exc, "sow")))
         except OracleTooLarge as exc:  # raised before the engine changes anything
             code = "RESOURCE_EXHAUSTED"
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"exact failure oracle: {exc}")
@@ -352,12 +353,3 @@ def _bounded(message: str) -> str:
     return f"{message[:MESSAGE_HEAD]} ... ({left_out} characters left out) ... {message[-MESSAGE_TAIL:]}"
 
 
-def _validation_message(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        value = err.get("input")
-        shown = f" (value {value!r})" if isinstance(value, (int, float, str)) or value is None else ""
-        parts.append(f"sow.{loc}{shown}: {msg}" if loc else f"sow: {msg}")
-    return "; ".join(parts)

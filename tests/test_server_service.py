@@ -73,7 +73,7 @@ def test_submit_quote_marks_never_groups_without_start(acme: SchedulerClient) ->
     ({**sow(), "value_steps": [[9, 20.0]]}, r"k=9 exceeds the bound S_m=8"),
     ({**sow(), "outcomes": []}, r"sow.outcomes.*at least 1"),
     (sow(signal_mode="sometimes"), r"sow.signal_mode.*'sometimes'"),
-    (sow(outcomes=[[0, 0, 1.0]]), r"sow.outcomes.0.duration \(value 0\).*greater than or equal to 1"),
+    (sow(outcomes=[[0, 0, 1.0]]), r"sow.outcomes\[0\].duration \(value 0\).*greater than or equal to 1"),
 ])
 def test_submit_rejects_a_sow_outside_the_bounds_naming_field_value_and_bound(
         acme: SchedulerClient, op: SchedulerClient, body: dict, match: str) -> None:
@@ -99,7 +99,7 @@ def test_refusals_of_huge_inputs_keep_their_status_code_and_name_the_bound(acme:
     # ("received metadata size exceeds hard limit") instead of the refusal
     with refused("INVALID_ARGUMENT", r"job id 'zzz.* characters left out\) \.\.\. z+' must have 1 to 128 characters$"):
         acme.submit("z" * 100_000, sow())
-    with pytest.raises(RpcFailure, match=r"^INVALID_ARGUMENT: sow.outcomes.1.probability \(value -1.0\).{1,600}$"):
+    with pytest.raises(RpcFailure, match=r"^INVALID_ARGUMENT: sow.outcomes\[1\].probability \(value -1.0\).{1,600}$"):
         acme.submit("j1", sow(outcomes=[[0, 1, 0.5], *([[0, 2, -1.0]] * 5000)]))
     with refused("NOT_FOUND", r"job 'ééé.* characters left out\) \.\.\. \u00e9+' not found$"):
         acme.get_job("é" * 100_000)

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from clients.errors import validation_message
 from mechanism.engine import Quote, RoundReport
 from mechanism.events import Event
 from mechanism.sow import SoW
+from mechanism.validation import validation_message
 
 if TYPE_CHECKING:  # the client needs the generated protobuf code (make proto); imported when a command runs
     from clients.client import SchedulerClient

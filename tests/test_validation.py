@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from clients.errors import validation_message
+from mechanism.validation import validation_message
 
 
 class _Box(BaseModel):

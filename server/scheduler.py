@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import pickle
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -220,9 +219,10 @@ class DurableScheduler:
         started = time.perf_counter()
         try:
             self.snapshot()
-        except (StoreError, OSError, pickle.PicklingError) as exc:  # the log is intact: only restarts get slower
+        except Exception as exc:  # whatever went wrong, the batch is committed: only restarts get slower
             self._snapshot_seq = self._seq
-            log.error("snapshot failed", extra={"fields": {"seq": self._seq, "error": str(exc)}})
+            log.error("snapshot failed", exc_info=not isinstance(exc, StoreError | OSError),
+                      extra={"fields": {"seq": self._seq, "error": repr(exc)}})
             return
         self.metrics.snapshot(time.perf_counter() - started)
         log.info("snapshot", extra={"fields": {"seq": self._seq, "ms": round(1000 * (time.perf_counter() - started), 1)}})
@@ -287,8 +287,9 @@ class DurableScheduler:
         except Exception as exc:
             # The log failed, or a command failed half-way (a bug): the engine has applied commands the log does
             # not hold and the batch is rolled back. Stop serving; a restart replays the log.
+            # Callers (tenants too) get no store path or SQLite detail: those are in the operator's log.
             if isinstance(exc, StoreError):
-                self._broken = f"the command log failed ({exc}); the server must be restarted"
+                self._broken = "the command log failed (see the server log); the server must be restarted"
             else:
                 self._broken = f"a command failed unexpectedly ({type(exc).__name__}); the server must be restarted"
             log.critical("command batch failed", exc_info=not isinstance(exc, StoreError),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
@@ -64,10 +64,13 @@ class StateCollector:
             with sched.reading() as engine:
                 values = {"round": ("The current round.", engine.now),
                           "active_jobs": ("Jobs not yet finished (waiting, arrived or running).", engine.active_jobs),
-                          "log_seq": ("Sequence number of the last logged command applied.", sched._seq),
+                          "log_seq": ("Sequence number of the last logged command applied.", sched.log_seq),
                           "snapshot_seq": ("Log sequence number covered by the newest state snapshot "
                                            "(0: none; after a failed snapshot, the one it attempted).",
-                                           sched._snapshot_seq)}
+                                           sched.snapshot_seq),
+                          "ended_jobs": ("Ended jobs whose records the engine holds (the history in memory).",
+                                         len(engine.retired)),
+                          "events": ("Events emitted since the log began.", len(engine.events))}
         except Unavailable:  # closed or broken (logged by the scheduler): no state to report
             return
         for name, (doc, value) in values.items():
@@ -98,6 +101,7 @@ class ServerMetrics(Observer):
         self.host, self.port = host, port  # where serve() listens; port 0 picks a free one
         self.registry = CollectorRegistry()
         reg = self.registry
+        ProcessCollector(registry=reg)  # process_resident_memory_bytes, process_cpu_seconds_total, open fds, ...
         self.rpc_total = Counter("sowsched_rpc", "RPCs answered, by method and gRPC status code.",
                                  ("method", "code"), registry=reg)
         self.rpc_seconds = Histogram("sowsched_rpc_seconds", "RPC handling time, by method.", ("method",),

@@ -138,6 +138,16 @@ class DurableScheduler:
         self._settler = threading.Thread(target=self._settle_loop, name="sowsched-settle", daemon=True)
         self._settler.start()
 
+    @property
+    def log_seq(self) -> int:
+        """The last logged command applied."""
+        return self._seq
+
+    @property
+    def snapshot_seq(self) -> int:
+        """The log seq the newest snapshot covers (0: none; after a failed snapshot, the one it attempted)."""
+        return self._snapshot_seq
+
     def _settle_loop(self) -> None:
         """Between batches, do the oracle work the next quote would start with, while replies are on the wire."""
         while True:

@@ -178,6 +178,8 @@ def test_gauges_equal_the_platform_status_and_the_log(tmp_path: Path) -> None:
     assert value(s, "sowsched_log_seq") == len(logged_commands(store)) == 5
     assert value(s, "sowsched_snapshot_seq") == max(snapshots) == 4
     assert value(s, "sowsched_snapshot_seconds_count") == 2  # after commands 2 and 4
+    assert value(s, "sowsched_events") == status.events and value(s, "sowsched_ended_jobs") == 0
+    assert value(s, "process_resident_memory_bytes") > 0  # the process collector, for memory growth
 
 
 def test_settle_histogram_counts_the_settler_passes_it_logged(tmp_path: Path, records: Records) -> None:

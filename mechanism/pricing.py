@@ -48,13 +48,12 @@ class PriceBook:
             self._y = grown
 
     def usage(self, start: int, length: int) -> np.ndarray:
-        """y over [start, start + length) (a copy); rounds before the forgotten past read as 0."""
-        self._ensure(start + length)
+        """y over [start, start + length) (a copy): a pure read, rounds outside the stored span read as 0."""
         lo = start - self._base
         out = np.zeros(length, dtype=np.float64)
-        if lo + length > 0:
-            src_lo = max(lo, 0)
-            out[src_lo - lo:] = self._y[src_lo: lo + length]
+        src_lo, src_hi = max(lo, 0), min(lo + length, self._y.size)
+        if src_hi > src_lo:
+            out[src_lo - lo: src_hi - lo] = self._y[src_lo:src_hi]
         return out
 
     def menu(self, birth: int) -> Menu:

@@ -88,3 +88,15 @@ def test_price_is_monotone_in_concurrency_and_duration(ys: list[float], s: int, 
         return
     assert float(menu.price(s, c + 1, d)) >= float(menu.price(s, c, d))
     assert float(menu.price(s, c, d + 1)) >= float(menu.price(s, c, d))
+
+
+def test_reading_usage_far_ahead_is_zero_and_changes_nothing() -> None:
+    p = small_platform()
+    book = PriceBook(p)
+    book.commit(0, np.full(3, 0.5))
+    size, state = book._y.size, book.state_bytes(0)
+    far = book.usage(10**7, 5)
+    assert far.tolist() == [0.0] * 5 and book._y.size == size and book.state_bytes(0) == state
+    around = book.usage(book._y.size - 2, 4)  # straddles the end of the stored span
+    assert around.tolist() == [0.0] * 4
+    assert book.usage(-2, 4).tolist() == [0.0, 0.0, 0.5, 0.5]  # before round 0 reads as 0

@@ -424,7 +424,6 @@ class Engine:
         if events != self._event_chain or retired != self._retired_chain or unretired != len(self._active):
             raise ValueError("the engine's jobs or events do not reproduce its hash chains")
 
-
     # ---- history: what never changes again, for snapshots that do not grow with it ----
 
     def history_marks(self) -> HistoryMarks:
@@ -481,6 +480,7 @@ class History:
     jobs: list[Job]
     events: list[Event]
     charges: list[Charge]
+
 
 def _chain(previous: bytes, record: dict[str, Any]) -> bytes:
     """One link of a hash chain: SHA-256 of the previous link and the record's canonical JSON."""

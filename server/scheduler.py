@@ -175,7 +175,10 @@ class DurableScheduler:
                 continue
             try:
                 state = snapshot.load(snap.state)
-                state.engine.with_history([snapshot.load_part(b) for b in self.store.history(code, snap.seq)])
+                parts = [snapshot.load_part(b) for b in self.store.history(code, snap.seq)]
+                state.engine.with_history([part.history for part in parts])
+                for part in parts:
+                    state.owners.update(part.owners)
                 state.engine.verify_chains()
                 ok = state.seq == snap.seq and state.engine.history_marks() == state.marks \
                     and state.engine.digest() == snap.digest
@@ -216,8 +219,10 @@ class DurableScheduler:
         if self._seq == self._snapshot_seq:
             return self._seq  # nothing logged since: that snapshot is this state
         marks = self.engine.history_marks()
-        state = snapshot.SchedulerState(self.engine.without_history(), self.owners, self._seq, marks)
-        part = self.engine.history_since(self._archived)
+        live = self.engine.without_history()
+        state = snapshot.SchedulerState(live, {i: self.owners[i] for i in live.jobs}, self._seq, marks)
+        history = self.engine.history_since(self._archived)
+        part = snapshot.HistoryPart(history, {j.id: self.owners[j.id] for j in history.jobs})
         self.store.save_snapshot(Snapshot(self._seq, snapshot.code_identity(), self.engine.digest(),
                                           snapshot.dump(state)), history=snapshot.dump(part))
         self._snapshot_seq, self._archived = self._seq, marks

@@ -29,7 +29,7 @@ class SchedulerState:
     """What the durable scheduler rebuilds from its log: the engine and job owners (request ids stay in the log)."""
 
     engine: Engine  # without its history (Engine.without_history)
-    owners: dict[str, str]
+    owners: dict[str, str]  # job id -> tenant of the jobs in `engine` (the ended ones' are in the history parts)
     seq: int  # the last logged command the state includes
     marks: HistoryMarks  # how much history the whole state holds: the stored parts must reach exactly this
 
@@ -47,7 +47,15 @@ def code_identity() -> str:
     return h.hexdigest()
 
 
-def dump(obj: SchedulerState | History) -> bytes:
+@dataclass
+class HistoryPart:
+    """The engine history added between two snapshots, with the owners of the jobs that ended in it."""
+
+    history: History
+    owners: dict[str, str]
+
+
+def dump(obj: SchedulerState | HistoryPart) -> bytes:
     """A state or history part pickled and zlib-compressed (level 1: about 4x smaller for a few ms)."""
     return zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 1)
 
@@ -56,8 +64,8 @@ def load(blob: bytes) -> SchedulerState:
     return _load(blob, SchedulerState)
 
 
-def load_part(blob: bytes) -> History:
-    return _load(blob, History)
+def load_part(blob: bytes) -> HistoryPart:
+    return _load(blob, HistoryPart)
 
 
 def _load(blob: bytes, kind: type[T]) -> T:

@@ -92,7 +92,8 @@ def test_a_snapshot_holds_the_active_jobs_and_only_the_history_added_since_the_o
     code = snapshot.code_identity()
     newest = sched.store.snapshots()[0]
     state = snapshot.load(newest.state)
-    parts = [snapshot.load_part(b) for b in sched.store.history(code, newest.seq)]
+    parts = [snapshot.load_part(b).history for b in sched.store.history(code, newest.seq)]
+    assert set(snapshot.load(newest.state).owners) == set(state.engine.jobs)  # owners of the active jobs only
     assert len(parts) >= 3 and len(state.engine.jobs) == state.engine.active_jobs  # no ended job in the state
     assert not state.engine.events and not state.engine.ledger.charges
     retired = [j.id for part in parts for j in part.jobs]
@@ -120,7 +121,7 @@ def test_a_damaged_history_part_falls_back_and_later_snapshots_carry_on(tmp_path
 
 
 def test_a_history_part_that_is_not_history_is_refused() -> None:
-    with pytest.raises(TypeError, match="not a History"):
+    with pytest.raises(TypeError, match="not a HistoryPart"):
         snapshot.load_part(zlib.compress(pickle.dumps([1, 2])))
 
 

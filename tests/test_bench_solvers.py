@@ -38,3 +38,16 @@ def test_left_shift_and_plain_share_reach_cpsat_and_the_json(capsys: pytest.Capt
     row = result["instances"][0]
     assert row["cpsat_status"] == row["milp_status"] == "optimal"
     assert row["cpsat_value"] == pytest.approx(row["milp_value"])
+
+
+def test_rc_fixing_reaches_cpsat_and_every_row_reports_what_fixing_could_remove(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    main(["bench", "solvers", "--sizes", "10", "--time-limit", "5", "--workers", "1", "--rc-fixing", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert result["rc_fixing"] is True
+    row = result["instances"][0]
+    assert row["cpsat_status"] == row["milp_status"] == "optimal"
+    assert row["cpsat_value"] == pytest.approx(row["milp_value"])
+    assert 0 <= row["rc_fixable"] <= row["rc_columns"] and row["rc_max"] >= 0
+    assert row["rc_room"] == pytest.approx(row["lp_bound"] - row["cpsat_value"], abs=0.01)
+    assert row["lp_whole_jobs"] + row["lp_spread_jobs"] <= row["jobs"]

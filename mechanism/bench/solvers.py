@@ -12,6 +12,7 @@ from mechanism.offline.greedy import density_greedy
 from mechanism.offline.hindsight import HindsightInstance, OfflineResult
 from mechanism.offline.instances import InstanceShape, random_instance
 from mechanism.offline.milp import MilpParams, lp_bound, solve_milp
+from mechanism.offline.rcfix import fix, lp_prices, split_jobs
 
 DEFAULT_TIME_LIMIT = 20.0
 DEFAULT_WORKERS = 8
@@ -34,6 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "channel; indexed: the time-indexed model alone)")
     p.add_argument("--left-shift", action="store_true",
                    help="add the left-shift dominance to CP-SAT's time-indexed channel")
+    p.add_argument("--rc-fixing", action="store_true",
+                   help="two_phase: drop the time-indexed starts that reduced-cost fixing at the plain phase's "
+                        "value rules out, before the second phase")
     p.add_argument("--hint", choices=("greedy", "none"), default="greedy",
                    help="warm-start both solvers with the same density-greedy schedule, or with nothing")
     p.add_argument("--threads", type=bounded_int(1), default=1, help="HiGHS threads")
@@ -59,7 +63,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rows = [_compare(instance_for(n, args.seed, args.capacity, args.horizon), args) for n in sizes]
     return {"benchmark": "solvers", "time_limit": args.time_limit, "cpsat_workers": args.workers,
             "cpsat_strategy": args.strategy, "plain_share": args.plain_share, "left_shift": args.left_shift,
-            "bound_model": args.bound_model,
+            "bound_model": args.bound_model, "rc_fixing": args.rc_fixing,
             "hint": args.hint,
             "highs_threads": args.threads, "capacity": args.capacity, "seed": args.seed,
             "note": (f"time limit {args.time_limit:g} s per solver and instance"
@@ -71,10 +75,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def _compare(instance: HindsightInstance, args: argparse.Namespace) -> dict[str, Any]:
     hint = density_greedy(instance) if args.hint == "greedy" else None
     params = CpSatParams(args.time_limit, args.workers, hint=hint, strategy=args.strategy,
-                         plain_share=args.plain_share, left_shift=args.left_shift, bound_model=args.bound_model)
+                         plain_share=args.plain_share, left_shift=args.left_shift, bound_model=args.bound_model,
+                         rc_fixing=args.rc_fixing)
     cpsat, cpsat_s = _timed(lambda: solve_cpsat(instance, params))
     milp, milp_s = _timed(lambda: solve_milp(instance, MilpParams(args.time_limit, args.threads, hint=hint)))
     lp = lp_bound(instance, args.time_limit, args.threads)
+    prices = lp_prices(instance, args.time_limit, args.threads)
+    best = max(cpsat.value, milp.value)
+    fixing = fix(prices, best)
+    whole, spread = split_jobs(prices)
     return {
         "jobs": len(instance.jobs), "horizon": instance.horizon, "load": round(offered_load(instance), 3),
         "cpsat_s": round(cpsat_s, 3), "cpsat_status": cpsat.status, "cpsat_value": cpsat.value,
@@ -82,6 +91,9 @@ def _compare(instance: HindsightInstance, args: argparse.Namespace) -> dict[str,
         "milp_s": round(milp_s, 3), "milp_status": milp.status, "milp_value": milp.value,
         "milp_bound": milp.bound, "milp_gap": milp.gap,
         "lp_bound": lp.bound, "lp_s": round(lp.solve_seconds, 3),
+        # Reduced-cost fixing at the best schedule of this row (the most it could fix), and the LP's shape.
+        "rc_fixable": fixing.fixed, "rc_columns": fixing.columns, "rc_max": round(fixing.max_reduced_cost, 2),
+        "rc_room": round(fixing.bound - best, 2), "lp_whole_jobs": whole, "lp_spread_jobs": spread,
         "hint_value": instance.schedule_value(hint) if hint is not None else None,
         "milp_over_cpsat": round(milp_s / cpsat_s, 2) if cpsat_s > 0 else None,
     }
@@ -96,10 +108,11 @@ def _timed(solve: Any) -> tuple[OfflineResult, float]:
 
 def table(result: dict[str, Any]) -> str:
     head = (f"{'jobs':>5} {'load':>5} | {'cpsat_s':>8} {'status':>8} {'value':>10} {'gap':>7} | "
-            f"{'milp_s':>8} {'status':>8} {'value':>10} {'gap':>7} | {'LP bound':>10} {'milp/cpsat':>10} {'hint':>10}")
+            f"{'milp_s':>8} {'status':>8} {'value':>10} {'gap':>7} | {'LP bound':>10} {'milp/cpsat':>10} {'hint':>10} {'rc fixable':>12}")
     lines = [f"offline solvers: {result['note']}; hint {result['hint']}; CP-SAT {result['cpsat_strategy']} "
              f"(plain share {result['plain_share']:g}, then {result['bound_model']}"
-             f"{', left shift' if result['left_shift'] else ''}) with "
+             f"{', left shift' if result['left_shift'] else ''}"
+             f"{', reduced-cost fixing' if result['rc_fixing'] else ''}) with "
              f"{result['cpsat_workers']} workers, "
              f"HiGHS {result['highs_threads']} thread(s)", head, "-" * len(head)]
     for r in result["instances"]:
@@ -107,5 +120,6 @@ def table(result: dict[str, Any]) -> str:
             f"{r['jobs']:>5} {r['load']:>5.2f} | {r['cpsat_s']:>8.2f} {r['cpsat_status']:>8} {r['cpsat_value']:>10.2f} "
             f"{r['cpsat_gap']:>7.2%} | {r['milp_s']:>8.2f} {r['milp_status']:>8} {r['milp_value']:>10.2f} "
             f"{r['milp_gap']:>7.2%} | {r['lp_bound']:>10.2f} {r['milp_over_cpsat'] or 0:>10.2f} "
-            f"{r['hint_value'] if r['hint_value'] is not None else float('nan'):>10.2f}")
+            f"{r['hint_value'] if r['hint_value'] is not None else float('nan'):>10.2f} "
+            f"{str(r['rc_fixable']) + '/' + str(r['rc_columns']):>12}")
     return "\n".join(lines)

@@ -20,6 +20,10 @@ intervals, start or meet variables: CP-SAT's LP is then small enough to reach th
     maximise   sum_{j,s} V_j(s + d_j) at[j,s]
     subject to sum_s at[j,s] <= 1,   sum_j c_j sum_{s = t-d_j+1}^{t} at[j,s] <= C   for every round t
 
+With `rc_fixing` (two_phase only), the second phase first drops the starts that reduced-cost fixing at the plain
+phase's value L rules out (mechanism/offline/rcfix.py): at[j,s] = 0 (or 1) where B(y) - |r_js| < L, so the
+fixed model keeps every schedule worth more than L, and the optimum is max(L, its optimum).
+
 The telescoped sum equals V_j(start + d_j) = v_ji for the first met deadline. Values are scaled to integers
 (`value_scale`, by default the smallest power of ten up to 1e6 that makes every value an integer); the exact
 rounding error is added to the reported bound, and the reported value is recomputed
@@ -36,7 +40,7 @@ from typing import Literal
 from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
-from mechanism.offline import dominance
+from mechanism.offline import dominance, rcfix
 from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult, Status, relative_gap
 
 SOLVER_NAME = "cpsat"
@@ -61,6 +65,7 @@ class CpSatParams:
     deterministic: bool = False  # read time_limit as CP-SAT deterministic time: same model, same answer
     left_shift: bool = False  # add the left-shift dominance to the time-indexed variables (not with plain)
     bound_model: BoundModel = "channel"  # two_phase: the model of the second phase
+    rc_fixing: bool = False  # two_phase: reduced-cost fixing (rcfix.py) of the second phase at the plain value
 
     def __post_init__(self) -> None:
         if not self.time_limit > 0:
@@ -77,6 +82,9 @@ class CpSatParams:
             raise ValueError("left_shift=True needs the time-indexed channel, which strategy='plain' leaves out")
         if self.bound_model not in BOUND_MODELS:
             raise ValueError(f"bound_model={self.bound_model!r} is not one of {', '.join(BOUND_MODELS)}")
+        if self.rc_fixing and self.strategy != "two_phase":
+            raise ValueError(f"rc_fixing=True needs strategy='two_phase' (its plain phase gives the incumbent), "
+                             f"not {self.strategy!r}")
 
 
 @dataclass
@@ -330,6 +338,8 @@ def solve_cpsat(instance: HindsightInstance, params: CpSatParams | None = None) 
     channel: with the time-indexed channel (tight LP bound, slower search); two_phase: plain for `plain_share`
     of the limit, and unless that proved optimality, `bound_model` for the rest, hinted with the plain schedule:
     channel, or indexed, the time-indexed model alone (it reaches the LP bound soonest; its search is weak).
+    With `rc_fixing` the second phase runs on the model reduced by reduced-cost fixing at the plain value (its
+    LP solve, HiGHS, comes on top of the time limit).
     """
     params = params or CpSatParams()
     if params.strategy != "two_phase":
@@ -339,12 +349,48 @@ def solve_cpsat(instance: HindsightInstance, params: CpSatParams | None = None) 
         return first
     hint = first.starts if first.status != "unknown" else params.hint
     rest = params.time_limit * (1.0 - params.plain_share)
-    second = solve_model(instance, replace(params, time_limit=rest, hint=hint), params.bound_model)
-    return combine(first, second)
+    second_params = replace(params, time_limit=rest, hint=hint)
+    if params.rc_fixing:
+        return _fixed_phase(instance, second_params, first)
+    return combine(first, solve_model(instance, second_params, params.bound_model))
+
+
+def _fixed_phase(instance: HindsightInstance, params: CpSatParams, first: OfflineResult) -> OfflineResult:
+    """The bound model without the starts that no schedule worth more than `first` takes (its LP solve on top)."""
+    prices = rcfix.lp_prices(instance, params.time_limit, 1)
+    fixing = rcfix.fix(prices, first.value)
+    second = solve_fixed(instance, params, params.bound_model, fixing)
+    if second is None:  # no schedule is worth more than the first phase's: it is optimal
+        return replace(first, bound=first.value, gap=0.0, status="optimal",
+                       solve_seconds=(first.solve_seconds or 0.0) + prices.solve_seconds)
+    return combine(first, replace(second, solve_seconds=(second.solve_seconds or 0.0) + prices.solve_seconds))
 
 
 def solve_model(instance: HindsightInstance, params: CpSatParams, model: Model) -> OfflineResult:
     """One solve of one model (params.strategy is not read); the hint is left-shifted with `left_shift`."""
+    built, params = _built(instance, params, model)
+    solver, status = solve(built, params)
+    return extract(built, solver, status)
+
+
+def solve_fixed(instance: HindsightInstance, params: CpSatParams, model: Model,
+                fixing: rcfix.Fixing) -> OfflineResult | None:
+    """One solve of a time-indexed model with the fixed starts; None if that model has no schedule at all.
+
+    Its optimum is the optimum over the schedules worth more than `fixing.incumbent`, if there are any, so the
+    instance's optimum is max(incumbent, its optimum), and its bound bounds only those schedules.
+    """
+    if model == "plain":
+        raise ValueError("model='plain' has no time-indexed starts to fix; use 'channel' or 'indexed'")
+    built, params = _built(instance, params, model)
+    _add_fixing(built, fixing)
+    solver, status = solve(built, params)
+    if status == cp_model.INFEASIBLE:
+        return None
+    return extract(built, solver, status)
+
+
+def _built(instance: HindsightInstance, params: CpSatParams, model: Model) -> tuple[CpSatModel, CpSatParams]:
     left = params.left_shift and model != "plain"
     if model == "indexed":
         built = build_indexed(instance, params.value_scale, left)
@@ -352,8 +398,16 @@ def solve_model(instance: HindsightInstance, params: CpSatParams, model: Model) 
         built = build(instance, params.value_scale, model == "channel", left)
     if left and params.hint is not None:
         params = replace(params, hint=shifted_hint(instance, params.hint))
-    solver, status = solve(built, params)
-    return extract(built, solver, status)
+    return built, params
+
+
+def _add_fixing(built: CpSatModel, fixing: rcfix.Fixing) -> None:
+    # Reduced-cost fixing: at[j,s] = 0 for (j, s) in zero, at[j,s] = 1 for (j, s) in one (rcfix.py).
+    for value, starts in ((0, fixing.zero), (1, fixing.one)):
+        for j, s in starts:
+            if j not in built.at or s not in built.at[j]:
+                raise ValueError(f"fixed start ({j!r}, {s}) is not a valuable start of the instance")
+            built.model.add(built.at[j][s] == value)
 
 
 def shifted_hint(instance: HindsightInstance, hint: Mapping[str, int | None]) -> Mapping[str, int | None]:

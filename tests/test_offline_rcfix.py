@@ -1,0 +1,176 @@
+"""Reduced-cost fixing: weak duality by hand and at random prices, and every better schedule obeys the fixing."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mechanism.offline.brute import combinations, solve_brute
+from mechanism.offline.cpsat import CpSatParams, Model, solve_cpsat, solve_fixed
+from mechanism.offline.greedy import density_greedy
+from mechanism.offline.hindsight import HindsightInstance
+from mechanism.offline.instances import random_instance
+from mechanism.offline.milp import build, lp_bound
+from mechanism.offline.rcfix import Fixing, fix, lp_prices, price, split_jobs
+from tests.offline_cases import HAND, HAND_OPTIMUM, TINY
+
+FAST = CpSatParams(time_limit=10.0, workers=1)
+
+
+def feasible_schedules(instance: HindsightInstance) -> Iterator[dict[str, int | None]]:
+    """Every assignment of a valuable start or None per job that respects capacity (independent of brute.py)."""
+    options = [[None, *job.starts()] for job in instance.jobs]
+    for choice in itertools.product(*options):
+        starts = {job.id: s for job, s in zip(instance.jobs, choice, strict=True)}
+        try:
+            instance.check_schedule(starts)
+        except ValueError:
+            continue
+        yield starts
+
+
+def respects(fixing: Fixing, starts: dict[str, int | None]) -> bool:
+    """No start fixed to 0 is taken, every start fixed to 1 is."""
+    taken = {(j, s) for j, s in starts.items() if s is not None}
+    return not (taken & fixing.zero) and fixing.one <= taken
+
+
+def test_hand_case_prices_and_fixings_match_the_hand_computation() -> None:
+    # Duals: job A's row 4, round 1's row 3. r = (A@0: 10-4-2*3=0, A@1: 5-4-2*3=-5, A@2: 5-4=1, B@0: 8-3=5,
+    # C@1: 3-3=0) and B(y) = 4 + 2*3 + 1 + 5 = 16, the LP optimum.
+    prices = lp_prices(HAND)
+    assert prices.bound == pytest.approx(HAND_OPTIMUM)
+    assert prices.reduced.tolist() == pytest.approx([0.0, -5.0, 1.0, 5.0, 0.0])
+    # L = 13: |r| > 16 - 13 fixes A@1 to 0 and B@0 to 1; L = 15.9 also A@2 to 1; L = 10 fixes nothing.
+    assert (fix(prices, 13.0).zero, fix(prices, 13.0).one) == ({("A", 1)}, {("B", 0)})
+    assert fix(prices, 15.9).one == {("A", 2), ("B", 0)}
+    assert fix(prices, 10.0).fixed == 0
+    assert fix(prices, 10.0).max_reduced_cost == pytest.approx(5.0)
+    assert split_jobs(prices) == (3, 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 100_000), n=st.integers(1, 5), price_seed=st.integers(0, 1000))
+def test_bound_of_any_nonnegative_prices_is_at_least_the_brute_force_optimum(seed: int, n: int,
+                                                                             price_seed: int) -> None:
+    inst = random_instance(n, seed, TINY)
+    if combinations(inst) > 100_000:
+        return
+    model = build(inst)
+    y = np.random.default_rng(price_seed).uniform(0.0, 10.0, size=model.n_rows)
+    prices = price(model, np.zeros(model.n_cols), y)
+    assert prices.bound >= solve_brute(inst).value - 1e-9
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 100_000), n=st.integers(1, 5), rank=st.integers(0, 5))
+def test_every_schedule_worth_more_than_the_incumbent_respects_the_fixing(seed: int, n: int, rank: int) -> None:
+    inst = random_instance(n, seed, TINY)
+    if combinations(inst) > 20_000:
+        return
+    schedules = list(feasible_schedules(inst))
+    values = sorted({inst.schedule_value(s) for s in schedules}, reverse=True)
+    incumbent = values[min(rank, len(values) - 1)]  # the optimum, or a value below it
+    fixing = fix(lp_prices(inst), incumbent)
+    for starts in schedules:
+        if inst.schedule_value(starts) > incumbent + 1e-9:
+            assert respects(fixing, starts)
+
+
+def test_fixing_bites_below_the_optimum_and_keeps_every_better_schedule() -> None:
+    # Not vacuous: at L = the second-best schedule value, fixing removes starts in many tiny instances, and the
+    # optimal schedules (the only ones worth more) all respect it.
+    bitten = 0
+    for seed in range(20):
+        inst = random_instance(4, seed, TINY)
+        schedules = list(feasible_schedules(inst))
+        values = sorted({inst.schedule_value(s) for s in schedules}, reverse=True)
+        if len(values) < 2:
+            continue
+        fixing = fix(lp_prices(inst), values[1])
+        bitten += fixing.fixed > 0
+        assert all(respects(fixing, s) for s in schedules if inst.schedule_value(s) > values[1] + 1e-9)
+    assert bitten >= 5
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 100_000), n=st.integers(1, 6), model=st.sampled_from(["channel", "indexed"]),
+       incumbent=st.sampled_from(["empty", "greedy", "optimum"]))
+def test_fixed_model_optimum_or_incumbent_equals_brute_force(seed: int, n: int, model: Model,
+                                                              incumbent: str) -> None:
+    inst = random_instance(n, seed, TINY)
+    if combinations(inst) > 200_000:
+        return
+    exact = solve_brute(inst).value
+    value = {"empty": 0.0, "greedy": inst.schedule_value(density_greedy(inst)), "optimum": exact}[incumbent]
+    result = solve_fixed(inst, FAST, model, fix(lp_prices(inst), value))
+    if result is None:  # no schedule is worth more than the incumbent
+        assert value == pytest.approx(exact)
+        return
+    inst.check_schedule(result.starts)
+    assert result.status == "optimal"
+    assert max(value, result.value) == pytest.approx(exact, abs=1e-6)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 100_000), n=st.integers(1, 6))
+def test_two_phase_with_rc_fixing_proves_the_brute_force_optimum(seed: int, n: int) -> None:
+    inst = random_instance(n, seed, TINY)
+    if combinations(inst) > 200_000:
+        return
+    exact = solve_brute(inst)
+    result = solve_cpsat(inst, CpSatParams(time_limit=10.0, workers=1, rc_fixing=True, bound_model="indexed"))
+    assert result.status == "optimal"
+    assert result.value == pytest.approx(exact.value, abs=1e-6)
+    assert result.bound >= exact.value - 1e-6
+    inst.check_schedule(result.starts)
+
+
+def test_lp_prices_of_an_instance_without_valuable_starts_are_empty() -> None:
+    inst = random_instance(0, 1, TINY)
+    prices = lp_prices(inst)
+    assert prices.bound == 0.0 and fix(prices, 0.0).fixed == 0 and split_jobs(prices) == (0, 0)
+
+
+def test_bound_with_optimal_duals_is_the_lp_bound_on_a_benchmark_sized_instance() -> None:
+    inst = random_instance(60, 7)
+    assert lp_prices(inst).bound == pytest.approx(lp_bound(inst).bound, rel=1e-7)
+
+
+def test_negative_prices_are_refused_naming_the_bound() -> None:
+    model = build(HAND)
+    with pytest.raises(ValueError, match=r"y has min=-1.0, below the bound 0"):
+        price(model, np.zeros(model.n_cols), np.full(model.n_rows, -1.0))
+
+
+def test_prices_of_the_wrong_length_are_refused() -> None:
+    model = build(HAND)
+    with pytest.raises(ValueError, match=r"y has shape \(2,\), expected one price per row \(7,\)"):
+        price(model, np.zeros(model.n_cols), np.zeros(2))
+
+
+def test_a_non_finite_incumbent_is_refused() -> None:
+    with pytest.raises(ValueError, match="incumbent=nan is not a finite schedule value"):
+        fix(lp_prices(HAND), float("nan"))
+
+
+def test_rc_fixing_needs_two_phase() -> None:
+    with pytest.raises(ValueError, match=r"rc_fixing=True needs strategy='two_phase'.*not 'channel'"):
+        CpSatParams(strategy="channel", rc_fixing=True)
+
+
+def test_the_plain_model_has_no_starts_to_fix() -> None:
+    with pytest.raises(ValueError, match="model='plain' has no time-indexed starts to fix"):
+        solve_fixed(HAND, FAST, "plain", fix(lp_prices(HAND), 13.0))
+
+
+def test_a_fixed_start_outside_the_instance_is_refused() -> None:
+    fixing = Fixing(incumbent=0.0, bound=16.0, zero=frozenset({("A", 9)}), one=frozenset(), columns=5,
+                    max_reduced_cost=5.0)
+    with pytest.raises(ValueError, match=r"fixed start \('A', 9\) is not a valuable start of the instance"):
+        solve_fixed(HAND, FAST, "indexed", fixing)

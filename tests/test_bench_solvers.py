@@ -51,3 +51,13 @@ def test_rc_fixing_reaches_cpsat_and_every_row_reports_what_fixing_could_remove(
     assert 0 <= row["rc_fixable"] <= row["rc_columns"] and row["rc_max"] >= 0
     assert row["rc_room"] == pytest.approx(row["lp_bound"] - row["cpsat_value"], abs=0.01)
     assert row["lp_whole_jobs"] + row["lp_spread_jobs"] <= row["jobs"]
+
+
+def test_lns_share_reaches_cpsat_and_the_json(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["bench", "solvers", "--sizes", "10", "--time-limit", "5", "--workers", "1", "--plain-share", "0.3",
+          "--lns-share", "0.4", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert result["lns_share"] == 0.4
+    row = result["instances"][0]
+    assert row["cpsat_status"] == row["milp_status"] == "optimal"
+    assert row["cpsat_value"] == pytest.approx(row["milp_value"])

@@ -35,6 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "channel; indexed: the time-indexed model alone)")
     p.add_argument("--left-shift", action="store_true",
                    help="add the left-shift dominance to CP-SAT's time-indexed channel")
+    p.add_argument("--lns-share", type=float, default=0.0,
+                   help="two_phase: share of the limit for window LNS after the plain phase (default 0: none)")
     p.add_argument("--rc-fixing", action="store_true",
                    help="two_phase: drop the time-indexed starts that reduced-cost fixing at the plain phase's "
                         "value rules out, before the second phase")
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rows = [_compare(instance_for(n, args.seed, args.capacity, args.horizon), args) for n in sizes]
     return {"benchmark": "solvers", "time_limit": args.time_limit, "cpsat_workers": args.workers,
             "cpsat_strategy": args.strategy, "plain_share": args.plain_share, "left_shift": args.left_shift,
-            "bound_model": args.bound_model, "rc_fixing": args.rc_fixing,
+            "bound_model": args.bound_model, "rc_fixing": args.rc_fixing, "lns_share": args.lns_share,
             "hint": args.hint,
             "highs_threads": args.threads, "capacity": args.capacity, "seed": args.seed,
             "note": (f"time limit {args.time_limit:g} s per solver and instance"
@@ -76,7 +78,7 @@ def _compare(instance: HindsightInstance, args: argparse.Namespace) -> dict[str,
     hint = density_greedy(instance) if args.hint == "greedy" else None
     params = CpSatParams(args.time_limit, args.workers, hint=hint, strategy=args.strategy,
                          plain_share=args.plain_share, left_shift=args.left_shift, bound_model=args.bound_model,
-                         rc_fixing=args.rc_fixing)
+                         rc_fixing=args.rc_fixing, lns_share=args.lns_share)
     cpsat, cpsat_s = _timed(lambda: solve_cpsat(instance, params))
     milp, milp_s = _timed(lambda: solve_milp(instance, MilpParams(args.time_limit, args.threads, hint=hint)))
     lp = lp_bound(instance, args.time_limit, args.threads)
@@ -112,7 +114,8 @@ def table(result: dict[str, Any]) -> str:
     lines = [f"offline solvers: {result['note']}; hint {result['hint']}; CP-SAT {result['cpsat_strategy']} "
              f"(plain share {result['plain_share']:g}, then {result['bound_model']}"
              f"{', left shift' if result['left_shift'] else ''}"
-             f"{', reduced-cost fixing' if result['rc_fixing'] else ''}) with "
+             f"{', reduced-cost fixing' if result['rc_fixing'] else ''}"
+             f"{', window LNS share ' + format(result['lns_share'], 'g') if result['lns_share'] else ''}) with "
              f"{result['cpsat_workers']} workers, "
              f"HiGHS {result['highs_threads']} thread(s)", head, "-" * len(head)]
     for r in result["instances"]:

@@ -40,7 +40,7 @@ from typing import Literal
 from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
-from mechanism.offline import dominance, rcfix
+from mechanism.offline import dominance, lns, rcfix
 from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult, Status, relative_gap
 
 SOLVER_NAME = "cpsat"
@@ -66,6 +66,7 @@ class CpSatParams:
     left_shift: bool = False  # add the left-shift dominance to the time-indexed variables (not with plain)
     bound_model: BoundModel = "channel"  # two_phase: the model of the second phase
     rc_fixing: bool = False  # two_phase: reduced-cost fixing (rcfix.py) of the second phase at the plain value
+    lns_share: float = 0.0  # two_phase: the share of the time limit for window LNS (lns.py) after the plain phase
 
     def __post_init__(self) -> None:
         if not self.time_limit > 0:
@@ -82,6 +83,9 @@ class CpSatParams:
             raise ValueError("left_shift=True needs the time-indexed channel, which strategy='plain' leaves out")
         if self.bound_model not in BOUND_MODELS:
             raise ValueError(f"bound_model={self.bound_model!r} is not one of {', '.join(BOUND_MODELS)}")
+        if not 0 <= self.lns_share < 1 or (self.lns_share > 0 and self.plain_share + self.lns_share >= 1):
+            raise ValueError(f"lns_share={self.lns_share} must be at least 0 and leave part of the limit: "
+                             f"plain_share + lns_share = {self.plain_share + self.lns_share} is not below 1")
         if self.rc_fixing and self.strategy != "two_phase":
             raise ValueError(f"rc_fixing=True needs strategy='two_phase' (its plain phase gives the incumbent), "
                              f"not {self.strategy!r}")
@@ -303,7 +307,7 @@ def extract(built: CpSatModel, solver: cp_model.CpSolver, status: cp_model_pb2.C
     instance = built.instance
     trivial = trivial_bound(instance)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        starts = {j.id: _start_of(built, solver, j.id) for j in instance.jobs}
+        starts = {j.id: start_of(built, solver, j.id) for j in instance.jobs}
         bound = min(trivial, solver.best_objective_bound / built.scale + built.rounding_slack)
         state: Status = "optimal" if status == cp_model.OPTIMAL else "feasible"
     elif status == cp_model.UNKNOWN:
@@ -318,7 +322,8 @@ def extract(built: CpSatModel, solver: cp_model.CpSolver, status: cp_model_pb2.C
                          solve_seconds=solver.wall_time, starts=starts, solver=SOLVER_NAME)
 
 
-def _start_of(built: CpSatModel, solver: cp_model.CpSolver, job_id: str) -> int | None:
+def start_of(built: CpSatModel, solver: cp_model.CpSolver, job_id: str) -> int | None:
+    """Job `job_id`'s start in the solver's schedule, None if it does not run (either model)."""
     if job_id not in built.run:  # the indexed model: the start whose at[j,s] is true, if any
         return next((s for s, var in built.at.get(job_id, {}).items() if solver.boolean_value(var)), None)
     if not solver.boolean_value(built.run[job_id]):
@@ -347,12 +352,27 @@ def solve_cpsat(instance: HindsightInstance, params: CpSatParams | None = None) 
     first = solve_model(instance, replace(params, time_limit=params.time_limit * params.plain_share), "plain")
     if first.optimal:
         return first
+    if params.lns_share > 0 and first.status != "unknown":
+        first = _window_lns(instance, params, first)
     hint = first.starts if first.status != "unknown" else params.hint
-    rest = params.time_limit * (1.0 - params.plain_share)
+    rest = params.time_limit * (1.0 - params.plain_share - params.lns_share)
     second_params = replace(params, time_limit=rest, hint=hint)
     if params.rc_fixing:
         return _fixed_phase(instance, second_params, first)
     return combine(first, solve_model(instance, second_params, params.bound_model))
+
+
+def _window_lns(instance: HindsightInstance, params: CpSatParams, first: OfflineResult) -> OfflineResult:
+    """The plain phase's schedule improved by window LNS for `lns_share` of the limit (its bound still holds).
+
+    One worker per window: the windows are small, and in 60 s runs on 2 cores 8 workers per window found worse
+    schedules than 1 (the portfolio splits the cores among workers that each get too little time).
+    """
+    better = lns.improve(instance, first.starts, lns.LnsParams(
+        time_limit=params.time_limit * params.lns_share, workers=1, deterministic=params.deterministic))
+    bound = max(first.bound, better.value)
+    return replace(first, value=better.value, starts=better.starts, bound=bound,
+                   gap=relative_gap(better.value, bound), solve_seconds=(first.solve_seconds or 0.0) + better.seconds)
 
 
 def _fixed_phase(instance: HindsightInstance, params: CpSatParams, first: OfflineResult) -> OfflineResult:

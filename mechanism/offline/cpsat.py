@@ -22,7 +22,8 @@ intervals, start or meet variables: CP-SAT's LP is then small enough to reach th
 
 With `rc_fixing` (two_phase only), the second phase first drops the starts that reduced-cost fixing at the plain
 phase's value L rules out (mechanism/offline/rcfix.py): at[j,s] = 0 (or 1) where B(y) - |r_js| < L, so the
-fixed model keeps every schedule worth more than L, and the optimum is max(L, its optimum).
+fixed model keeps every schedule worth more than L, and the optimum is max(L, its optimum). With `lns_share`
+(two_phase only), window LNS (mechanism/offline/lns.py) improves the plain phase's schedule before the second phase.
 
 The telescoped sum equals V_j(start + d_j) = v_ji for the first met deadline. Values are scaled to integers
 (`value_scale`, by default the smallest power of ten up to 1e6 that makes every value an integer); the exact
@@ -344,7 +345,8 @@ def solve_cpsat(instance: HindsightInstance, params: CpSatParams | None = None) 
     of the limit, and unless that proved optimality, `bound_model` for the rest, hinted with the plain schedule:
     channel, or indexed, the time-indexed model alone (it reaches the LP bound soonest; its search is weak).
     With `rc_fixing` the second phase runs on the model reduced by reduced-cost fixing at the plain value (its
-    LP solve, HiGHS, comes on top of the time limit).
+    LP solve, HiGHS, comes on top of the time limit); with `lns_share` > 0 window LNS improves the plain schedule
+    for that share of the limit first.
     """
     params = params or CpSatParams()
     if params.strategy != "two_phase":

@@ -92,3 +92,8 @@ def test_lns_share_must_leave_time_for_the_bound_model() -> None:
         CpSatParams(plain_share=0.5, lns_share=0.5)
     with pytest.raises(ValueError, match=r"lns_share=-0\.1 must be at least 0"):
         CpSatParams(lns_share=-0.1)
+
+
+def test_lns_share_needs_two_phase() -> None:
+    with pytest.raises(ValueError, match=r"lns_share=0\.2 needs strategy='two_phase'.*not 'plain'"):
+        CpSatParams(strategy="plain", lns_share=0.2)

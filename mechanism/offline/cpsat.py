@@ -87,6 +87,9 @@ class CpSatParams:
         if not 0 <= self.lns_share < 1 or (self.lns_share > 0 and self.plain_share + self.lns_share >= 1):
             raise ValueError(f"lns_share={self.lns_share} must be at least 0 and leave part of the limit: "
                              f"plain_share + lns_share = {self.plain_share + self.lns_share} is not below 1")
+        if self.lns_share > 0 and self.strategy != "two_phase":
+            raise ValueError(f"lns_share={self.lns_share} needs strategy='two_phase' (it improves the plain phase's "
+                             f"schedule), not {self.strategy!r}")
         if self.rc_fixing and self.strategy != "two_phase":
             raise ValueError(f"rc_fixing=True needs strategy='two_phase' (its plain phase gives the incumbent), "
                              f"not {self.strategy!r}")

@@ -61,3 +61,22 @@ def test_lns_share_reaches_cpsat_and_the_json(capsys: pytest.CaptureFixture[str]
     row = result["instances"][0]
     assert row["cpsat_status"] == row["milp_status"] == "optimal"
     assert row["cpsat_value"] == pytest.approx(row["milp_value"])
+
+
+def test_shares_that_leave_no_time_for_the_bound_model_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "solvers", "--sizes", "5", "--lns-share", "0.5"])
+    assert exit_info.value.code == 2
+    assert "--plain-share 0.7 + --lns-share 0.5 = 1.2 leaves no time for the bound model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--plain-share", "0", "0.0 is not a share of the limit: it must lie in (0, 1)"),
+    ("--lns-share", "1", "1.0 is not a share of the limit: it must lie in [0, 1)"),
+    ("--lns-share", "x", "'x' is not a number"),
+])
+def test_shares_are_checked_when_parsed(capsys: pytest.CaptureFixture[str], flag: str, value: str,
+                                        message: str) -> None:
+    with pytest.raises(SystemExit):
+        main(["bench", "solvers", "--sizes", "5", flag, value])
+    assert message in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -28,14 +29,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"CP-SAT workers (default {DEFAULT_WORKERS}: more than the cores, for CP-SAT's wider "
                         "portfolio incl. its max_lp bound worker; they share the cores)")
     p.add_argument("--strategy", choices=STRATEGIES, default="two_phase", help="CP-SAT model strategy")
-    p.add_argument("--plain-share", type=float, default=DEFAULT_PLAIN_SHARE,
+    p.add_argument("--plain-share", type=share(0.0, strict_low=True), default=DEFAULT_PLAIN_SHARE,
                    help=f"two_phase: share of the limit for the plain model (default {DEFAULT_PLAIN_SHARE:g})")
     p.add_argument("--bound-model", choices=BOUND_MODELS, default="indexed",
                    help="two_phase: the model of the second phase (channel: intervals plus the time-indexed "
                         "channel; indexed: the time-indexed model alone)")
     p.add_argument("--left-shift", action="store_true",
                    help="add the left-shift dominance to CP-SAT's time-indexed channel")
-    p.add_argument("--lns-share", type=float, default=0.0,
+    p.add_argument("--lns-share", type=share(0.0, strict_low=False), default=0.0,
                    help="two_phase: share of the limit for window LNS after the plain phase (default 0: none)")
     p.add_argument("--rc-fixing", action="store_true",
                    help="two_phase: drop the time-indexed starts that reduced-cost fixing at the plain phase's "
@@ -47,6 +48,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="nodes C of the instances (at least the largest concurrency, 16)")
     p.add_argument("--horizon", type=bounded_int(1), default=200, help="rounds over which jobs are born")
     p.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the random instances")
+
+
+def share(low: float, strict_low: bool) -> Any:
+    """An argparse type: a share of the time limit, above (or at) `low` and below 1."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not (value > low if strict_low else value >= low) or not value < 1:
+            raise argparse.ArgumentTypeError(f"{value} is not a share of the limit: it must lie in "
+                                             f"{'(' if strict_low else '['}{low:g}, 1)")
+        return value
+    return parse
 
 
 def instance_for(n_jobs: int, seed: int, capacity: int, horizon: int) -> HindsightInstance:
@@ -61,6 +76,11 @@ def offered_load(instance: HindsightInstance) -> float:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.lns_share > 0 and args.plain_share + args.lns_share >= 1:
+        print(f"sowsched bench solvers: --plain-share {args.plain_share:g} + --lns-share {args.lns_share:g} = "
+              f"{args.plain_share + args.lns_share:g} leaves no time for the bound model: it must be below 1",
+              file=sys.stderr)
+        raise SystemExit(2)
     sizes = args.sizes if isinstance(args.sizes, list) else int_list(1)(str(args.sizes))
     rows = [_compare(instance_for(n, args.seed, args.capacity, args.horizon), args) for n in sizes]
     return {"benchmark": "solvers", "time_limit": args.time_limit, "cpsat_workers": args.workers,

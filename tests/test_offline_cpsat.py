@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
-from mechanism.offline.brute import combinations, solve_brute
+from mechanism.offline.brute import solve_brute
 from mechanism.offline.cpsat import (
     BoundModel,
     CpSatParams,
@@ -22,7 +22,7 @@ from mechanism.offline.cpsat import (
 )
 from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult
 from mechanism.offline.instances import random_instance
-from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY
+from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, enumerable
 
 FAST = CpSatParams(time_limit=10.0, workers=1)
 
@@ -39,9 +39,7 @@ def test_cpsat_proves_the_hand_computed_optimum(strategy: Strategy) -> None:
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 100_000), n=st.integers(1, 6), model=st.sampled_from(["plain", "channel", "indexed"]))
 def test_cpsat_optimum_equals_brute_force_on_tiny_instances(seed: int, n: int, model: Model) -> None:
-    inst = random_instance(n, seed, TINY)
-    if combinations(inst) > 200_000:
-        return
+    inst = enumerable(seed, n)
     exact = solve_brute(inst)
     result = solve_model(inst, CpSatParams(time_limit=10.0, workers=1), model)
     assert result.status == "optimal"
@@ -53,9 +51,7 @@ def test_cpsat_optimum_equals_brute_force_on_tiny_instances(seed: int, n: int, m
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 100_000), n=st.integers(1, 6), model=st.sampled_from(["channel", "indexed"]))
 def test_cpsat_with_left_shift_dominance_keeps_the_brute_force_optimum(seed: int, n: int, model: Model) -> None:
-    inst = random_instance(n, seed, TINY)
-    if combinations(inst) > 200_000:
-        return
+    inst = enumerable(seed, n)
     exact = solve_brute(inst)
     result = solve_model(inst, CpSatParams(time_limit=10.0, workers=1, left_shift=True), model)
     assert result.status == "optimal"
@@ -93,9 +89,7 @@ def test_left_shift_turns_an_infeasible_hint_into_itself_and_a_feasible_one_semi
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 100_000), n=st.integers(1, 6), bound_model=st.sampled_from(["channel", "indexed"]))
 def test_two_phase_with_either_bound_model_equals_brute_force(seed: int, n: int, bound_model: BoundModel) -> None:
-    inst = random_instance(n, seed, TINY)
-    if combinations(inst) > 200_000:
-        return
+    inst = enumerable(seed, n)
     result = solve_cpsat(inst, CpSatParams(time_limit=10.0, workers=1, bound_model=bound_model))
     assert result.status == "optimal"
     assert result.value == pytest.approx(solve_brute(inst).value, abs=1e-6)

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.offline.brute import combinations, solve_brute
+from mechanism.offline.brute import solve_brute
 from mechanism.offline.dominance import is_semi_active, left_shift
 from mechanism.offline.hindsight import HindsightInstance
 from mechanism.offline.instances import random_instance
-from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY
+from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY, enumerable
 
 
 def _feasible(instance: HindsightInstance, starts: dict[str, int | None]) -> bool:
@@ -59,9 +59,7 @@ def _random_schedule(instance: HindsightInstance, seed: int) -> dict[str, int | 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 100_000), n=st.integers(1, 5))
 def test_restricting_starts_to_arrivals_and_ends_keeps_the_brute_force_optimum(seed: int, n: int) -> None:
-    inst = random_instance(n, seed, TINY)
-    if combinations(inst) > 20_000:
-        return
+    inst = enumerable(seed, n, 20_000)
     assert _best_restricted(inst) == pytest.approx(solve_brute(inst).value, abs=1e-9)
 
 

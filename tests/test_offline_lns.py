@@ -11,7 +11,7 @@ from mechanism.offline.cpsat import CpSatParams, solve_cpsat
 from mechanism.offline.greedy import density_greedy
 from mechanism.offline.instances import random_instance
 from mechanism.offline.lns import LnsParams, improve, is_free
-from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY
+from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY, enumerable
 
 
 def test_one_window_over_the_hand_case_finds_the_hand_computed_optimum() -> None:
@@ -37,9 +37,7 @@ def test_window_lns_never_loses_value_and_stays_feasible(seed: int, n: int, wind
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 100_000), n=st.integers(1, 6))
 def test_a_window_over_the_whole_horizon_reaches_the_brute_force_optimum(seed: int, n: int) -> None:
-    inst = random_instance(n, seed, TINY)
-    if combinations(inst) > 200_000:
-        return
+    inst = enumerable(seed, n)
     whole = max(inst.horizon, 1)
     result = improve(inst, {j.id: None for j in inst.jobs}, LnsParams(window=whole, step=whole, time_limit=10.0))
     assert result.value == pytest.approx(solve_brute(inst).value, abs=1e-6)
@@ -48,9 +46,7 @@ def test_a_window_over_the_whole_horizon_reaches_the_brute_force_optimum(seed: i
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 100_000), n=st.integers(1, 6))
 def test_two_phase_with_window_lns_proves_the_brute_force_optimum(seed: int, n: int) -> None:
-    inst = random_instance(n, seed, TINY)
-    if combinations(inst) > 200_000:
-        return
+    inst = enumerable(seed, n)
     result = solve_cpsat(inst, CpSatParams(time_limit=10.0, workers=1, lns_share=0.3, bound_model="indexed"))
     assert result.status == "optimal"
     assert result.value == pytest.approx(solve_brute(inst).value, abs=1e-6)

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.offline.brute import combinations, solve_brute
+from mechanism.offline.brute import solve_brute
 from mechanism.offline.hindsight import HindsightInstance, HindsightJob
 from mechanism.offline.instances import random_instance
 from mechanism.offline.milp import MilpParams, build, lp_bound, solve_milp
-from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY
+from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, enumerable
 
 
 def test_milp_proves_the_hand_computed_optimum() -> None:
@@ -38,9 +38,7 @@ def test_lp_relaxation_of_the_hand_case_bounds_the_optimum() -> None:
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 100_000), n=st.integers(1, 6))
 def test_milp_optimum_equals_brute_force_and_lp_bound_is_at_least_it(seed: int, n: int) -> None:
-    inst = random_instance(n, seed, TINY)
-    if combinations(inst) > 200_000:
-        return
+    inst = enumerable(seed, n)
     exact = solve_brute(inst)
     result = solve_milp(inst)
     assert result.status == "optimal"

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.offline.brute import combinations, solve_brute
+from mechanism.offline.brute import solve_brute
 from mechanism.offline.cpsat import CpSatParams, Model, solve_cpsat, solve_fixed
 from mechanism.offline.greedy import density_greedy
 from mechanism.offline.hindsight import HindsightInstance
 from mechanism.offline.instances import random_instance
 from mechanism.offline.milp import build, lp_bound
 from mechanism.offline.rcfix import Fixing, fix, lp_prices, price, split_jobs
-from tests.offline_cases import HAND, HAND_OPTIMUM, TINY
+from tests.offline_cases import HAND, HAND_OPTIMUM, TINY, enumerable
 
 FAST = CpSatParams(time_limit=10.0, workers=1)
 
@@ -58,9 +58,7 @@ def test_hand_case_prices_and_fixings_match_the_hand_computation() -> None:
 @given(seed=st.integers(0, 100_000), n=st.integers(1, 5), price_seed=st.integers(0, 1000))
 def test_bound_of_any_nonnegative_prices_is_at_least_the_brute_force_optimum(seed: int, n: int,
                                                                              price_seed: int) -> None:
-    inst = random_instance(n, seed, TINY)
-    if combinations(inst) > 100_000:
-        return
+    inst = enumerable(seed, n, 100_000)
     model = build(inst)
     y = np.random.default_rng(price_seed).uniform(0.0, 10.0, size=model.n_rows)
     prices = price(model, np.zeros(model.n_cols), y)
@@ -70,9 +68,7 @@ def test_bound_of_any_nonnegative_prices_is_at_least_the_brute_force_optimum(see
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 100_000), n=st.integers(1, 5), rank=st.integers(0, 5))
 def test_every_schedule_worth_more_than_the_incumbent_respects_the_fixing(seed: int, n: int, rank: int) -> None:
-    inst = random_instance(n, seed, TINY)
-    if combinations(inst) > 20_000:
-        return
+    inst = enumerable(seed, n, 20_000)
     schedules = list(feasible_schedules(inst))
     values = sorted({inst.schedule_value(s) for s in schedules}, reverse=True)
     incumbent = values[min(rank, len(values) - 1)]  # the optimum, or a value below it
@@ -103,9 +99,7 @@ def test_fixing_bites_below_the_optimum_and_keeps_every_better_schedule() -> Non
        incumbent=st.sampled_from(["empty", "greedy", "optimum"]))
 def test_fixed_model_optimum_or_incumbent_equals_brute_force(seed: int, n: int, model: Model,
                                                               incumbent: str) -> None:
-    inst = random_instance(n, seed, TINY)
-    if combinations(inst) > 200_000:
-        return
+    inst = enumerable(seed, n)
     exact = solve_brute(inst).value
     value = {"empty": 0.0, "greedy": inst.schedule_value(density_greedy(inst)), "optimum": exact}[incumbent]
     result = solve_fixed(inst, FAST, model, fix(lp_prices(inst), value))
@@ -120,9 +114,7 @@ def test_fixed_model_optimum_or_incumbent_equals_brute_force(seed: int, n: int, 
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 100_000), n=st.integers(1, 6))
 def test_two_phase_with_rc_fixing_proves_the_brute_force_optimum(seed: int, n: int) -> None:
-    inst = random_instance(n, seed, TINY)
-    if combinations(inst) > 200_000:
-        return
+    inst = enumerable(seed, n)
     exact = solve_brute(inst)
     result = solve_cpsat(inst, CpSatParams(time_limit=10.0, workers=1, rc_fixing=True, bound_model="indexed"))
     assert result.status == "optimal"

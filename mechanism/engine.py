@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ import numpy as np
 from mechanism.events import Event
 from mechanism.failure import MonteCarloOracle, Residual
 from mechanism.failure_exact import DEFAULT_MAX_COMBINATIONS, ExactOracle
+from mechanism.history import History, HistoryLookup, HistoryMarks
 from mechanism.jobs import Job, JobState
 from mechanism.launch_plan import FailureEstimates, LaunchPlan, choose_plan
 from mechanism.ledger import Charge, Ledger
@@ -109,9 +111,10 @@ class Engine:
                  max_exact_combinations: int = DEFAULT_MAX_COMBINATIONS) -> None:
         self.platform = platform
         self.now = 0
-        self.jobs: dict[str, Job] = {}
-        self._by_seq: list[Job] = []  # every job, indexed by its seq (submission order)
+        self.jobs: dict[str, Job] = {}  # every job not forgotten (forget_history), in submission order
+        self._by_seq: dict[int, Job] = {}  # the same jobs by seq
         self._active: list[Job] = []  # birth order
+        self.submitted = 0  # jobs ever submitted: the next job's seq
         self.prices = PriceBook(platform)
         self.ledger = Ledger()
         self.events: list[Event] = []
@@ -125,6 +128,9 @@ class Engine:
         self.retired: list[str] = []
         self._event_chain = bytes(CHAIN_BYTES)
         self._retired_chain = bytes(CHAIN_BYTES)
+        # History before `forgotten` is no longer held: `archive` finds its jobs (the server's is its store).
+        self.forgotten = HistoryMarks(0, 0, 0)
+        self.archive: HistoryLookup | None = None
 
     # ---- step 1: submissions ----
 
@@ -132,7 +138,7 @@ class Engine:
         """Quote a SoW born now: announce prices and failure estimates, choose its plan, commit it to y."""
         if not job_id or len(job_id) > MAX_JOB_ID:
             raise EngineError(f"job id {job_id!r} must have 1 to {MAX_JOB_ID} characters")
-        if job_id in self.jobs:
+        if job_id in self.jobs or self._forgotten_job(job_id) is not None:
             raise DuplicateJob(f"job id {job_id!r} already exists")
         try:
             sow.check_bounds(self.platform)
@@ -143,10 +149,11 @@ class Engine:
         est = FailureEstimates.from_raw(raw, self.platform.failure_threshold)
         menu = self.prices.menu(self.now)
         plan = choose_plan(sow, self.now, menu, est)
-        job = Job(id=job_id, seq=len(self.jobs), birth=self.now, concurrency=sow.concurrency, held_sow=sow,
+        job = Job(id=job_id, seq=self.submitted, birth=self.now, concurrency=sow.concurrency, held_sow=sow,
                   held_menu=menu, held_plan=plan)
         self.jobs[job_id] = job
-        self._by_seq.append(job)
+        self._by_seq[job.seq] = job
+        self.submitted += 1
         self._active.append(job)
         t = sow.table
         self.prices.commit(self.now, plan_usage(sow.concurrency, t.probability, plan.outcome_starts(sow),
@@ -198,7 +205,7 @@ class Engine:
 
     def advance(self) -> RoundReport:
         t = self.now
-        first = len(self.events)
+        first = len(self.events)  # held events: forgetting happens between commands
         self._arrivals(t)
         self._overload(t)
         running = self._starts(t)
@@ -329,13 +336,22 @@ class Engine:
     # ---- reads ----
 
     def _job(self, job_id: str) -> Job:
-        try:
-            return self.jobs[job_id]
-        except KeyError:
-            raise UnknownJob(f"job {job_id!r} not found") from None
+        job = self.jobs.get(job_id) or self._forgotten_job(job_id)
+        if job is None:
+            raise UnknownJob(f"job {job_id!r} not found")
+        return job
+
+    def _forgotten_job(self, job_id: str) -> Job | None:
+        if self.archive is None or not self.forgotten.retired:
+            return None
+        return self.archive.job(job_id)
 
     def view(self, job_id: str) -> JobView:
-        j = self._job(job_id)
+        return self.view_of(self._job(job_id))
+
+    @staticmethod
+    def view_of(j: Job) -> JobView:
+        """What a job looks like from outside."""
         reported = j.pending_arrival[0] if j.pending_arrival else None
         scheduled = j.start if j.start is not None else (
             j.plan.start_for(*j.pending_arrival) if j.pending_arrival else None)
@@ -356,22 +372,18 @@ class Engine:
         y = self.prices.usage(start, length)
         return y, unit_price(y, self.platform)
 
-    def job_at(self, seq: int) -> Job:
-        """The job submitted `seq`-th (0-based)."""
-        return self._by_seq[seq]
-
     def jobs_after(self, seq: int, active_only: bool = False) -> Iterator[Job]:
-        """Jobs with a seq above `seq`, in submission order; only the active ones (cheaply) if `active_only`."""
+        """Held jobs with a seq above `seq`, in submission order; only the active ones (cheaply) if `active_only`."""
         if active_only:
             return (j for j in self._active if j.seq > seq and j.state.active)
-        return iter(self._by_seq[max(seq + 1, 0):])
+        return (j for j in self._by_seq.values() if j.seq > seq)
 
     @property
     def active_jobs(self) -> int:
         return sum(1 for j in self._active if j.state.active)
 
     def _emit(self, kind: str, job: Job, **data: Any) -> None:
-        event = Event(seq=len(self.events), round=self.now, type=kind, job=job.id, data=data)
+        event = Event(seq=self.forgotten.events + len(self.events), round=self.now, type=kind, job=job.id, data=data)
         self.events.append(event)
         self._event_chain = _chain(self._event_chain, event.to_dict())
 
@@ -390,7 +402,7 @@ class Engine:
         self._active = still
 
     def _job_state(self, job: Job) -> dict[str, Any]:
-        state = self.view(job.id).to_dict()
+        state = self.view_of(job).to_dict()
         state["pending_completion"] = job.pending_completion
         return state
 
@@ -402,9 +414,10 @@ class Engine:
         through the event chain. So the digest costs O(active jobs) however long the history.
         """
         h = hashlib.sha256()
-        h.update(json.dumps({"now": self.now, "events": len(self.events), "oracle": self.oracle_kind,
+        marks = self.history_marks()
+        h.update(json.dumps({"now": self.now, "events": marks.events, "oracle": self.oracle_kind,
                              "platform": self.platform.model_dump(), "busy": self.busy_node_rounds,
-                             "jobs": len(self.jobs), "retired": len(self.retired)}, sort_keys=True).encode())
+                             "jobs": self.submitted, "retired": marks.retired}, sort_keys=True).encode())
         for job in self._active:
             h.update(json.dumps(self._job_state(job), sort_keys=True).encode())
         h.update(self.prices.state_bytes(self.now))
@@ -412,74 +425,66 @@ class Engine:
         h.update(self._event_chain)
         return h.hexdigest()
 
-    def verify_chains(self) -> None:
-        """Recompute both chains from the jobs and events held (O(history)); raise if either differs."""
-        events = bytes(CHAIN_BYTES)
-        for event in self.events:
-            events = _chain(events, event.to_dict())
-        retired = bytes(CHAIN_BYTES)
-        for job_id in self.retired:
-            retired = _chain(retired, self._job_state(self.jobs[job_id]))
-        unretired = len(self.jobs) - len(self.retired)
-        if events != self._event_chain or retired != self._retired_chain or unretired != len(self._active):
+    def verify_chains(self, forgotten_events: Iterable[Event] = (), forgotten_jobs: Iterable[Job] = ()) -> None:
+        """Recompute both chains (O(history)) from the forgotten events and retired jobs, in order, then the held
+        ones; raise if either differs or the forgotten ones are not exactly `forgotten`."""
+        events, n_events = bytes(CHAIN_BYTES), 0
+        for event in itertools.chain(forgotten_events, self.events):
+            if event.seq != n_events:
+                raise ValueError(f"event {event.seq} is where event {n_events} belongs")
+            events, n_events = _chain(events, event.to_dict()), n_events + 1
+        retired, n_retired = bytes(CHAIN_BYTES), 0
+        for job in itertools.chain(forgotten_jobs, (self.jobs[i] for i in self.retired)):
+            retired, n_retired = _chain(retired, self._job_state(job)), n_retired + 1
+        marks = self.history_marks()
+        unretired = self.submitted - marks.retired
+        if events != self._event_chain or retired != self._retired_chain or unretired != len(self._active) \
+                or (n_events, n_retired) != (marks.events, marks.retired):
             raise ValueError("the engine's jobs or events do not reproduce its hash chains")
 
     # ---- history: what never changes again, for snapshots that do not grow with it ----
 
     def history_marks(self) -> HistoryMarks:
-        return HistoryMarks(len(self.retired), len(self.events), len(self.ledger.charges))
+        """How much history there is, forgotten or held."""
+        f = self.forgotten
+        return HistoryMarks(f.retired + len(self.retired), f.events + len(self.events),
+                            f.charges + len(self.ledger.charges))
 
     def history_since(self, marks: HistoryMarks) -> History:
-        """The retired jobs (in retirement order), events and charges after `marks`."""
-        return History(marks, [self.jobs[i] for i in self.retired[marks.retired:]], self.events[marks.events:],
-                       self.ledger.charges[marks.charges:])
+        """The retired jobs (in retirement order), events and charges after `marks` (which must be held)."""
+        f = self.forgotten
+        if not marks.covers(f) or not self.history_marks().covers(marks):
+            raise ValueError(f"history from {marks} is not held: held from {f} to {self.history_marks()}")
+        return History(marks, [self.jobs[i] for i in self.retired[marks.retired - f.retired:]],
+                       self.events[marks.events - f.events:], self.ledger.charges[marks.charges - f.charges:])
+
+    def forget_history(self, marks: HistoryMarks) -> list[str]:
+        """Stop holding the history before `marks` (the caller has archived it and set `archive`, where the engine
+        then finds those jobs); the ids of the jobs forgotten. Nothing else changes: digest, quotes and refusals
+        stay as they were."""
+        f = self.forgotten
+        if not marks.covers(f) or not self.history_marks().covers(marks):
+            raise ValueError(f"cannot forget up to {marks}: held from {f} to {self.history_marks()}")
+        if self.archive is None and marks != f:
+            raise ValueError("forget_history needs an archive to find the forgotten jobs in")
+        gone = self.retired[:marks.retired - f.retired]
+        for job_id in gone:
+            del self._by_seq[self.jobs.pop(job_id).seq]
+        del self.retired[:len(gone)]
+        del self.events[:marks.events - f.events]
+        del self.ledger.charges[:marks.charges - f.charges]
+        self.forgotten = marks
+        return gone
 
     def without_history(self) -> Engine:
-        """A shallow copy holding only the active jobs and no events or charges: with `history_since` of
-        zero marks it is the whole state (`with_history` joins them)."""
+        """A shallow copy holding only the active jobs and no events or charges, as if all history were
+        forgotten (and with no archive attached): the state a snapshot needs beside the history."""
         live = copy.copy(self)
         live.jobs = {j.id: j for j in self._active}
-        live._by_seq = list(self._active)
+        live._by_seq = {j.seq: j for j in self._active}
         live.retired, live.events, live.ledger = [], [], Ledger()
+        live.forgotten, live.archive = self.history_marks(), None
         return live
-
-    def with_history(self, parts: list[History]) -> None:
-        """Rejoin a `without_history` state with its history, given as consecutive parts from zero marks."""
-        if self.retired or self.events or self.ledger.charges:
-            raise ValueError("with_history needs a state from without_history")
-        expected = HistoryMarks(0, 0, 0)
-        jobs = list(self.jobs.values())
-        for part in parts:
-            if part.start != expected:
-                raise ValueError(f"history part starts at {part.start}, expected {expected}")
-            self.retired.extend(j.id for j in part.jobs)
-            jobs.extend(part.jobs)
-            self.events.extend(part.events)
-            self.ledger.charges.extend(part.charges)
-            expected = self.history_marks()
-        self._by_seq = sorted(jobs, key=lambda j: j.seq)
-        if [j.seq for j in self._by_seq] != list(range(len(self._by_seq))):
-            raise ValueError("the joined jobs do not have the seqs 0..n-1")
-        self.jobs = {j.id: j for j in self._by_seq}  # submission order, as it was built
-
-
-@dataclass(frozen=True)
-class HistoryMarks:
-    """Lengths of the engine's append-only sequences: retired jobs, events, charges."""
-
-    retired: int
-    events: int
-    charges: int
-
-
-@dataclass
-class History:
-    """A consecutive piece of the append-only state, starting at `start`."""
-
-    start: HistoryMarks
-    jobs: list[Job]
-    events: list[Event]
-    charges: list[Charge]
 
 
 def _chain(previous: bytes, record: dict[str, Any]) -> bytes:

@@ -68,9 +68,12 @@ class StateCollector:
                           "snapshot_seq": ("Log sequence number covered by the newest state snapshot "
                                            "(0: none; after a failed snapshot, the one it attempted).",
                                            sched.snapshot_seq),
-                          "ended_jobs": ("Ended jobs whose records the engine holds (the history in memory).",
-                                         len(engine.retired)),
-                          "events": ("Events emitted since the log began.", len(engine.events))}
+                          "ended_jobs": ("Jobs ended since the log began.", engine.history_marks().retired),
+                          "events": ("Events emitted since the log began.", engine.history_marks().events),
+                          "held_ended_jobs": ("Ended jobs held in memory (the rest are in the store's archive).",
+                                              len(engine.retired)),
+                          "held_events": ("Events held in memory (the rest are in the store's archive).",
+                                          len(engine.events))}
         except Unavailable:  # closed or broken (logged by the scheduler): no state to report
             return
         for name, (doc, value) in values.items():

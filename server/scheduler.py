@@ -12,11 +12,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from mechanism.engine import Engine, EngineError, HistoryMarks, JobView, Quote, RoundReport
+from mechanism.engine import Engine, EngineError, JobView, Quote, RoundReport
+from mechanism.history import HistoryMarks
 from mechanism.sow import SoW
 from server import snapshot
+from server.archive import ArchiveError
 from server.config import CLOCK, OPERATOR, Principal, ServerConfig
-from server.indexes import InvoiceIndex, JobIndex
 from server.metrics import NO_METRICS, Observer
 from server.store import CommandStore, Snapshot, StoreError
 
@@ -116,24 +117,21 @@ class DurableScheduler:
         self.metrics = metrics  # told of every logged command, snapshot and settler pass
         self._lock = threading.Lock()
         self.changed = threading.Condition(self._lock)
-        self.owners: dict[str, str] = {}  # job id -> tenant
-        self.invoices = InvoiceIndex()  # each tenant's charges, for paged invoices
-        self.tenant_jobs = JobIndex()  # each tenant's jobs, for its job list
+        self.owners: dict[str, str] = {}  # job id -> tenant, of the jobs the engine holds (`owner`: any job)
         self._broken: str | None = None
         self._queue: list[_Ticket] = []  # commands waiting for the writer
         self._queue_lock = threading.Lock()
         self.snapshot_every = snapshot_every
         self._seq = 0  # the last logged command applied
-        self._archived = HistoryMarks(0, 0, 0)  # the engine history the stored snapshots hold
+        self._archived = HistoryMarks(0, 0, 0)  # the engine history the store's archive holds
         try:
-            self.restored_from = self._restore() if snapshot_every else 0  # snapshot seq, 0 for none
+            self.restored_from = self._restore()  # snapshot seq, 0 for none
+            self.engine.archive = store.archive
             self._snapshot_seq = self.restored_from
             self.replayed = self._replay()
         except BaseException:  # not started: release the log and its one-writer lock
             store.close()
             raise
-        self.invoices.catch_up(self.engine, self.owners)
-        self.tenant_jobs.catch_up(self.engine, self.owners)
         self._unsettled = threading.Event()  # a batch was applied: the engine may have oracle work to do early
         self._settler = threading.Thread(target=self._settle_loop, name="sowsched-settle", daemon=True)
         self._settler.start()
@@ -167,37 +165,44 @@ class DurableScheduler:
                     log.info("settle", extra={"fields": {"writer_ms": round(1000 * (time.perf_counter() - started), 3)}})
 
     def _restore(self) -> int:
-        """Load the newest snapshot this code wrote whose state, joined with its history, reproduces its digest
-        and hash chains; 0 if there is none. Snapshots and history written after the one used are dropped."""
+        """Load the newest snapshot this code wrote whose state, with the archived history before its marks,
+        reproduces its digest and hash chains; 0 if there is none. Snapshots written after the one used, and the
+        history they archived, are dropped (a reader only ignores them)."""
+        if not self.snapshot_every:  # snapshots off: replay the whole log and leave the stored ones alone
+            return 0
         code = snapshot.code_identity()
+        archive = self.store.archive
         for snap in self.store.snapshots():
             if snap.code != code:
                 continue
             try:
                 state = snapshot.load(snap.state)
-                parts = [snapshot.load_part(b) for b in self.store.history(code, snap.seq)]
-                state.engine.with_history([part.history for part in parts])
-                for part in parts:
-                    state.owners.update(part.owners)
-                state.engine.verify_chains()
-                ok = state.seq == snap.seq and state.engine.history_marks() == state.marks \
-                    and state.engine.digest() == snap.digest
+                engine = state.engine
+                ok = state.seq == snap.seq and engine.history_marks() == engine.forgotten == state.marks \
+                    and archive.marks().covers(state.marks)
+                if ok:
+                    archive.show(state.marks)
+                    engine.archive = archive
+                    engine.verify_chains(archive.all_events(), archive.all_jobs())
+                    ok = engine.digest() == snap.digest
             except Exception as exc:  # a damaged snapshot only costs a longer replay
                 log.warning("snapshot unreadable", extra={"fields": {"seq": snap.seq, "error": repr(exc)}})
                 continue
             if not ok:
-                log.warning("snapshot does not match its digest", extra={"fields": {"seq": snap.seq}})
+                log.warning("snapshot does not match its digest or the archive",
+                            extra={"fields": {"seq": snap.seq}})
                 continue
-            self.engine, self.owners, self._seq = state.engine, state.owners, state.seq
+            self.engine, self.owners, self._seq = engine, state.owners, state.seq
             self._archived = state.marks
-            self._discard_after(code, snap.seq)
+            self._discard_after(code, snap.seq, state.marks)
             return snap.seq
-        self._discard_after(code, 0)
+        archive.show(HistoryMarks(0, 0, 0))
+        self._discard_after(code, 0, HistoryMarks(0, 0, 0))
         return 0
 
-    def _discard_after(self, code: str, seq: int) -> None:
-        if not self.store.read_only:  # a reader leaves the writer's snapshots alone
-            self.store.discard_after(code, seq)
+    def _discard_after(self, code: str, seq: int, marks: HistoryMarks) -> None:
+        if not self.store.read_only:  # a reader leaves the writer's snapshots and archive alone
+            self.store.discard_after(code, seq, marks)
 
     def _replay(self) -> int:
         n = 0
@@ -209,12 +214,16 @@ class DurableScheduler:
                                      "reproduce its logged reply; the log was written by different code")
             self._seq = cmd.seq
             n += 1
+            if not self.store.read_only:  # a long replay archives as it goes: memory stays bounded
+                self._maybe_snapshot()
         return n
 
     def snapshot(self) -> int:
         """Save the state now (the writer's lock held, between batches); the seq it covers.
 
-        Only the active part of the engine and the history added since the last snapshot are written.
+        Only the active part of the engine is written, with the history added since the last snapshot archived in
+        the same transaction; then the engine forgets that history (the archive serves it), so memory follows the
+        active jobs and the snapshot interval.
         """
         if self._seq == self._snapshot_seq:
             return self._seq  # nothing logged since: that snapshot is this state
@@ -222,10 +231,13 @@ class DurableScheduler:
         live = self.engine.without_history()
         state = snapshot.SchedulerState(live, {i: self.owners[i] for i in live.jobs}, self._seq, marks)
         history = self.engine.history_since(self._archived)
-        part = snapshot.HistoryPart(history, {j.id: self.owners[j.id] for j in history.jobs})
+        named = {j.id for j in history.jobs} | {e.job for e in history.events} | {c.job for c in history.charges}
         self.store.save_snapshot(Snapshot(self._seq, snapshot.code_identity(), self.engine.digest(),
-                                          snapshot.dump(state)), history=snapshot.dump(part))
+                                          snapshot.dump(state)), history, {i: self.owners[i] for i in named})
         self._snapshot_seq, self._archived = self._seq, marks
+        for job_id in self.engine.forget_history(marks):
+            del self.owners[job_id]
+        self.store.archive.show(marks)
         return self._seq
 
     def _maybe_snapshot(self) -> None:
@@ -245,10 +257,11 @@ class DurableScheduler:
     def _record(self, kind: str, body: dict[str, Any]) -> str:
         if kind == "submit":
             self.owners[body["job_id"]] = body["tenant"]
-            self.tenant_jobs.catch_up(self.engine, self.owners)
-        elif kind == "advance":  # the round may have billed completed jobs
-            self.invoices.catch_up(self.engine, self.owners)
-        return str(body.get("tenant") or self.owners.get(body.get("job_id", ""), OPERATOR))
+        return str(body.get("tenant") or self.owner(body.get("job_id", "")) or OPERATOR)
+
+    def owner(self, job_id: str) -> str | None:
+        """The tenant of any job, held or archived; None for an unknown id."""
+        return self.owners.get(job_id) or self.store.archive.owner(job_id)
 
     # ---- commands ----
 
@@ -303,11 +316,11 @@ class DurableScheduler:
             # The log failed, or a command failed half-way (a bug): the engine has applied commands the log does
             # not hold and the batch is rolled back. Stop serving; a restart replays the log.
             # Callers (tenants too) get no store path or SQLite detail: those are in the operator's log.
-            if isinstance(exc, StoreError):
+            if isinstance(exc, StoreError | ArchiveError):
                 self._broken = "the command log failed (see the server log); the server must be restarted"
             else:
                 self._broken = f"a command failed unexpectedly ({type(exc).__name__}); the server must be restarted"
-            log.critical("command batch failed", exc_info=not isinstance(exc, StoreError),
+            log.critical("command batch failed", exc_info=not isinstance(exc, StoreError | ArchiveError),
                          extra={"fields": {"error": repr(exc)}})
             for t in batch:
                 if t.error is None:
@@ -351,7 +364,7 @@ class DurableScheduler:
             if body["tenant"] != caller:
                 raise PermissionDenied(f"tenant {caller!r} cannot submit for tenant {body['tenant']!r}")
             return
-        owner = self.owners.get(body["job_id"])
+        owner = self.owner(body["job_id"])
         if owner is not None and owner != caller:
             raise PermissionDenied(f"job {body['job_id']!r} belongs to another tenant")
 

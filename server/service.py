@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,7 +17,7 @@ from mechanism.failure_exact import OracleTooLarge
 from mechanism.jobs import JobState
 from mechanism.sow import SoW
 from mechanism.validation import validation_message
-from server import convert
+from server import convert, reads
 from server.config import OPERATOR, Principal
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
@@ -29,6 +28,7 @@ MAX_PAGE = 1000
 DEFAULT_PAGE = 100
 MAX_REQUEST_ID = 128
 WATCH_POLL_S = 0.5
+WATCH_BATCH = 256  # events read under the lock at a time
 MAX_WATCHERS = 32  # default limit of open event streams (half the default worker threads)
 MESSAGE_HEAD, MESSAGE_TAIL = 300, 200  # characters of a refusal kept: gRPC sends it as metadata (16 KiB at most)
 log = logging.getLogger("sowsched.rpc")
@@ -181,20 +181,12 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             unknown = sorted(states - {s.value for s in JobState})
             if unknown:
                 raise Refused(f"states={unknown} are not job states ({', '.join(s.value for s in JobState)})")
-            with self.scheduler.reading() as engine:
-                out = pb.ListJobsResponse()
-                active_only = bool(states) and all(JobState(s).active for s in states)
-                jobs = (engine.job_at(seq) for seq in self.scheduler.tenant_jobs.after(tenant, after)) if tenant \
-                    else engine.jobs_after(after, active_only)
-                for job in jobs:
-                    owner = self.scheduler.owners[job.id]
-                    if (tenant and owner != tenant) or (states and job.state.value not in states):
-                        continue
-                    if len(out.jobs) == size:
-                        out.next_page_token = str(out.jobs[-1].seq)
-                        break
-                    out.jobs.append(convert.job_to_proto(engine.view(job.id), owner))
-                return out
+            sched = self.scheduler
+            with sched.reading() as engine:
+                page = reads.job_page(engine, sched.store.archive, sched.owners.__getitem__, tenant or None, after,
+                                      size, frozenset(states))
+            return pb.ListJobsResponse(jobs=[convert.job_to_proto(view, owner) for view, owner in page.jobs],
+                                       next_page_token="" if page.next_after is None else str(page.next_after))
         return self._call(context, "ListJobs", body)
 
     def GetPriceMenu(self, request: pb.GetPriceMenuRequest, context: grpc.ServicerContext) -> pb.PriceMenu:
@@ -226,13 +218,13 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 raise Refused(f"from_round={from_round} is below the bound 0")
             if to_round is not None and to_round <= (from_round or 0):
                 raise Refused(f"to_round={to_round} must be above from_round={from_round or 0}")
-            with self.scheduler.reading() as engine:
-                page = self.scheduler.invoices.page(tenant, after, size, from_round, to_round)
-                charges = engine.ledger.charges
-                inv = pb.Invoice(tenant=tenant, charge_count=len(page.period),
-                                 total=math.fsum(charges[i].amount for i in page.period),
+            sched = self.scheduler
+            with sched.reading() as engine:
+                page = reads.invoice_page(engine, sched.store.archive, sched.owners.__getitem__, tenant, after, size,
+                                          (from_round or 0, to_round))
+                inv = pb.Invoice(tenant=tenant, charge_count=page.count, total=page.total,
                                  next_page_token="" if page.next_after is None else str(page.next_after))
-                for c in (charges[i] for i in page.charges):
+                for _, c in page.charges:
                     inv.charges.add(job_id=c.job, round=c.round, start=c.start, duration=c.duration,
                                     concurrency=c.concurrency, amount=c.amount,
                                     quote=convert.quote_to_proto(engine.quote(c.job), tenant))
@@ -277,24 +269,22 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 broken = sched.broken
                 if broken is not None:  # a failed batch's events are in the engine, not in the log: send none
                     break
-                events = sched.engine.events
-                if seq >= len(events):
+                if seq >= sched.engine.history_marks().events:
                     if not follow:
                         return
                     sched.changed.wait(WATCH_POLL_S)
                     continue
-                batch = events[seq: seq + 256]
-                owners = sched.owners
-            seq += len(batch)
+                batch, seq = reads.event_batch(sched.engine, sched.store.archive, sched.owners.__getitem__, seq,
+                                               WATCH_BATCH, None if principal.is_operator else principal.name)
             for e in batch:
-                if principal.is_operator or owners.get(e.job) == principal.name:
-                    yield convert.event_to_proto(e)
+                yield convert.event_to_proto(e)
         if self.stopping.is_set() or broken is not None:  # not the end of the events: resume elsewhere or later
             reason = "the server is shutting down" if self.stopping.is_set() else broken
             context.abort(grpc.StatusCode.UNAVAILABLE, f"{reason}; resume from_seq={seq}")
 
     def _owned(self, p: Principal, job_id: str) -> str:
-        owner = self.scheduler.owners[job_id]
+        owner = self.scheduler.owner(job_id)
+        assert owner is not None  # the engine found the job
         if not p.is_operator and owner != p.name:
             raise PermissionDenied(f"job {job_id!r} belongs to another tenant")
         return owner
@@ -305,7 +295,7 @@ def platform_info(engine: Engine, clock: Clock) -> pb.PlatformInfo:
     return pb.PlatformInfo(C=pl.C, C_m=pl.C_m, D_m=pl.D_m, S_m=pl.S_m, H=pl.H, epsilon=pl.epsilon, eps0=pl.eps0,
                            delta0=pl.delta0, seed=pl.seed, samples=pl.sample_count, oracle=engine.oracle_kind,
                            clock=clock.mode, round_seconds=clock.round_seconds, now=engine.now,
-                           events=len(engine.events), active_jobs=engine.active_jobs, state_digest=engine.digest(),
+                           events=engine.history_marks().events, active_jobs=engine.active_jobs, state_digest=engine.digest(),
                            platform_json=pl.model_dump_json())
 
 

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mechanism.history import History, HistoryMarks
+from server.archive import SCHEMA as ARCHIVE_SCHEMA
+from server.archive import Archive, ArchiveError
+
 SCHEMA_VERSION = "1"
 COMMAND_KINDS = ("submit", "arrive", "complete", "advance")
 
@@ -38,13 +42,8 @@ CREATE TABLE IF NOT EXISTS snapshots (
     state BLOB NOT NULL,
     taken_at REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS history (
-    seq INTEGER NOT NULL,
-    code TEXT NOT NULL,
-    part BLOB NOT NULL,
-    PRIMARY KEY (code, seq)
-);
-"""
+DROP TABLE IF EXISTS history;  -- pickled history parts, before the archive tables
+""" + ARCHIVE_SCHEMA
 SNAPSHOTS_KEPT = 2
 
 
@@ -126,6 +125,7 @@ class CommandStore:
         except StoreError:
             self.close()
             raise
+        self.archive = Archive(self._db, self.path)  # the history the engine has forgotten
 
     def _unlock(self) -> None:
         if self._lock_fd is not None:
@@ -208,39 +208,33 @@ class CommandStore:
             raise StoreError(f"store {self.path}: cannot look up request_id={request_id!r}: {exc}") from None
         return None if row is None else (str(row[0]), bytes(row[1]))
 
-    def save_snapshot(self, snap: Snapshot, history: bytes | None = None) -> None:
-        """Keep `snap` with the history part written since the last snapshot, both committed on their own, and
-        drop all but the newest SNAPSHOTS_KEPT snapshots and every history part of other code."""
+    def save_snapshot(self, snap: Snapshot, history: History | None = None,
+                      owners: dict[str, str] | None = None) -> None:
+        """Keep `snap` and archive the history added since the last snapshot (`owners`: the tenant of every job it
+        names), committed together on their own; drop all but the newest SNAPSHOTS_KEPT snapshots."""
         try:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)",
                              (snap.seq, snap.code, snap.digest, snap.state, time.time()))
             if history is not None:
-                self._db.execute("INSERT INTO history VALUES (?, ?, ?)", (snap.seq, snap.code, history))
+                self.archive.add(history, owners or {})
             self._db.execute("DELETE FROM snapshots WHERE seq NOT IN "
                              "(SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?)", (SNAPSHOTS_KEPT,))
-            self._db.execute("DELETE FROM history WHERE code != ?", (snap.code,))
             self._db.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, ArchiveError) as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise StoreError(f"store {self.path}: cannot save the snapshot after command {snap.seq}: {exc}") from None
 
-    def history(self, code: str, upto: int) -> list[bytes]:
-        """The history parts code `code` wrote with snapshots up to command `upto`, oldest first."""
-        rows = self._db.execute("SELECT part FROM history WHERE code = ? AND seq <= ? ORDER BY seq",
-                                (code, upto)).fetchall()
-        return [bytes(part) for (part,) in rows]
-
-    def discard_after(self, code: str, seq: int) -> None:
-        """Drop the snapshots and history parts of code `code` taken after command `seq` (a restart that did not
-        use them: the next snapshot continues the history from `seq`)."""
+    def discard_after(self, code: str, seq: int, marks: HistoryMarks) -> None:
+        """Drop the snapshots of code `code` taken after command `seq`, and the archive from `marks` on (a restart
+        that did not use them: the next snapshot continues the history from there)."""
         try:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.execute("DELETE FROM snapshots WHERE code = ? AND seq > ?", (code, seq))
-            self._db.execute("DELETE FROM history WHERE code = ? AND seq > ?", (code, seq))
+            self.archive.truncate(marks)
             self._db.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, ArchiveError) as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise StoreError(f"store {self.path}: cannot discard snapshots after command {seq}: {exc}") from None

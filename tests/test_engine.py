@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import pickle
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,11 +16,11 @@ from mechanism.engine import (
     DuplicateJob,
     Engine,
     EngineError,
-    HistoryMarks,
     InvalidReport,
     OutsideSupport,
     UnknownJob,
 )
+from mechanism.history import HistoryMarks, MemoryArchive
 from mechanism.jobs import IllegalTransition, JobState, Released
 from mechanism.simulation import run_simulation
 from mechanism.sow import SoW
@@ -358,48 +359,81 @@ def test_the_hash_chains_notice_a_changed_ended_job_or_event() -> None:
         e.verify_chains()
 
 
-def test_an_engine_split_into_live_state_and_history_parts_rejoins_bit_for_bit() -> None:
+def _drive(e: Engine, rng: np.random.Generator, start: int, n: int) -> None:
+    """One submission per round, every arrival reported on its first group, completions whenever accepted."""
+    for i in range(start, start + n):
+        e.submit(f"j{i}", random_sow(rng, e.platform, signal_mode="duration"))
+        for job in list(e.jobs_after(-1, active_only=True)):
+            groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth]
+            if job.state is JobState.SUBMITTED and groups:
+                e.report_arrival(job.id, groups[0][1])
+            with contextlib.suppress(InvalidReport):
+                e.report_completion(job.id)
+        e.advance()
+
+
+def _refusal(call: Any, job_id: str) -> tuple[str, str] | None:
+    try:
+        call(job_id)
+    except EngineError as exc:
+        return type(exc).__name__, str(exc)
+    return None
+
+
+def test_an_engine_that_forgets_its_history_into_an_archive_acts_bit_for_bit_like_one_that_keeps_it() -> None:
     p = small_platform(C=4, samples=300, seed=12)
-    rng = np.random.default_rng(12)
-    e = Engine(p)
+    keep, forget = Engine(p), Engine(p)
+    archive = MemoryArchive()
+    forget.archive = archive
+    for block in range(4):
+        for e in (keep, forget):
+            _drive(e, np.random.default_rng(100 + block), 8 * block, 8)
+        archive.add(forget.history_since(archive.marks))
+        gone = forget.forget_history(archive.marks)
+        assert set(gone) == {j.id for j in archive.jobs[-len(gone):]} and not set(gone) & set(forget.jobs)
+        assert forget.digest() == keep.digest() and forget.history_marks() == keep.history_marks()
+    assert forget.forgotten == archive.marks and len(forget.jobs) < len(keep.jobs) and archive.jobs
+    assert [ev.to_dict() for ev in archive.events + forget.events] == [ev.to_dict() for ev in keep.events]
+    assert archive.charges + forget.ledger.charges == keep.ledger.charges
+    forget.verify_chains(archive.events, archive.jobs)
+    with pytest.raises(ValueError, match="do not reproduce its hash chains"):
+        forget.verify_chains()  # without the forgotten part
+    for job_id in keep.jobs:  # forgotten jobs still look, quote and refuse reports exactly as kept ones do
+        assert forget.view(job_id) == keep.view(job_id)
+        assert _refusal(forget.quote, job_id) == _refusal(keep.quote, job_id)
+        if _refusal(keep.quote, job_id) is None:
+            assert forget.quote(job_id) == keep.quote(job_id)
+        assert _refusal(forget.report_completion, job_id) == _refusal(keep.report_completion, job_id)
+    sow = random_sow(np.random.default_rng(1), p, signal_mode="duration")
+    with pytest.raises(DuplicateJob, match="'j0' already exists"):
+        forget.submit("j0", sow)
+    with pytest.raises(UnknownJob, match="'nope' not found"):
+        forget.view("nope")
+    back = pickle.loads(pickle.dumps(forget.without_history()))  # a snapshot: active jobs and counters only
+    back.archive = MemoryArchive()
+    back.archive.add(keep.history_since(HistoryMarks(0, 0, 0)))
+    back.verify_chains(back.archive.events, back.archive.jobs)
+    assert back.digest() == keep.digest() and back.forgotten == keep.history_marks()
+    assert back.submit("next", sow) == keep.submit("next", sow) and back.advance() == keep.advance()
+    assert back.digest() == keep.digest()
 
-    def rounds(n: int, start: int) -> None:
-        for i in range(start, start + n):
-            e.submit(f"j{i}", random_sow(rng, p, signal_mode="duration"))
-            for job in list(e.jobs.values()):
-                groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth] if job.state.active else []
-                if job.state is JobState.SUBMITTED and groups:
-                    e.report_arrival(job.id, groups[0][1])
-                with contextlib.suppress(InvalidReport):
-                    e.report_completion(job.id)
-            e.advance()
 
-    rounds(8, 0)
-    m1 = e.history_marks()
-    first = e.history_since(HistoryMarks(0, 0, 0))
-    rounds(8, 8)
-    second = e.history_since(m1)
-    live = e.without_history()
-    assert len(live.jobs) == e.active_jobs < len(e.jobs) and not live.events and first.jobs and second.jobs
-    back = pickle.loads(pickle.dumps(live))
-    back.with_history([pickle.loads(pickle.dumps(first)), pickle.loads(pickle.dumps(second))])
-    back.verify_chains()
-    assert back.digest() == e.digest() and back.history_marks() == e.history_marks()
-    assert list(back.jobs) == list(e.jobs) and back.retired == e.retired
-    assert [ev.to_dict() for ev in back.events] == [ev.to_dict() for ev in e.events]
-    assert back.ledger.charges == e.ledger.charges
-    sow = random_sow(rng, p, signal_mode="duration")
-    assert back.submit("next", sow) == e.submit("next", sow) and back.advance() == e.advance()
-    assert back.digest() == e.digest()
-
-
-def test_history_parts_must_follow_on_from_each_other_and_join_a_live_state() -> None:
+def test_forgetting_and_archiving_history_refuse_what_is_not_held_or_not_next() -> None:
     e, _ = random_run(7, n_jobs=16, rounds=18)
-    part = e.history_since(HistoryMarks(1, 0, 0))
+    marks = e.history_marks()
+    with pytest.raises(ValueError, match="needs an archive"):
+        e.forget_history(marks)
+    e.archive = MemoryArchive()
     with pytest.raises(ValueError, match=r"history part starts at HistoryMarks\(retired=1"):
-        e.without_history().with_history([part])
-    with pytest.raises(ValueError, match="needs a state from without_history"):
-        e.with_history([])
+        e.archive.add(e.history_since(HistoryMarks(1, 0, 0)))
+    with pytest.raises(ValueError, match="cannot forget up to"):
+        e.forget_history(HistoryMarks(marks.retired + 1, marks.events, marks.charges))
+    e.archive.add(e.history_since(HistoryMarks(0, 0, 0)))
+    e.forget_history(marks)
+    with pytest.raises(ValueError, match="is not held"):
+        e.history_since(HistoryMarks(0, 0, 0))
+    with pytest.raises(ValueError, match="cannot forget up to"):
+        e.forget_history(HistoryMarks(0, 0, 0))
 
 
 @pytest.mark.parametrize("seed", [8, 9])
@@ -409,9 +443,10 @@ def test_jobs_after_a_seq_are_the_later_submissions_in_order_and_active_only_kee
     for after in (-1, 0, 3, 9, 15, 40):
         assert list(e.jobs_after(after)) == [j for j in everything if j.seq > after]
         assert list(e.jobs_after(after, active_only=True)) == [j for j in everything if j.seq > after and j.state.active]
-    back = e.without_history()
-    back.with_history([e.history_since(HistoryMarks(0, 0, 0))])
-    assert list(back.jobs_after(4)) == list(e.jobs_after(4))
+    e.archive = MemoryArchive()
+    e.archive.add(e.history_since(HistoryMarks(0, 0, 0)))
+    e.forget_history(e.history_marks())
+    assert list(e.jobs_after(4)) == [j for j in everything if j.seq > 4 and j.state.active]  # only held jobs
 
 
 def test_an_ended_job_releases_its_sow_and_menu_and_keeps_its_plan_only_if_it_completed() -> None:

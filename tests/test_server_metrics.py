@@ -173,12 +173,15 @@ def test_gauges_equal_the_platform_status_and_the_log(tmp_path: Path) -> None:
         status = op.status()
         s = scrape(srv)
         snapshots = [snap.seq for snap in srv.scheduler.store.snapshots()]
+        held = len(srv.scheduler.engine.events)
     assert value(s, "sowsched_round") == status.now == 1
     assert value(s, "sowsched_active_jobs") == status.active_jobs > 0
     assert value(s, "sowsched_log_seq") == len(logged_commands(store)) == 5
     assert value(s, "sowsched_snapshot_seq") == max(snapshots) == 4
     assert value(s, "sowsched_snapshot_seconds_count") == 2  # after commands 2 and 4
     assert value(s, "sowsched_events") == status.events and value(s, "sowsched_ended_jobs") == 0
+    assert value(s, "sowsched_held_events") == held < status.events  # the snapshot after command 4 archived the rest
+    assert value(s, "sowsched_held_ended_jobs") == 0
     assert value(s, "process_resident_memory_bytes") > 0  # the process collector, for memory growth
 
 

@@ -22,9 +22,11 @@ from server.config import ServerConfig
 from tests.grpc_support import ACME, GLOBEX, OP, PLATFORM, FailingCommit, client, config, running, sow
 
 
-@pytest.fixture()
-def srv(tmp_path: Path) -> Iterator[RunningServer]:
-    with running(tmp_path / "s.db") as s:
+@pytest.fixture(params=["memory", "archive"])
+def srv(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[RunningServer]:
+    """Every test runs twice: with the history in memory, and with a snapshot after every command, so that every
+    ended job, event and charge is read back from the store's archive."""
+    with running(tmp_path / "s.db", **({"snapshot_every": 1} if request.param == "archive" else {})) as s:
         yield s
 
 
@@ -279,6 +281,27 @@ def test_reports_on_finished_jobs_are_failed_preconditions(acme: SchedulerClient
         acme.report_arrival("j1")
     with refused("FAILED_PRECONDITION", "is COMPLETED"):
         acme.report_completion("j1")
+
+
+def test_an_archived_job_is_read_refused_and_guarded_like_a_held_one(srv: RunningServer, acme: SchedulerClient,
+                                                                      globex: SchedulerClient, op: SchedulerClient) -> None:
+    acme.submit("j1", sow(outcomes=[[0, 1, 1.0]]))
+    acme.report_arrival("j1")
+    acme.report_completion("j1")
+    op.advance()
+    op.advance()  # one more command: a snapshot after it in "archive" mode
+    archived = srv.scheduler.snapshot_every == 1
+    assert ("j1" not in srv.scheduler.engine.jobs) == archived  # ... and then only the archive has it
+    assert (srv.scheduler.store.archive.job("j1") is not None) == archived
+    job = acme.get_job("j1")
+    assert (job.view.state, job.tenant) == ("COMPLETED", "acme") and acme.invoice().lines[0].job == "j1"
+    with refused("PERMISSION_DENIED", "belongs to another tenant"):
+        globex.get_job("j1")
+    with refused("PERMISSION_DENIED", "belongs to another tenant"):
+        globex.report_completion("j1")
+    with refused("ALREADY_EXISTS", "'j1' already exists"):
+        acme.submit("j1", sow())
+    assert [j.view.id for j in op.list_jobs()] == ["j1"] and next(op.watch(follow=False)).job == "j1"
 
 
 def test_a_report_retried_with_its_request_id_is_acknowledged_once(acme: SchedulerClient) -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server import snapshot
+from server import reads, snapshot
 from server.scheduler import DurableScheduler, Refused, Unavailable
 from server.service import encode_reply
 from server.store import CommandStore, Snapshot
@@ -20,6 +20,19 @@ from tests.test_server_scheduler import CONFIG, random_commands
 def open_with(path: Path, every: int, read_only: bool = False) -> DurableScheduler:
     return DurableScheduler(CONFIG, CommandStore(path, CONFIG.identity(), read_only=read_only), encode_reply,
                             snapshot_every=every)
+
+
+def everything(sched: DurableScheduler) -> dict[str, object]:
+    """Every job, event and charge as the reads serve them (held and archived), and each job's owner."""
+    e, archive, owner = sched.engine, sched.store.archive, sched.owners.__getitem__
+    jobs = reads.job_page(e, archive, owner, None, -1, 10**6, frozenset()).jobs
+    events = reads.event_batch(e, archive, owner, 0, 10**6, None)[0]
+    if e.forgotten.events:  # the archived part came first: the held part follows
+        events += reads.event_batch(e, archive, owner, e.forgotten.events, 10**6, None)[0]
+    invoices = {t: reads.invoice_page(e, archive, owner, t, -1, 10**6, (0, None))
+                for t in ("acme", "globex", "operator")}
+    return {"jobs": jobs, "events": [ev.to_dict() for ev in events], "invoices": invoices,
+            "owners": {view.id: sched.owner(view.id) for view, _ in jobs}}
 
 
 def run(sched: DurableScheduler, seed: int, n: int) -> None:
@@ -39,17 +52,14 @@ def test_restart_from_a_snapshot_equals_a_full_replay(tmp_path_factory: pytest.T
     path = tmp_path_factory.mktemp("snap") / "s.db"
     live = open_with(path, every)
     run(live, seed, n)
-    digest, logged = live.engine.digest(), live.store.count()
-    invoices = {t: live.invoices.page(t, -1, 10**6).charges for t in ("acme", "globex", "operator")}
+    digest, logged, served = live.engine.digest(), live.store.count(), everything(live)
     live.close()
     fast, full = open_with(path, every), open_with(path, 0, read_only=True)
     assert fast.engine.digest() == full.engine.digest() == digest
-    for restarted in (fast, full):  # the invoice index is rebuilt from the restored ledger
-        assert {t: restarted.invoices.page(t, -1, 10**6).charges for t in invoices} == invoices
+    assert everything(fast) == everything(full) == served  # whether from the archive or from memory
     assert full.restored_from == 0 and full.replayed == logged
     if logged >= every:
         assert fast.restored_from > 0 and fast.replayed == logged - fast.restored_from
-    assert fast.owners == full.owners
     fast.close()
     full.close()
 
@@ -69,7 +79,10 @@ def test_a_snapshot_from_other_code_is_ignored(tmp_path: Path) -> None:
         sched.store.save_snapshot(Snapshot(snap.seq, "another build", snap.digest, snap.state))
     sched.close()
     again = open_with(tmp_path / "s.db", 2)
-    assert again.restored_from == 0 and again.engine.digest() == digest
+    assert again.restored_from == 0 and again.engine.digest() == digest and again.replayed == again.log_seq
+    # the whole log was replayed, archiving every 2 commands as it went: the engine holds only the last ones
+    assert again.engine.forgotten == again.store.archive.marks() and again.engine.forgotten.events > 0
+    assert again.snapshot_seq >= again.log_seq - 1
 
 
 @pytest.mark.parametrize("damage", ["bytes", "digest"])
@@ -86,43 +99,49 @@ def test_a_damaged_snapshot_falls_back_to_the_older_one_or_the_log(tmp_path: Pat
     assert again.restored_from == older.seq and again.engine.digest() == digest
 
 
-def test_a_snapshot_holds_the_active_jobs_and_only_the_history_added_since_the_one_before(tmp_path: Path) -> None:
+def test_a_snapshot_holds_the_active_jobs_and_its_history_goes_to_the_archive_and_out_of_memory(tmp_path: Path) -> None:
     sched = open_with(tmp_path / "s.db", 10)
     run(sched, 8, 120)
-    code = snapshot.code_identity()
     newest = sched.store.snapshots()[0]
     state = snapshot.load(newest.state)
-    parts = [snapshot.load_part(b).history for b in sched.store.history(code, newest.seq)]
-    assert set(snapshot.load(newest.state).owners) == set(state.engine.jobs)  # owners of the active jobs only
-    assert len(parts) >= 3 and len(state.engine.jobs) == state.engine.active_jobs  # no ended job in the state
-    assert not state.engine.events and not state.engine.ledger.charges
-    retired = [j.id for part in parts for j in part.jobs]
-    assert len(retired) == len(set(retired)) == state.marks.retired > 0  # each ended job in exactly one part
-    assert sum(len(part.events) for part in parts) == state.marks.events
+    assert set(state.owners) == set(state.engine.jobs)  # owners of the active jobs only
+    assert len(state.engine.jobs) == state.engine.active_jobs  # no ended job in the state ...
+    assert not state.engine.events and not state.engine.ledger.charges  # ... and no event or charge
+    archive = sched.store.archive
+    assert archive.marks() == state.marks == sched.engine.forgotten and state.marks.retired > 0
+    retired = [j.id for j in archive.all_jobs()]
+    assert len(retired) == len(set(retired)) == state.marks.retired  # each ended job archived once
+    assert [ev.seq for ev in archive.all_events()] == list(range(state.marks.events))
+    # the engine holds only what came after the newest snapshot, and the owners of what it holds
+    assert len(sched.engine.events) == sched.engine.history_marks().events - state.marks.events
+    assert not set(retired) & set(sched.engine.jobs) and set(sched.owners) == set(sched.engine.jobs)
+    sched.close()
 
 
-def test_a_damaged_history_part_falls_back_and_later_snapshots_carry_on(tmp_path: Path) -> None:
+def test_a_damaged_archive_falls_back_and_later_snapshots_carry_on(tmp_path: Path) -> None:
     sched = open_with(tmp_path / "s.db", 10)
     run(sched, 9, 80)
     digest = sched.engine.digest()
     newest, older = sched.store.snapshots()
-    sched.store._db.execute("UPDATE history SET part = ? WHERE seq = ?", (b"damaged", newest.seq))
+    marks = snapshot.load(older.state).marks
+    assert marks.events < snapshot.load(newest.state).marks.events
+    sched.store._db.execute("UPDATE archived_events SET record = replace(record, '\"round\": ', '\"round\": 1') "
+                            "WHERE seq = ?", (marks.events,))  # archived with the newest snapshot
     sched.close()
     again = open_with(tmp_path / "s.db", 10)
     assert again.restored_from == older.seq and again.engine.digest() == digest
-    assert [s.seq for s in again.store.snapshots()] == [older.seq]  # the unusable newer one is dropped
+    # the unusable newer snapshot was dropped with what it archived, and the replay after the older one archived
+    # that history again (a snapshot every 10 commands as it went)
+    assert again.store.snapshots()[-1].seq == older.seq and again.snapshot_seq > older.seq
+    assert again.store.archive.marks() == again.engine.forgotten > marks
     run(again, 10, 60)  # new snapshots continue the history from the older one
-    digest = again.engine.digest()
+    digest, served = again.engine.digest(), everything(again)
     again.close()
     fast, full = open_with(tmp_path / "s.db", 10), open_with(tmp_path / "s.db", 0, read_only=True)
     assert fast.restored_from > older.seq and fast.engine.digest() == full.engine.digest() == digest
+    assert everything(fast) == everything(full) == served
     fast.close()
     full.close()
-
-
-def test_a_history_part_that_is_not_history_is_refused() -> None:
-    with pytest.raises(TypeError, match="not a HistoryPart"):
-        snapshot.load_part(zlib.compress(pickle.dumps([1, 2])))
 
 
 def test_snapshot_every_below_zero_is_refused(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, str] = {
     "core": "mechanism.bench.core",
     "hpc": "clients.bench_hpc",
     "grpc": "server.bench",
+    "history": "server.bench_history",
     "solvers": "mechanism.bench.solvers",
     "welfare": "clients.commands.welfare",
 }

@@ -119,7 +119,7 @@ def _offline_digest(args: argparse.Namespace) -> dict[str, Any]:
     replay_s = time.perf_counter() - started
     try:
         engine = sched.engine
-        return {"digest": engine.digest(), "round": engine.now, "events": len(engine.events),
+        return {"digest": engine.digest(), "round": engine.now, "events": engine.history_marks().events,
                 "snapshot_seq": sched.restored_from, "commands": sched.replayed, "replay_s": round(replay_s, 3),
                 "source": str(path)}
     finally:

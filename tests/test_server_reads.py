@@ -1,0 +1,163 @@
+"""Reads over held and archived history: a scheduler that archives its history and forgets it answers every command
+and every read exactly as one that keeps everything in memory."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mechanism.engine import Engine
+from mechanism.history import HistoryMarks
+from mechanism.jobs import JobState
+from server import reads
+from server.archive import ArchiveError
+from server.scheduler import DurableScheduler
+from server.service import encode_reply
+from server.store import CommandStore
+from tests.conftest import random_sow
+from tests.test_server_scheduler import CONFIG, PLATFORM, random_commands
+
+TENANTS = (None, "acme", "globex", "operator", "nobody")
+
+
+def open_with(path: Path, every: int) -> DurableScheduler:
+    return DurableScheduler(CONFIG, CommandStore(path, CONFIG.identity()), encode_reply, snapshot_every=every)
+
+
+def outcome(sched: DurableScheduler, i: int, caller: str, kind: str, body: dict[str, Any]) -> Any:
+    try:
+        return sched.execute(caller, f"r{i}", kind, body).reply
+    except Exception as exc:  # refusals: the same type and message from both
+        return type(exc).__name__, str(exc)
+
+
+def all_pages(read: Any, size: int) -> tuple[list[Any], list[Any]]:
+    """Follow a paged read to its end: (items, page tokens)."""
+    items, tokens, after = [], [], -1
+    while True:
+        page = read(after, size)
+        assert len(page[0]) <= size
+        items += page[0]
+        tokens.append(page[1])
+        if page[1] is None:
+            return items, tokens
+        after = page[1]
+
+
+def served(sched: DurableScheduler, size: int, start: int) -> dict[str, Any]:
+    e, archive, owner = sched.engine, sched.store.archive, sched.owners.__getitem__
+    out: dict[str, Any] = {}
+    for tenant in TENANTS:
+        for states in (frozenset(), frozenset({"COMPLETED"}), frozenset({"SUBMITTED", "RUNNING", "WAITING"}),
+                       frozenset({"EXPIRED", "RUNNING"})):
+            def jobs(after: int, n: int, tenant: str | None = tenant, states: frozenset[str] = states) -> Any:
+                page = reads.job_page(e, archive, owner, tenant, after, n, states)
+                return [(v, t) for v, t in page.jobs], page.next_after
+            out[f"jobs {tenant} {sorted(states)}"] = all_pages(jobs, size)
+        if tenant is not None:
+            for rounds in ((0, None), (2, 5), (start, start + 3)):
+                def charges(after: int, n: int, tenant: str = tenant, rounds: tuple[int, int | None] = rounds) -> Any:
+                    page = reads.invoice_page(e, archive, owner, tenant, after, n, rounds)
+                    out[f"period {tenant} {rounds}"] = (page.count, page.total)
+                    return page.charges, page.next_after
+                out[f"charges {tenant} {rounds}"] = all_pages(charges, size)
+        events, seq = [], start
+        while seq < e.history_marks().events:
+            batch, seq = reads.event_batch(e, archive, owner, seq, size, tenant)
+            events += [ev.to_dict() for ev in batch]
+        out[f"events {tenant}"] = events
+    return out
+
+
+def lifecycle_commands(seed: int, n: int, engine: Engine) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """Commands that follow the jobs' lives (arrivals on declared groups, completions of running jobs), so that
+    jobs complete and are billed; `engine` is read before each command is made."""
+    rng = np.random.default_rng(seed)
+    for i in range(n):
+        held = list(engine.jobs_after(-1, active_only=True))
+        pick = rng.random()
+        if pick < 0.3 or not held:
+            tenant = str(rng.choice(["acme", "globex"]))
+            sow = random_sow(rng, PLATFORM, max_outcomes=3, signal_mode="duration")
+            yield tenant, "submit", {"job_id": f"l{i}", "tenant": tenant, "sow": sow.model_dump(mode="json")}
+        elif pick < 0.75:
+            job = held[int(rng.integers(0, len(held)))]
+            groups = [g for g in job.sow.table.groups if g[0] == engine.now - job.birth]
+            if job.state is JobState.SUBMITTED and groups:
+                yield "operator", "arrive", {"job_id": job.id, "signal": groups[0][1]}
+            else:
+                yield "operator", "complete", {"job_id": job.id}
+        else:
+            yield "operator", "advance", {}
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(20, 90), every=st.integers(1, 9), size=st.integers(1, 7),
+       start=st.integers(0, 30))
+def test_an_archiving_scheduler_answers_every_command_and_read_like_one_that_keeps_its_history(
+        tmp_path_factory: pytest.TempPathFactory, seed: int, n: int, every: int, size: int, start: int) -> None:
+    root = tmp_path_factory.mktemp("reads")
+    archiving, keeping = open_with(root / "a.db", every), open_with(root / "k.db", 0)
+    commands = itertools.chain(random_commands(seed, n),  # reports on ended jobs, reused ids, other tenants ...
+                               lifecycle_commands(seed, 2 * n, keeping.engine))  # ... and jobs that complete
+    for i, command in enumerate(commands):
+        assert outcome(archiving, i, *command) == outcome(keeping, i, *command)
+    assert archiving.engine.forgotten.retired > 0 and keeping.engine.history_marks().charges > 0
+    assert archiving.engine.digest() == keeping.engine.digest()
+    assert served(archiving, size, start) == served(keeping, size, start)
+    for job_id in keeping.engine.jobs:  # any job's view, owner and quote (completed ones), archived or not
+        assert archiving.engine.view(job_id) == keeping.engine.view(job_id)
+        assert archiving.owner(job_id) == keeping.owner(job_id)
+        if keeping.engine.jobs[job_id].state is JobState.COMPLETED:
+            assert archiving.engine.quote(job_id) == keeping.engine.quote(job_id)
+    archiving.close()
+    keeping.close()
+
+
+def test_the_engine_holds_only_the_history_since_the_last_snapshot(tmp_path: Path) -> None:
+    sched = open_with(tmp_path / "s.db", 5)
+    most_events = most_ended = 0
+    for i, command in enumerate(random_commands(3, 400)):
+        with contextlib.suppress(Exception):
+            sched.execute(command[0], f"r{i}", command[1], command[2])
+        e = sched.engine
+        assert sched.log_seq - sched.snapshot_seq < 5 and e.forgotten == sched.store.archive.marks()
+        assert len(e.jobs) == e.active_jobs + len(e.retired) and set(sched.owners) == set(e.jobs)
+        most_events, most_ended = max(most_events, len(e.events)), max(most_ended, len(e.retired))
+    marks = e.history_marks()
+    assert marks.retired > 40 and marks.events > 150
+    assert most_ended < marks.retired / 4 and most_events < marks.events / 4  # the rest is in the archive only
+    sched.close()
+
+
+def test_a_job_archived_as_something_else_is_refused(tmp_path: Path) -> None:
+    sched = open_with(tmp_path / "s.db", 3)
+    for i, command in enumerate(random_commands(4, 120)):
+        with contextlib.suppress(Exception):
+            sched.execute(command[0], f"r{i}", command[1], command[2])
+    archive = sched.store.archive
+    (job_id,), = sched.store._db.execute("SELECT id FROM archived_jobs LIMIT 1").fetchall()
+    sched.store._db.execute("UPDATE archived_jobs SET record = ? WHERE id = ?", (pickle.dumps([1]), job_id))
+    with pytest.raises(ArchiveError, match="an archived job record holds a list"):
+        archive.job(job_id)
+    sched.close()
+
+
+def test_a_history_part_must_start_where_the_archive_ends(tmp_path: Path) -> None:
+    sched = open_with(tmp_path / "s.db", 0)
+    for i, command in enumerate(random_commands(5, 60)):
+        with contextlib.suppress(Exception):
+            sched.execute(command[0], f"r{i}", command[1], command[2])
+    part = sched.engine.history_since(HistoryMarks(1, 0, 0))
+    with pytest.raises(ArchiveError, match=r"history part starts at HistoryMarks\(retired=1.*archive ends at"):
+        sched.store.archive.add(part, sched.owners)
+    sched.close()

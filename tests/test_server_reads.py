@@ -139,11 +139,17 @@ def test_the_engine_holds_only_the_history_since_the_last_snapshot(tmp_path: Pat
     sched.close()
 
 
-def test_a_job_archived_as_something_else_is_refused(tmp_path: Path) -> None:
-    sched = open_with(tmp_path / "s.db", 3)
-    for i, command in enumerate(random_commands(4, 120)):
+def played(path: Path, every: int, seed: int, n: int) -> DurableScheduler:
+    """A scheduler that has run `n` random commands (refusals ignored)."""
+    sched = open_with(path, every)
+    for i, command in enumerate(random_commands(seed, n)):
         with contextlib.suppress(Exception):
             sched.execute(command[0], f"r{i}", command[1], command[2])
+    return sched
+
+
+def test_a_job_archived_as_something_else_is_refused(tmp_path: Path) -> None:
+    sched = played(tmp_path / "s.db", 3, 4, 120)
     archive = sched.store.archive
     (job_id,), = sched.store._db.execute("SELECT id FROM archived_jobs LIMIT 1").fetchall()
     sched.store._db.execute("UPDATE archived_jobs SET record = ? WHERE id = ?", (pickle.dumps([1]), job_id))
@@ -153,10 +159,7 @@ def test_a_job_archived_as_something_else_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_history_part_must_start_where_the_archive_ends(tmp_path: Path) -> None:
-    sched = open_with(tmp_path / "s.db", 0)
-    for i, command in enumerate(random_commands(5, 60)):
-        with contextlib.suppress(Exception):
-            sched.execute(command[0], f"r{i}", command[1], command[2])
+    sched = played(tmp_path / "s.db", 0, 5, 60)
     part = sched.engine.history_since(HistoryMarks(1, 0, 0))
     with pytest.raises(ArchiveError, match=r"history part starts at HistoryMarks\(retired=1.*archive ends at"):
         sched.store.archive.add(part, sched.owners)

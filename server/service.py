@@ -22,7 +22,14 @@ from server.config import OPERATOR, Principal
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
 from server.metrics import NO_METRICS, Observer
-from server.scheduler import DurableScheduler, FailedPrecondition, PermissionDenied, Refused, Result
+from server.scheduler import (
+    DurableScheduler,
+    FailedPrecondition,
+    PermissionDenied,
+    Refused,
+    Result,
+    body_hash,
+)
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
@@ -155,10 +162,25 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             if not p.is_operator:
                 raise PermissionDenied("AdvanceRound needs the operator token")
             if self.clock.mode != "simulated":
-                raise FailedPrecondition("AdvanceRound is for the simulated clock; this server advances "
-                                         f"every {self.clock.round_seconds} s (--clock wall)")
+                logged = self._logged_advance(p, request.request_id)
+                if logged is None:
+                    raise FailedPrecondition("AdvanceRound is for the simulated clock; this server advances "
+                                             f"every {self.clock.round_seconds} s (--clock wall)")
+                return pb.RoundReport.FromString(logged)
             return pb.RoundReport.FromString(self._command(p, request.request_id, "advance", {}))
         return self._call(context, "AdvanceRound", body)
+
+    def _logged_advance(self, p: Principal, request_id: str) -> bytes | None:
+        """The logged reply of an AdvanceRound the caller sent with `request_id` before (under the simulated clock,
+        before a restart with the wall clock), so that its retry is answered as every retry is; None if none."""
+        if not request_id or len(request_id) > MAX_REQUEST_ID:
+            return None
+        with self.scheduler.reading():  # the store's connection is the writer's
+            prior = self.scheduler.store.request(p.name, request_id)
+        if prior is None or prior[0] != body_hash("advance", {}):
+            return None
+        self._fields.extra = {"retry": True, "request_id": request_id}
+        return prior[1]
 
     # ---- reads ----
 

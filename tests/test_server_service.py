@@ -330,6 +330,18 @@ def test_advance_round_is_refused_under_the_wall_clock(tmp_path: Path) -> None:
         client(s).advance()
 
 
+def test_an_advance_retried_after_a_restart_under_the_wall_clock_gets_its_logged_reply(tmp_path: Path) -> None:
+    with running(tmp_path / "w.db") as s:
+        first = client(s).advance(request_id="tick-0")
+    with running(tmp_path / "w.db", clock="wall", round_seconds=3600.0) as s:
+        assert client(s).advance(request_id="tick-0") == first  # answered from the log: no round played
+        with refused("FAILED_PRECONDITION", "simulated clock"):
+            client(s).advance(request_id="tick-1")
+        with refused("PERMISSION_DENIED", "operator token"):
+            client(s, ACME).advance(request_id="tick-0")
+        assert client(s).status().now == 1
+
+
 def test_the_wall_clock_advances_rounds_by_itself_and_logs_them(tmp_path: Path) -> None:
     with running(tmp_path / "w.db", clock="wall", round_seconds=0.05) as s:
         c = client(s)

@@ -93,7 +93,8 @@ class CommandStore:
 
     One writer at a time: the writer holds an exclusive lock on `<store>.lock` for as long as it is open (the
     operating system drops it when the process dies, SIGKILL included), so a second server on the same store is
-    refused instead of interleaving its commands into the log. `read_only` opens without the lock and never
+    refused instead of interleaving its commands into the log; a store with hard links (names the lock does not
+    cover) is refused. `read_only` opens without the lock and never
     writes (offline digests of a store a server is using).
     """
 
@@ -110,6 +111,10 @@ class CommandStore:
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._lock_fd = _lock_exclusively(self.path)
+                links = self.path.stat().st_nlink if self.path.is_file() else 1
+                if links > 1:  # another name for the same file escapes the lock on this one
+                    raise StoreError(f"store {self.path} has {links} hard links: the one-server lock covers only "
+                                     "this name; remove the other links or copy the file")
                 self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=FULL")

@@ -123,6 +123,17 @@ def test_a_second_writer_through_a_symbolic_link_to_the_store_is_refused(tmp_pat
     second.close()
 
 
+def test_a_store_with_a_hard_link_is_refused_and_left_unlocked(tmp_path: Path) -> None:
+    # a hard link is a second name the lock on <name>.lock does not cover: two servers could share one log
+    CommandStore(tmp_path / "s.db", IDENTITY).close()
+    (tmp_path / "hard.db").hardlink_to(tmp_path / "s.db")
+    for name in ("s.db", "hard.db"):
+        with pytest.raises(StoreError, match=rf"{name} has 2 hard links: the one-server lock covers only this name"):
+            CommandStore(tmp_path / name, IDENTITY)
+    (tmp_path / "hard.db").unlink()
+    CommandStore(tmp_path / "s.db", IDENTITY).close()  # the refusal released the lock
+
+
 def test_a_read_only_store_reads_beside_the_writer_and_never_writes(tmp_path: Path) -> None:
     writer = CommandStore(tmp_path / "s.db", IDENTITY)
     writer.append("submit", "acme", "r1", {"job_id": "a"}, "h1", b"q", 0)

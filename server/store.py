@@ -230,6 +230,10 @@ class CommandStore:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise StoreError(f"store {self.path}: cannot save the snapshot after command {snap.seq}: {exc}") from None
+        except BaseException:  # anything else (a bug, no memory): the next batch must not find it still open
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
 
     def discard_after(self, code: str, seq: int, marks: HistoryMarks) -> None:
         """Drop the snapshots of code `code` taken after command `seq`, and the archive from `marks` on (a restart

@@ -171,3 +171,29 @@ def test_a_read_only_scheduler_takes_no_commands_and_leaves_the_writers_snapshot
         reader.execute("operator", None, "advance", {})
     reader.close()
     sched.close()
+
+
+def test_a_snapshot_that_fails_with_any_error_rolls_back_and_the_next_commands_are_served(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sched = open_with(tmp_path / "s.db", 3)
+    run(sched, 11, 20)
+    before = sched.engine.forgotten
+
+    def fail(*args: object) -> None:
+        raise MemoryError("no memory for the history part")
+    monkeypatch.setattr(sched.store.archive, "add", fail)  # inside the snapshot's transaction, not an SQLite error
+    for i in range(3):  # a snapshot is due among these, and fails: nothing is forgotten
+        sched.execute("operator", f"failing-{i}", "advance", {})
+    assert sched.engine.forgotten == before
+    monkeypatch.undo()
+    seq = sched.log_seq
+    sched.execute("operator", "after-failure", "advance", {})  # the failed transaction did not stay open
+    assert sched.log_seq == seq + 1
+    for i in range(3):  # a later snapshot archives what the failed one did not
+        sched.execute("operator", f"later-{i}", "advance", {})
+    digest, served = sched.engine.digest(), everything(sched)
+    assert sched.store.snapshots()[0].seq > seq and sched.engine.forgotten == sched.store.archive.marks()
+    sched.close()
+    again = open_with(tmp_path / "s.db", 3)
+    assert again.engine.digest() == digest and everything(again) == served
+    again.close()

@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS archived_events (
     tenant TEXT NOT NULL,  -- owner of the event's job
     record TEXT NOT NULL  -- Event.to_dict() as JSON
 );
+CREATE INDEX IF NOT EXISTS archived_events_tenant ON archived_events (tenant, seq);
 CREATE TABLE IF NOT EXISTS archived_charges (
     idx INTEGER PRIMARY KEY,  -- ledger position
     tenant TEXT NOT NULL,

@@ -216,15 +216,17 @@ class CommandStore:
     def save_snapshot(self, snap: Snapshot, history: History | None = None,
                       owners: dict[str, str] | None = None) -> None:
         """Keep `snap` and archive the history added since the last snapshot (`owners`: the tenant of every job it
-        names), committed together on their own; drop all but the newest SNAPSHOTS_KEPT snapshots."""
+        names), committed together on their own; keep only the newest SNAPSHOTS_KEPT snapshots of `snap`'s code (another
+        code's, newer or not, would only make a restart of this code replay the whole log)."""
         try:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)",
                              (snap.seq, snap.code, snap.digest, snap.state, time.time()))
             if history is not None:
                 self.archive.add(history, owners or {})
-            self._db.execute("DELETE FROM snapshots WHERE seq NOT IN "
-                             "(SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?)", (SNAPSHOTS_KEPT,))
+            self._db.execute("DELETE FROM snapshots WHERE code != ? OR seq NOT IN "
+                             "(SELECT seq FROM snapshots WHERE code = ? ORDER BY seq DESC LIMIT ?)",
+                             (snap.code, snap.code, SNAPSHOTS_KEPT))
             self._db.execute("COMMIT")
         except (sqlite3.Error, ArchiveError) as exc:
             if self._db.in_transaction:

@@ -197,3 +197,19 @@ def test_a_snapshot_that_fails_with_any_error_rolls_back_and_the_next_commands_a
     again = open_with(tmp_path / "s.db", 3)
     assert again.engine.digest() == digest and everything(again) == served
     again.close()
+
+
+def test_after_an_upgrade_the_snapshots_of_the_replay_are_kept_though_the_old_codes_are_newer(tmp_path: Path) -> None:
+    old = open_with(tmp_path / "s.db", 1)
+    for i in range(16):
+        old.execute("operator", f"round-{i}", "advance", {})
+    for snap in old.store.snapshots():  # the newest two, after commands 16 and 15, now of another build
+        old.store.save_snapshot(Snapshot(snap.seq, "another build", snap.digest, snap.state))
+    digest = old.engine.digest()
+    old.close()
+    upgraded = open_with(tmp_path / "s.db", 7)  # replays the whole log, snapshotting after commands 7 and 14
+    assert upgraded.restored_from == 0 and upgraded.snapshot_seq == 14
+    upgraded.close()
+    again = open_with(tmp_path / "s.db", 7)
+    assert again.restored_from == 14 and again.replayed == 2 and again.engine.digest() == digest
+    again.close()

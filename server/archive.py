@@ -162,11 +162,12 @@ class Archive:
         rows = self._rows("read charges", sql + " ORDER BY idx LIMIT ?", (*args, limit))
         return [(int(i), Charge(job, rnd, start, dur, conc, amount)) for i, job, rnd, start, dur, conc, amount in rows]
 
-    def amounts(self, tenant: str, rounds: tuple[int, int | None]) -> list[float]:
-        """Every amount `tenant` was billed in [rounds[0], rounds[1])."""
+    def amounts(self, tenant: str, rounds: tuple[int, int | None]) -> Iterator[float]:
+        """Every amount `tenant` was billed in [rounds[0], rounds[1]), streamed (a period may span all history)."""
         sql, args = _period("SELECT amount FROM archived_charges WHERE tenant = ? AND idx < ?",
                             [tenant, self.visible.charges], rounds)
-        return [float(a) for (a,) in self._rows("read charges", sql, tuple(args))]
+        cur = self._run("read charges", lambda: self._db.execute(sql, tuple(args)))
+        return (float(a) for (a,) in cur)
 
     def all_events(self) -> Iterator[Event]:
         """Every archived event in order, streamed (restores verify the event chain with it)."""

@@ -1,5 +1,6 @@
 """Reads that span the history the engine holds and the part it has forgotten into the archive: job lists, invoice
-pages, event batches. Each costs O(page + held history), never O(all history); call them under the scheduler's lock.
+pages, event batches. Each holds O(page + held history) in memory, never O(all history), and takes O(page + held
+history) time, but for an invoice's count and total, which stream its period once; call them under the scheduler's lock.
 """
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from mechanism.engine import Engine, JobView
@@ -55,9 +56,22 @@ def invoice_page(engine: Engine, archive: Archive, owner: Owner, tenant: str, af
                  if rounds[0] <= c.round and (rounds[1] is None or c.round < rounds[1]) and owner(c.job) == tenant]
     archived = archive.charges(tenant, after, size + 1, rounds) if base and after < base else []
     first = (archived + [(i, c) for i, c in in_period if i > after])[:size + 1]
-    amounts = (archive.amounts(tenant, rounds) if base else []) + [c.amount for _, c in in_period]
-    return InvoicePage(first[:size], len(amounts), math.fsum(amounts),
-                       first[size - 1][0] if len(first) > size else None)
+    count, total = _count_and_fsum(itertools.chain(archive.amounts(tenant, rounds) if base else (),
+                                                   (c.amount for _, c in in_period)))
+    return InvoicePage(first[:size], count, total, first[size - 1][0] if len(first) > size else None)
+
+
+def _count_and_fsum(amounts: Iterable[float]) -> tuple[int, float]:
+    """How many amounts there are and their exact sum (math.fsum), in one pass that holds none of them."""
+    count = 0
+
+    def each() -> Iterator[float]:
+        nonlocal count
+        for amount in amounts:
+            count += 1
+            yield amount
+    total = math.fsum(each())
+    return count, total
 
 
 def event_batch(engine: Engine, archive: Archive, owner: Owner, start: int, limit: int,

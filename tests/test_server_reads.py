@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import pickle
+import sqlite3
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mechanism.engine import Engine
-from mechanism.history import HistoryMarks
+from mechanism.history import History, HistoryMarks
 from mechanism.jobs import JobState
+from mechanism.ledger import Charge
 from server import reads
-from server.archive import ArchiveError
+from server.archive import SCHEMA as ARCHIVE_SCHEMA
+from server.archive import Archive, ArchiveError
 from server.scheduler import DurableScheduler
 from server.service import encode_reply
 from server.store import CommandStore
@@ -175,3 +180,22 @@ def test_a_history_part_must_start_where_the_archive_ends(tmp_path: Path) -> Non
     with pytest.raises(ArchiveError, match=r"history part starts at HistoryMarks\(retired=1.*archive ends at"):
         sched.store.archive.add(part, sched.owners)
     sched.close()
+
+
+def test_an_invoice_over_all_history_streams_the_archived_amounts_instead_of_listing_them() -> None:
+    n = 40_000
+    charges = [Charge(f"x{i}", i // 100, i // 100, 1, 1, 0.1 * (i % 7) + i * 1e-9) for i in range(n)]
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    db.executescript(ARCHIVE_SCHEMA)
+    archive = Archive(db, Path("memory.db"))
+    archive.add(History(HistoryMarks(0, 0, 0), [], [], charges), {c.job: "acme" for c in charges})
+    engine = Engine(PLATFORM)
+    engine.forgotten = HistoryMarks(0, 0, n)  # as if it had billed these and forgotten them at a snapshot
+    archive.show(engine.forgotten)
+    held_owners: dict[str, str] = {}  # the engine holds no job
+    tracemalloc.start()
+    page = reads.invoice_page(engine, archive, held_owners.__getitem__, "acme", -1, 10, (0, None))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert page.count == n and page.total == math.fsum(c.amount for c in charges) and len(page.charges) == 10
+    assert peak < 200_000  # the page, not the 40,000 amounts (a list of them takes over 1 MB)

@@ -41,7 +41,8 @@ def job_page(engine: Engine, archive: Archive, owner: Owner, tenant: str | None,
     held: Iterator[tuple[Job, str]] = (
         (j, owner(j.id)) for j in engine.jobs_after(after, active_only)
         if (not states or j.state.value in states) and (tenant is None or owner(j.id) == tenant))
-    archived = [] if active_only or not engine.forgotten.retired else archive.jobs(after, size + 1, tenant, states)
+    archived = [] if active_only or not engine.forgotten.retired or after >= engine.submitted else \
+        archive.jobs(after, size + 1, tenant, states)  # every seq is below `submitted` (and SQLite's integers)
     first = list(itertools.islice(heapq.merge(held, archived, key=lambda pair: pair[0].seq), size + 1))
     page = first[:size]
     return JobPage([(engine.view_of(j), t) for j, t in page], page[-1][0].seq if len(first) > size else None)

@@ -199,3 +199,15 @@ def test_an_invoice_over_all_history_streams_the_archived_amounts_instead_of_lis
     tracemalloc.stop()
     assert page.count == n and page.total == math.fsum(c.amount for c in charges) and len(page.charges) == 10
     assert peak < 200_000  # the page, not the 40,000 amounts (a list of them takes over 1 MB)
+
+
+def test_a_page_token_beyond_every_seq_gives_the_empty_page_with_or_without_the_archive(tmp_path: Path) -> None:
+    archiving, keeping = played(tmp_path / "a.db", 3, 4, 120), played(tmp_path / "k.db", 0, 4, 120)
+    assert archiving.engine.forgotten.retired > 0
+    for after in (archiving.engine.submitted, 2**63 - 1, 2**63, 10**19 - 1):  # the service takes 19 digits
+        for sched in (archiving, keeping):
+            page = reads.job_page(sched.engine, sched.store.archive, sched.owners.__getitem__, None, after, 5,
+                                  frozenset({"COMPLETED", "EXPIRED"}))
+            assert page.jobs == [] and page.next_after is None
+    archiving.close()
+    keeping.close()

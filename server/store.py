@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
 DROP TABLE IF EXISTS history;  -- pickled history parts, before the archive tables
 """ + ARCHIVE_SCHEMA
 SNAPSHOTS_KEPT = 2
+COMMANDS_READ = 1000  # logged commands a replay reads per statement
 
 
 class StoreError(RuntimeError):
@@ -158,12 +159,19 @@ class CommandStore:
                              "use a new store or the original configuration")
 
     def commands(self, after: int = 0) -> Iterator[Command]:
-        """Every logged command with a sequence number above `after`, in order."""
-        cur = self._db.execute(
-            "SELECT seq, kind, caller, request_id, body, body_hash, reply, round FROM commands WHERE seq > ? "
-            "ORDER BY seq", (after,))
-        for seq, kind, caller, request_id, body, body_hash, reply, round_ in cur:
-            yield Command(seq, kind, caller, request_id, json.loads(body), body_hash, bytes(reply), round_)
+        """Every logged command with a sequence number above `after` (up to the last one logged when the first is read),
+        in order; read COMMANDS_READ at a time, so that no statement stays open while the caller writes (a replay that
+        snapshots as it goes kept SQLite from checkpointing the WAL until it ended)."""
+        last = int(self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM commands").fetchone()[0])
+        while after < last:
+            rows = self._db.execute(
+                "SELECT seq, kind, caller, request_id, body, body_hash, reply, round FROM commands "
+                "WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?", (after, last, COMMANDS_READ)).fetchall()
+            if not rows:
+                return
+            for seq, kind, caller, request_id, body, body_hash, reply, round_ in rows:
+                yield Command(seq, kind, caller, request_id, json.loads(body), body_hash, bytes(reply), round_)
+            after = rows[-1][0]
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import pickle
 import sqlite3
 import zlib
@@ -17,6 +18,7 @@ from server import store as store_module
 from server.scheduler import DurableScheduler, Refused, Unavailable
 from server.service import encode_reply
 from server.store import CommandStore, Snapshot
+from tests.test_server_reads import lifecycle_commands, outcome, served
 from tests.test_server_scheduler import CONFIG, random_commands
 
 
@@ -241,3 +243,26 @@ def test_a_replay_that_snapshots_as_it_goes_lets_sqlite_checkpoint_after_each_sn
     assert again.replayed > 6 and len(checkpoints) >= 2 and set(checkpoints) == {0}
     assert again.replayed == again.log_seq and again.engine.digest() == digest
     again.close()
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(15, 45), restarts=st.lists(st.tuples(st.integers(0, 44),
+                                                                                              st.sampled_from([0, 1, 3, 7])),
+                                                                                    min_size=1, max_size=4))
+def test_restarts_between_any_commands_and_with_any_interval_answer_like_a_server_that_never_stopped(
+        tmp_path_factory: pytest.TempPathFactory, seed: int, n: int, restarts: list[tuple[int, int]]) -> None:
+    root = tmp_path_factory.mktemp("restarts")
+    restarted, kept = open_with(root / "r.db", 2), open_with(root / "k.db", 0)
+    at = dict(restarts)  # command index -> the snapshot interval of the restarted server (0: snapshots off)
+    commands = itertools.chain(random_commands(seed, n), lifecycle_commands(seed, 2 * n, kept.engine))
+    for i, command in enumerate(commands):
+        if i in at:
+            restarted.close()
+            restarted = open_with(root / "r.db", at[i])
+        assert outcome(restarted, i, *command) == outcome(kept, i, *command)
+    assert restarted.engine.digest() == kept.engine.digest()
+    assert served(restarted, 3, 5) == served(kept, 3, 5)
+    for job_id in kept.engine.jobs:
+        assert restarted.engine.view(job_id) == kept.engine.view(job_id) and restarted.owner(job_id) == kept.owner(job_id)
+    restarted.close()
+    kept.close()

@@ -19,7 +19,9 @@ from mechanism.offline.report import (
     summarize,
     tighten_with_lp,
 )
-from mechanism.simulation import run_simulation
+from mechanism.platform import Platform
+from mechanism.simulation import Workload, WorkloadJob, run_simulation
+from mechanism.sow import SoW
 from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE
 
 
@@ -40,6 +42,21 @@ def test_mechanism_schedule_is_feasible_in_hindsight_and_worth_its_welfare() -> 
     sim = run_simulation(workload)
     instance = HindsightInstance.from_realized(workload)
     schedule = mechanism_schedule(sim)
+    instance.check_schedule(schedule)
+    assert instance.schedule_value(schedule) == pytest.approx(sim.welfare)
+
+
+def test_mechanism_schedule_keeps_a_completed_job_whose_realized_duration_was_not_declared() -> None:
+    # No signal: the job starts at L(0, None) and completes after its realized 3 rounds, which its SoW (2 or 4)
+    # does not list, so the quote has no outcome for it; its completion still earned 50.
+    platform = Platform(C=4, C_m=4, D_m=4, S_m=8, H=100.0, seed=0, samples=50)
+    sow = SoW.parse({"concurrency": 2, "value_steps": [[8, 50.0]], "outcomes": [[0, 2, 0.5], [0, 4, 0.5]],
+                     "signal_mode": "none"}, platform)
+    workload = Workload("undeclared", platform, (WorkloadJob("a", 0, sow, 0, 3),))
+    sim = run_simulation(workload)
+    instance = HindsightInstance.from_realized(workload)
+    schedule = mechanism_schedule(sim)
+    assert sim.welfare == 50.0
     instance.check_schedule(schedule)
     assert instance.schedule_value(schedule) == pytest.approx(sim.welfare)
 

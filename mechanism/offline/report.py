@@ -53,8 +53,13 @@ class OfflineConfig:
 
 
 def mechanism_schedule(sim: SimulationResult) -> dict[str, int | None]:
-    """The starts of the jobs the mechanism completed (the others earned nothing)."""
-    return {j.id: (j.start if j.state == "completed" else None) for j in sim.jobs}
+    """The starts of the jobs the mechanism completed (the others earned nothing), from the completion events: a
+    job's record has no start when its realized outcome is not among the declared ones, yet it may complete."""
+    starts: dict[str, int | None] = {j.id: None for j in sim.jobs}
+    for e in sim.events:
+        if e.type == "complete":
+            starts[e.job] = int(e.data["start"])
+    return starts
 
 
 def solve_offline(instance: HindsightInstance, hint: dict[str, int | None], config: OfflineConfig) -> OfflineResult:

@@ -116,6 +116,15 @@ def test_ratio_is_undefined_when_the_mechanism_earns_nothing() -> None:
     assert ratio(5.0, 0.0) is None and ratio(6.0, 3.0) == 2.0
 
 
+def test_ratio_is_1_when_neither_the_offline_optimum_nor_the_mechanism_earns_anything() -> None:
+    # Nothing could be earned and the mechanism earned it all: not an unbounded ("inf") ratio.
+    assert ratio(0.0, 0.0) == 1.0
+    rows = [{"load": 1.0, "welfare": 0.0, "revenue": 0.0, "offline_value": 0.0, "offline_bound": 0.0,
+             "offline_status": "optimal", "ratio": ratio(0.0, 0.0), "fcfs_welfare": 0.0, "reservation_welfare": 0.0}]
+    (s,) = summarize(rows)
+    assert s["competitive_ratio"] == 1.0 and s["competitive_ratio_bound"] == 1.0
+
+
 def test_calibration_bins_count_estimates_and_realized_failures() -> None:
     pairs = [[0.05, 0.0, 0.0], [0.05, 0.0, 1.0], [0.95, 0.9, 1.0], [1.0, 1.0, 1.0]]
     bins = calibration_bins(pairs, column=0, bins=2)

@@ -119,7 +119,9 @@ def evaluate(workload: Workload, load: float, seed: int, config: OfflineConfig) 
 
 
 def ratio(offline: float, online: float) -> float | None:
-    """offline / online; None when the online welfare is 0 (the ratio is unbounded)."""
+    """offline / online; 1 when both are 0 (nothing to earn), None when only the online welfare is 0 (unbounded)."""
+    if online <= 0 and offline <= 0:
+        return 1.0
     return offline / online if online > 0 else None
 
 

@@ -110,6 +110,18 @@ def test_cpsat_value_scale_rounding_is_added_to_the_bound() -> None:
     assert build(inst, value_scale=1.0).rounding_slack == pytest.approx(0.25)
 
 
+@pytest.mark.parametrize("model", ["plain", "channel"])
+def test_cpsat_optimum_of_many_small_steps_equals_brute_force_despite_rounding(model: Model) -> None:
+    # 100 steps 4e-7 apart: at the scale 1e6 each step's increment rounds to 0, yet together they are worth 4e-5,
+    # so a start hinted at the last deadline must not be taken as optimal (the optimum holds up to the scale's
+    # rounding of one value, 0.5e-6 here).
+    steps = tuple((k, 1.0 + (101 - k) * 4e-7) for k in range(1, 102))
+    inst = HindsightInstance(1, (HindsightJob("x", 0, 0, 1, 1, steps),))
+    result = solve_model(inst, CpSatParams(time_limit=5.0, workers=1, hint={"x": 100}), model)
+    assert result.optimal
+    assert result.value == pytest.approx(solve_brute(inst).value, rel=1e-6)
+
+
 def test_cpsat_under_a_tiny_time_limit_reports_its_gap_honestly() -> None:
     inst = random_instance(400, 3)
     result = solve_cpsat(inst, CpSatParams(time_limit=0.3, workers=1))

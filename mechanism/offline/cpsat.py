@@ -26,8 +26,9 @@ fixed model keeps every schedule worth more than L, and the optimum is max(L, it
 (two_phase only), window LNS (mechanism/offline/lns.py) improves the plain phase's schedule before the second phase.
 
 The telescoped sum equals V_j(start + d_j) = v_ji for the first met deadline. Values are scaled to integers
-(`value_scale`, by default the smallest power of ten up to 1e6 that makes every value an integer); the exact
-rounding error is added to the reported bound, and the reported value is recomputed
+(`value_scale`, by default the smallest power of ten up to 1e6 that makes every value an integer), each step's
+coefficient being the difference of the rounded values, so a job's scaled value is its rounded value in both
+models; the worst rounding error of each job is added to the reported bound, and the reported value is recomputed
 from the schedule in floating point.
 """
 
@@ -214,10 +215,10 @@ def _add_value_steps(built: CpSatModel, job: HindsightJob) -> list[tuple[cp_mode
             # Meeting an earlier deadline meets every later one: meet[j,i-1] => meet[j,i].
             model.add_implication(meets[-1], meet)
         meets.append(meet)
-        increment = v - (steps[i + 1][1] if i + 1 < len(steps) else 0.0)
-        coef = round(increment * built.scale)
-        built.rounding_slack += abs(coef - increment * built.scale) / built.scale
-        terms.append((meet, coef))
+        # The increments of the rounded values: met deadlines then add up to round(v_i * scale) exactly.
+        below = steps[i + 1][1] if i + 1 < len(steps) else 0.0
+        terms.append((meet, round(v * built.scale) - round(below * built.scale)))
+    built.rounding_slack += max(abs(round(v * built.scale) - v * built.scale) for _, v in steps) / built.scale
     built.meet[j] = meets
     return terms
 

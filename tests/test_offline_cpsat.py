@@ -122,6 +122,17 @@ def test_cpsat_optimum_of_many_small_steps_equals_brute_force_despite_rounding(m
     assert result.value == pytest.approx(solve_brute(inst).value, rel=1e-6)
 
 
+@pytest.mark.parametrize("strategy", ["plain", "channel", "two_phase"])
+def test_cpsat_solves_values_up_to_the_bound_h_next_to_a_value_that_needs_the_finest_scale(strategy: Strategy) -> None:
+    # Values lie in [1, H] with H up to 1e12; 1.1234567 asks for the scale 1e6, at which ten jobs worth 1e12 give
+    # objective coefficients CP-SAT refuses as a possible integer overflow.
+    jobs = (HindsightJob("small", 0, 0, 1, 1, ((1, 1.1234567),)),
+            *(HindsightJob(f"big{i}", 0, 0, 1, 1, ((1, 1e12),)) for i in range(10)))
+    inst = HindsightInstance(4, jobs)
+    result = solve_cpsat(inst, CpSatParams(time_limit=5.0, workers=1, strategy=strategy))
+    assert result.optimal and result.value == pytest.approx(solve_brute(inst).value) == 4e12
+
+
 def test_cpsat_under_a_tiny_time_limit_reports_its_gap_honestly() -> None:
     inst = random_instance(400, 3)
     result = solve_cpsat(inst, CpSatParams(time_limit=0.3, workers=1))

@@ -26,7 +26,8 @@ fixed model keeps every schedule worth more than L, and the optimum is max(L, it
 (two_phase only), window LNS (mechanism/offline/lns.py) improves the plain phase's schedule before the second phase.
 
 The telescoped sum equals V_j(start + d_j) = v_ji for the first met deadline. Values are scaled to integers
-(`value_scale`, by default the smallest power of ten up to 1e6 that makes every value an integer), each step's
+(`value_scale`, by default the smallest power of ten up to 1e6 that makes every value an integer, lowered where
+the objective could overflow CP-SAT's integers), each step's
 coefficient being the difference of the rounded values, so a job's scaled value is its rounded value in both
 models; the worst rounding error of each job is added to the reported bound, and the reported value is recomputed
 from the schedule in floating point.
@@ -178,13 +179,20 @@ def _indexed_values(built: CpSatModel, job: HindsightJob) -> list[tuple[cp_model
     return [(var, round(job.value(s) * built.scale)) for s, var in built.at[job.id].items()]
 
 
+MAX_SCALED_WEIGHT = 2.0**53  # CP-SAT refuses an objective whose sum of |coefficients| may overflow int64
+
+
 def auto_scale(instance: HindsightInstance, max_scale: float = 1e6) -> float:
-    """The smallest power of ten (at most `max_scale`) that turns every step value into an integer."""
+    """The smallest power of ten (at most `max_scale`) that turns every step value into an integer, lowered while
+    the scaled objective could weigh more than MAX_SCALED_WEIGHT (the indexed model: a job's best value per start)."""
     values = [v for job in instance.jobs for _, v in job.value_steps]
+    weight = math.fsum(len(job.starts()) * job.value_steps[0][1] for job in instance.jobs if job.can_earn)
     scale = 1.0
     while scale < max_scale and any(abs(v * scale - round(v * scale)) > 1e-9 * max(1.0, v * scale)
                                     for v in values):
         scale *= 10.0
+    while weight * scale > MAX_SCALED_WEIGHT:
+        scale /= 10.0
     return scale
 
 

@@ -57,6 +57,12 @@ def play(sched: DurableScheduler, rng: np.random.Generator, rounds: int, per_rou
         sched.execute("operator", None, "advance", {})
 
 
+def snapshot_now(sched: DurableScheduler) -> None:
+    """Archive the history now, holding the scheduler's lock as its writer does (the settler thread runs too)."""
+    with sched.reading():
+        sched.snapshot()
+
+
 def measure(archive: bool, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="sowsched-history-") as tmp:
         sched = DurableScheduler(CONFIG, CommandStore(Path(tmp) / "h.db", CONFIG.identity()), encode_reply,
@@ -65,7 +71,7 @@ def measure(archive: bool, args: argparse.Namespace) -> dict[str, Any]:
         try:
             play(sched, rng, args.warm_up)  # the steady number of active jobs first
             if archive:
-                sched.snapshot()
+                snapshot_now(sched)
             gc.collect()
             tracemalloc.start()
             traced, ended = [], []  # at the start, half-way and the end of the measured rounds
@@ -73,7 +79,7 @@ def measure(archive: bool, args: argparse.Namespace) -> dict[str, Any]:
             for rounds in (0, args.rounds // 2, args.rounds - args.rounds // 2):
                 play(sched, rng, rounds)
                 if archive:
-                    sched.snapshot()
+                    snapshot_now(sched)
                 gc.collect()
                 traced.append(tracemalloc.get_traced_memory()[0])
                 ended.append(sched.engine.history_marks().retired)

@@ -48,6 +48,18 @@ def test_fcfs_does_not_backfill_past_a_blocked_head() -> None:
     assert fcfs(inst).starts == {"A": 0, "B": 3, "C": 4}
 
 
+@pytest.mark.timeout(10)
+def test_fcfs_time_does_not_grow_with_the_arrival_of_a_job_that_cannot_earn() -> None:
+    # A W.json realized arrival offset has no upper bound; arriving at round 10^9 the job can earn nothing, and
+    # FCFS must not walk there round by round (minutes) to withdraw it.
+    inst = HindsightInstance(2, (
+        HindsightJob("A", 0, 0, 1, 1, ((2, 5.0),)),
+        HindsightJob("never", 0, 10**9, 1, 1, ((2, 5.0),)),
+    ))
+    result = fcfs(inst)
+    assert result.starts == {"A": 0, "never": None} and result.welfare == 5.0
+
+
 def test_reservation_holds_the_worst_case_window_and_runs_inside_it() -> None:
     # X reserves 1 node for (2 - 0) + 3 = 5 rounds from 0, arrives at 2, runs 1 round: completes at 3, worth 10.
     # Y needs both nodes: rounds 0-4 hold X's node, so its window is [5, 6); it starts at 0 + 5, worth 7.

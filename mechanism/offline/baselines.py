@@ -40,7 +40,9 @@ class BaselineResult:
 
 def fcfs(instance: HindsightInstance) -> BaselineResult:
     """First come, first served on the realized arrivals and durations (no prices, no backfilling)."""
-    order = sorted(range(len(instance.jobs)), key=lambda i: (instance.jobs[i].arrival, instance.jobs[i].birth, i))
+    # A job that can earn nothing would leave the queue at its arrival: it is never queued (its arrival may be far).
+    earning = (i for i, job in enumerate(instance.jobs) if job.can_earn)
+    order = sorted(earning, key=lambda i: (instance.jobs[i].arrival, instance.jobs[i].birth, i))
     queue: list[HindsightJob] = []
     starts: dict[str, int | None] = {j.id: None for j in instance.jobs}
     load = np.zeros(max(instance.horizon, 1) + 1, dtype=np.int64)

@@ -211,3 +211,22 @@ def test_a_time_limit_that_is_not_positive_is_refused_by_the_parser(limit: str,
         main(["bench", "welfare", "--workload", "toy", "--time-limit", limit])
     assert exit_info.value.code == 2
     assert f"argument --time-limit: {float(limit)} must be positive and finite" in capsys.readouterr().err
+
+
+def test_a_file_task_with_outcomes_outside_the_sow_is_reproducible_and_offline_covers_the_mechanism(
+        tmp_path: Path) -> None:
+    # "b" (no signal) completes after an undeclared 2 rounds; "late" arrives where its SoW says it cannot, and at
+    # round 10^6, far past any value. The same task twice gives the same row.
+    doc = {"platform": PLATFORM, "jobs": [
+        _job("a", 0, [0, 1]),
+        _job("b", 1, [0, 2], outcomes=[[0, 1, 0.5, None], [0, 3, 0.5, None]], signal_mode="none"),
+        _job("late", 0, [10**6, 1]),
+    ]}
+    path = _write(tmp_path, doc)
+    args = build_parser().parse_args(["bench", "welfare", "--workload-file", str(path), "--seeds", "1",
+                                      "--time-limit", "2"])
+    (task,) = tasks_for(args, sweep_source(args))
+    row = welfare_task(task)
+    assert row == welfare_task(task)
+    assert row["counts"]["completed"] == 2 and row["welfare"] == 60.0
+    assert row["offline_value"] == 60.0 and row["offline_status"] == "optimal" and row["ratio"] == 1.0

@@ -155,11 +155,14 @@ def overload_workload(seed: int = 0, load: float = 1.0, rounds: int = 40) -> Wor
 
 # ---- W.json ----
 
+MAX_ROUND = 1_000_000  # births and realized arrival offsets: a simulation plays every round up to the last one
+
+
 class _FileJob(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1, max_length=128)
-    birth: int = Field(ge=0)
+    birth: int = Field(ge=0, le=MAX_ROUND)
     concurrency: int
     value_steps: list[tuple[int, float]]
     outcomes: list[list[Any]]
@@ -171,6 +174,9 @@ class _FileJob(BaseModel):
     def _realized_ok(cls, v: tuple[int, int], info: ValidationInfo) -> tuple[int, int]:
         if v[0] < 0 or v[1] < 1:
             raise ValueError(f"realized={list(v)} needs arrival_offset >= 0 and duration >= 1")
+        if max(v) > MAX_ROUND:
+            raise ValueError(f"realized={list(v)} exceeds the bound {MAX_ROUND} (rounds) for the arrival_offset and "
+                             "the duration")
         return v
 
 

@@ -71,6 +71,10 @@ def test_duration_longer_than_declared_is_evicted_as_overrun() -> None:
     ({"platform": PLATFORM, "jobs": [job("a", 0, [0, 0])]}, r"realized=\[0, 0\] needs arrival_offset >= 0 and duration >= 1"),
     ({"platform": {**PLATFORM, "C": 0}, "jobs": []}, r"platform\.C"),
     ({"platform": PLATFORM, "jobs": [job("a", -1, [0, 1])]}, r"birth"),
+    ({"platform": PLATFORM, "jobs": [job("a", 10**6 + 1, [0, 1])]},  # a simulation plays every round up to it
+     r"jobs\[0\]\.birth \(value 1000001\): Input should be less than or equal to 1000000"),
+    ({"platform": PLATFORM, "jobs": [job("a", 0, [10**9, 1])]},
+     r"realized=\[1000000000, 1\] exceeds the bound 1000000 \(rounds\)"),
     ({"platform": PLATFORM}, r"jobs"),
 ])
 def test_bad_workload_files_are_rejected_with_the_field(doc: dict[str, object], match: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -232,6 +233,56 @@ def read_workload_document(path: str | Path) -> Any:
         raise ValueError(f"{p}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
 
 
+def parse_workload_file(path: str | Path, document: Any, name: str, seed: int | None = None) -> Workload:
+    """`parse_workload` of a file's document; an error names the file and the line of the first job it is about."""
+    try:
+        return parse_workload(document, name=name, seed=seed)
+    except ValueError as exc:
+        message = str(exc)
+        ref = _JOB_REF.search(message)
+        if ref is not None:
+            lines = job_lines(Path(path).read_text(encoding="utf-8"))
+            if int(ref.group(1)) < len(lines):
+                message = f"line {lines[int(ref.group(1))]}: {message}"
+        raise ValueError(f"{path}: {message}") from None
+
+
 def load_workload_file(path: str | Path, seed: int | None = None) -> Workload:
     p = Path(path)
-    return parse_workload(read_workload_document(p), name=p.stem, seed=seed)
+    return parse_workload_file(p, read_workload_document(p), name=p.stem, seed=seed)
+
+
+_JOB_REF = re.compile(r"jobs\[(\d+)\]")
+_SPACE = re.compile(r"\s*")
+
+
+def job_lines(text: str) -> list[int]:
+    """The line (1-based) on which each element of the top-level "jobs" array starts, in a valid JSON document;
+    empty if it has none (the last "jobs" key counts, as in json.loads)."""
+    decoder = json.JSONDecoder()
+    lines: list[int] = []
+
+    def skip(i: int) -> int:
+        return _SPACE.match(text, i).end()  # type: ignore[union-attr]  # \s* always matches
+
+    i = skip(0)
+    if text[i:i + 1] != "{":
+        return lines
+    i = skip(i + 1)
+    while text[i:i + 1] == '"':
+        key, i = decoder.raw_decode(text, i)
+        i = skip(skip(i) + 1)  # past the colon
+        if key == "jobs" and text[i:i + 1] == "[":
+            lines, line, counted = [], 1, 0
+            i = skip(i + 1)
+            while text[i:i + 1] not in ("]", ""):
+                line, counted = line + text.count("\n", counted, i), i
+                lines.append(line)
+                i = skip(decoder.raw_decode(text, i)[1])
+                i = skip(i + 1) if text[i:i + 1] == "," else i
+            i += 1
+        else:
+            i = decoder.raw_decode(text, i)[1]
+        i = skip(i)
+        i = skip(i + 1) if text[i:i + 1] == "," else i
+    return lines

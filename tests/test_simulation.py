@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clients.cli import main
-from clients.workloads import load_workload_file, make_workload, parse_workload, workload_document
+from clients.workloads import job_lines, load_workload_file, make_workload, parse_workload, workload_document
 from mechanism.simulation import run_simulation
 
 PLATFORM = {"C": 4, "C_m": 2, "D_m": 3, "S_m": 8, "H": 50.0, "epsilon": 0.1, "eps0": 0.05, "delta0": 0.05,
@@ -87,6 +87,25 @@ def test_invalid_json_reports_line_and_column(tmp_path: Path) -> None:
     f.write_text('{"platform": {\n  "C": 4,,\n}}')
     with pytest.raises(ValueError, match="not valid JSON at line 2 column 10"):
         load_workload_file(f)
+
+
+def test_a_bad_job_in_a_file_is_named_with_the_file_and_its_line(tmp_path: Path) -> None:
+    f = tmp_path / "w.json"
+    jobs = [job("a", 0, [0, 1]), job("b", 1, [0, 1]), job("c", 2, [0, 1], concurrency=3)]
+    f.write_text(json.dumps({"platform": PLATFORM, "jobs": jobs}, indent=1))
+    line = [i + 1 for i, text in enumerate(f.read_text().splitlines()) if text == "  {"][2]  # the third job's "{"
+    with pytest.raises(ValueError, match=rf"^{f}: line {line}: jobs\[2\] \(id 'c'\):.*concurrency=3 exceeds the bound"):
+        load_workload_file(f)
+
+
+@pytest.mark.parametrize(("text", "lines"), [
+    ('{"jobs": [{"id": "a"},\n\n {"id": "b"}], "platform": {}}', [1, 3]),
+    ('{"platform": {"jobs": [{}]},\n "jobs": [\n{"x": [{"jobs": [1]}]}, 7]}', [3, 3]),  # the top-level key only
+    ('{"jobs": [1], "jobs": [\n2]}', [2]),  # the last "jobs", as json.loads reads it
+    ('{"jobs": []}', []), ('[{"jobs": [1]}]', []), ('{}', []),
+])
+def test_job_lines_are_where_each_top_level_job_starts(text: str, lines: list[int]) -> None:
+    assert job_lines(text) == lines
 
 
 @pytest.mark.parametrize(("name", "load", "match"), [

@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from clients.sweep import BACKENDS, run_tasks
-from clients.workloads import WORKLOADS, make_workload, parse_workload, read_workload_document
+from clients.workloads import (
+    WORKLOADS,
+    make_workload,
+    parse_workload,
+    parse_workload_file,
+    read_workload_document,
+)
 from mechanism.bench.args import bounded_int, positive_float
 from mechanism.offline.cpsat import BOUND_MODELS, STRATEGIES
 from mechanism.offline.report import (
@@ -92,7 +98,7 @@ def sweep_source(args: argparse.Namespace) -> SweepSource:
                          "a file's jobs and realized outcomes are fixed (its rows use load 1)")
     path = Path(args.workload_file)
     document = read_workload_document(path)
-    parse_workload(document, name=path.name)  # a bad file fails here, naming the field, the value and the bound
+    parse_workload_file(path, document, name=path.name)  # a bad file fails here, naming field, value, bound, line
     return SweepSource(path.name, (FILE_LOAD,), path=str(path), document=document)
 
 

@@ -100,3 +100,29 @@ def test_reading_usage_far_ahead_is_zero_and_changes_nothing() -> None:
     around = book.usage(book._y.size - 2, 4)  # straddles the end of the stored span
     assert around.tolist() == [0.0] * 4
     assert book.usage(-2, 4).tolist() == [0.0, 0.0, 0.5, 0.5]  # before round 0 reads as 0
+
+
+def test_a_window_price_does_not_absorb_the_rounding_of_expensive_earlier_rounds() -> None:
+    # H = 1e12 (the bound allows it): 9.5 expected nodes in round 0 price it near 1e11, rounds 1.. keep y = 0, so
+    # pi(s, 1, 1) = p(0) = 1/(2 D_m) = 1/6 for every s >= 1 before and after the commit (MODEL.md section 4).
+    p = Platform(C=10, C_m=1, D_m=3, S_m=20, H=1e12, samples=10)
+    book = PriceBook(p)
+    before = [float(book.menu(0).price(s, 1, 1)) for s in range(1, 20)]
+    book.commit(0, np.array([9.5]))
+    after = [float(book.menu(0).price(s, 1, 1)) for s in range(1, 20)]
+    assert after == pytest.approx([1.0 / 6.0] * 19, rel=1e-12)
+    assert all(a >= b * (1.0 - 1e-12) for a, b in zip(after, before, strict=True))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 1.5), min_size=26, max_size=26), st.integers(0, 19), st.integers(1, 7),
+       st.integers(1, 10))
+def test_window_price_is_c_times_the_exact_sum_of_unit_prices_at_any_price_spread(
+        shares: list[float], s: int, d: int, c: int) -> None:
+    # Usage up to 1.5 C' in some rounds and 0 in others: unit prices from 1/(2 D_m) to about 1e20 side by side.
+    p = Platform(C=10, C_m=10, D_m=7, S_m=20, H=1e12, samples=10)
+    y = np.array(shares) * p.sim_capacity
+    book = PriceBook(p)
+    book.commit(0, y)
+    expected = c * math.fsum(unit_price(y[s:s + d], p).tolist())
+    assert float(book.menu(0).price(s, c, d)) == pytest.approx(expected, rel=1e-12)

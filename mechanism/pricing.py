@@ -21,15 +21,21 @@ class Menu:
     """Prices announced at a job's birth b and frozen for it: prefix sums of unit prices over [b, b + horizon)."""
 
     birth: int
-    prefix: np.ndarray  # prefix[i] = sum of p(y_b[tau]) for tau in [b, b + i)
+    prefix: np.ndarray  # prefix[i] = sum of p(y_b[tau]) for tau in [b, b + i), rounded at every step
+    residue: np.ndarray  # the sum of those roundings: prefix + residue is the prefix sum to ~1e-32 relative
 
     def price(self, start: np.ndarray | int, concurrency: int, duration: np.ndarray | int) -> np.ndarray:
-        """pi_b(s, c, d) = c * sum_{tau=s}^{s+d-1} p(y_b[tau]), in O(1) per query."""
+        """pi_b(s, c, d) = c * sum_{tau=s}^{s+d-1} p(y_b[tau]), in O(1) per query.
+
+        The residues matter: unit prices span (4 H D_m)^k, and a bare prefix difference would carry the rounding
+        of every expensive round before s (with H = 1e12, a round priced 1/6 after one priced 1e11 read 0.16663).
+        """
         lo = np.asarray(start) - self.birth
-        return concurrency * (self.prefix[lo + np.asarray(duration)] - self.prefix[lo])
+        hi = lo + np.asarray(duration)
+        return concurrency * ((self.prefix[hi] - self.prefix[lo]) + (self.residue[hi] - self.residue[lo]))
 
     def unit_prices(self) -> np.ndarray:
-        return np.diff(self.prefix)
+        return np.diff(self.prefix) + np.diff(self.residue)
 
 
 class PriceBook:
@@ -60,8 +66,11 @@ class PriceBook:
         """Freeze the prices of [birth, birth + horizon) for a job born now."""
         p = unit_price(self.usage(birth, self.platform.horizon), self.platform)
         prefix = np.zeros(p.size + 1, dtype=np.float64)
-        np.cumsum(p, out=prefix[1:])
-        return Menu(birth=birth, prefix=prefix)
+        np.cumsum(p, out=prefix[1:])  # sequential: prefix[i + 1] = fl(prefix[i] + p[i])
+        before, bb = prefix[:-1], prefix[1:] - prefix[:-1]
+        residue = np.zeros(p.size + 1, dtype=np.float64)
+        np.cumsum((before - (prefix[1:] - bb)) + (p - bb), out=residue[1:])  # TwoSum: each step's exact error
+        return Menu(birth=birth, prefix=prefix, residue=residue)
 
     def commit(self, birth: int, increment: np.ndarray) -> None:
         """y[birth + i] += increment[i] (the forced allocation of Alg. 2 line 4); increments must be >= 0."""

@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mechanism.engine import Engine
+from mechanism.failure import MonteCarloOracle, Residual
+from mechanism.failure_exact import ExactOracle
 from mechanism.jobs import JobState
 from mechanism.platform import Platform
 from mechanism.sow import Signal, SoW
@@ -179,3 +183,30 @@ def test_quotes_plans_and_charges_equal_an_independent_reimplementation_of_model
         else:
             assert j.charge == 0.0 and j.value == 0.0
     assert checked > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 7), st.integers(0, 3), st.integers(1, 3))
+def test_sampled_and_exact_oracles_agree_exactly_when_every_earlier_job_has_one_outcome(
+        seed: int, n_earlier: int, n_appended: int, c: int) -> None:
+    """Outcomes with probability 1 leave nothing to sample: the Monte Carlo and exact oracles must agree bit for bit,
+    whether the jobs were there at the round's start or appended during it (MODEL.md section 5)."""
+    p = Platform(C=4, C_m=3, D_m=3, S_m=6, H=50.0, samples=64, seed=seed % 1000)
+    rng = np.random.default_rng(seed)
+
+    def one(k: int) -> Residual:
+        start = int(rng.integers(-1, p.S_m))
+        return Residual(job=k, concurrency=int(rng.integers(1, p.C_m + 1)), start=np.array([start], dtype=np.int64),
+                        length=np.array([int(rng.integers(1, p.D_m + 1))], dtype=np.int64),
+                        probability=np.array([1.0]))
+
+    earlier = [one(k) for k in range(n_earlier)]
+    appended = [one(n_earlier + k) for k in range(n_appended)]
+    sampled, exact = MonteCarloOracle(p), ExactOracle(p)
+    for o in (sampled, exact):
+        o.reset(5, earlier)
+    sampled.estimates(c)  # build the paths before the appends, so they are applied lazily
+    for r in appended:
+        sampled.append(r)
+        exact.append(r)
+    assert sampled.estimates(c).tolist() == exact.estimates(c).tolist()

@@ -210,3 +210,72 @@ def test_sampled_and_exact_oracles_agree_exactly_when_every_earlier_job_has_one_
         sampled.append(r)
         exact.append(r)
     assert sampled.estimates(c).tolist() == exact.estimates(c).tolist()
+
+
+def empty_platform() -> Platform:
+    """No earlier jobs and y = 0: every unit price is p(0) = 1/(2 D_m) = 1/4 exactly, every estimate 0."""
+    return Platform(C=10, C_m=4, D_m=2, S_m=4, H=20.0, samples=16)
+
+
+def test_a_value_step_at_s_m_pays_off_for_an_arrival_at_the_last_offset() -> None:
+    # MODEL.md section 2 allows k = S_m: arrival at offset S_m - 1, d = 1 completes at f = b + S_m with value 7.
+    p = empty_platform()
+    e = Engine(p)
+    for _ in range(2):
+        e.advance()
+    e.submit("late", SoW.parse({"concurrency": 2, "value_steps": [[4, 7.0]], "outcomes": [[3, 1, 1.0]]}, p))
+    for _ in range(3):
+        e.advance()
+    e.report_arrival("late", None)
+    e.report_completion("late")
+    e.advance()
+    j = e.jobs["late"]
+    assert (j.state, j.start, j.finish, j.value, j.charge) == (JobState.COMPLETED, 5, 6, 7.0, 0.5)
+
+
+def test_a_price_of_exactly_the_value_is_never_scheduled() -> None:
+    # pi(s, 4, 1) = 4 * 1/4 = 1 = V: U = 0, and ties at U <= 0 go to never (MODEL.md section 7).
+    p = empty_platform()
+    e = Engine(p)
+    plan = e.submit("even", SoW.parse({"concurrency": 4, "value_steps": [[4, 1.0]], "outcomes": [[0, 1, 1.0]]},
+                                      p)).plan
+    assert plan.start_for(0, None) is None and plan.utility == 0.0
+    e.report_arrival("even", None)
+    e.advance()
+    assert e.jobs["even"].state is JobState.NOT_SCHEDULED and e.prices.usage(0, 4).tolist() == [0.0] * 4
+
+
+def test_equal_utilities_go_to_the_earliest_start_and_no_start_before_arrival() -> None:
+    # Constant value up to k = 4 and flat prices: starts 1, 2, 3 (arrival 1, d = 1) tie at U = 9 - 1/4.
+    p = empty_platform()
+    plan = Engine(p).submit("tie", SoW.parse({"concurrency": 1, "value_steps": [[4, 9.0]],
+                                              "outcomes": [[1, 1, 1.0]]}, p)).plan
+    assert plan.start_for(1, None) == 1 and plan.utility == 9.0 - 0.25
+
+
+def test_signals_split_groups_and_each_group_gets_its_own_start() -> None:
+    # Value only if done by b + 1: the d = 1 group starts at its arrival, the d = 2 group can never earn.
+    p = empty_platform()
+    split = {"concurrency": 1, "value_steps": [[1, 5.0]], "outcomes": [[0, 1, 0.5, "short"], [0, 2, 0.5, "long"]]}
+    plan = Engine(p).submit("s", SoW.parse(split, p)).plan
+    assert (plan.start_for(0, "short"), plan.start_for(0, "long")) == (0, None)
+    assert plan.utility == 0.5 * (5.0 - 0.25)
+    # Without signals one start serves both: U(0) = 0.5 (5 - 1/4) + 0.5 (0 - 1/2) > 0, so it starts at 0.
+    merged = {**split, "outcomes": [[0, 1, 0.5], [0, 2, 0.5]]}
+    plan = Engine(p).submit("m", SoW.parse(merged, p)).plan
+    assert plan.start_for(0, None) == 0 and plan.utility == pytest.approx(0.5 * 4.75 - 0.25)
+
+
+def test_a_job_reported_in_its_start_round_completes_there_and_pays_its_frozen_price() -> None:
+    p = empty_platform()
+    e = Engine(p)
+    e.submit("first", SoW.parse({"concurrency": 3, "value_steps": [[2, 6.0]], "outcomes": [[0, 1, 1.0]]}, p))
+    # Its only valuable start is its arrival round (value 6 if done by b + 1).
+    e.submit("later", SoW.parse({"concurrency": 3, "value_steps": [[1, 6.0]], "outcomes": [[0, 1, 1.0]]}, p))
+    e.report_arrival("later", None)
+    e.report_completion("later")  # accepted: it is scheduled to start in this round
+    e.advance()
+    j = e.jobs["later"]
+    # Its menu was frozen after "first" committed y[0] = 3: p(3) = (4 * 20 * 2)^(3 / 9.9) / 4.
+    assert (j.state, j.start, j.finish, j.value) == (JobState.COMPLETED, 0, 1, 6.0)
+    assert j.charge == pytest.approx(3 * 160.0 ** (3 / 9.9) / 4, rel=1e-12)

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mechanism.engine import Engine
+from mechanism.failure_exact import ExactOracle
 from mechanism.launch_plan import FailureEstimates, LaunchPlan, choose_plan
 from mechanism.sow import SoW
 from tests.conftest import random_sow, small_platform
@@ -75,3 +76,44 @@ def test_truthful_plan_is_never_beaten_by_a_misreport(seed: int, mode: str, kind
     lying = true_utility(plan_for(lie), lie, truth, e)
     assert honest >= lying - 1e-9 * max(1.0, abs(honest))
     assert honest >= 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["none", "duration"]))
+def test_the_realised_gain_of_lying_is_at_most_2_mu_h(seed: int, mode: str) -> None:
+    """MODEL.md section 9: with the true failure probabilities (exact enumeration) in place of the announced ones,
+    a misreport gains at most 2 mu H, mu the largest gap between announced and true estimates (30 samples: mu is
+    large, the bound is exercised)."""
+    p = small_platform(C=4, samples=30, seed=seed % 1000)
+    rng = np.random.default_rng(seed)
+    e = Engine(p)
+    for i in range(int(rng.integers(0, 5))):
+        e.submit(f"bg{i}", random_sow(rng, p))
+        if rng.random() < 0.3:
+            e.advance()
+    exact = ExactOracle(p, max_combinations=100_000)
+    exact.reset(e.now, e.residuals())
+    truth = random_sow(rng, p, max_outcomes=4, signal_mode=mode)
+    lie = random_sow(rng, p, max_outcomes=4, signal_mode=mode)
+    menu = e.prices.menu(e.now)
+    gaps = []
+
+    def realised(reported: SoW) -> float:
+        est = FailureEstimates.from_raw(e._current_oracle().estimates(reported.concurrency), p.failure_threshold)
+        true_e = exact.estimates(reported.concurrency)
+        gaps.append(float(np.abs(est.announced - true_e).max()))
+        plan = choose_plan(reported, e.now, menu, est)
+        if reported.concurrency < truth.concurrency:
+            return 0.0
+        starts = {(g.arrival - plan.birth, g.signal): g.start for g in plan.groups}
+        total = 0.0
+        for o, sig in zip(truth.outcomes, truth.signals, strict=True):
+            s = starts.get((o.arrival_offset, sig))
+            if s is not None:
+                rel = s - e.now
+                total += o.probability * (1.0 - true_e[rel, o.duration - 1]) * (
+                    float(truth.value(rel + o.duration)) - float(menu.price(s, reported.concurrency, o.duration)))
+        return total
+
+    honest, lying = realised(truth), realised(lie)
+    assert lying - honest <= 2.0 * max(gaps) * p.H + 1e-9

@@ -126,3 +126,21 @@ def test_window_price_is_c_times_the_exact_sum_of_unit_prices_at_any_price_sprea
     book.commit(0, y)
     expected = c * math.fsum(unit_price(y[s:s + d], p).tolist())
     assert float(book.menu(0).price(s, c, d)) == pytest.approx(expected, rel=1e-12)
+
+
+def test_plan_usage_is_exactly_zero_in_rounds_no_outcome_occupies() -> None:
+    # Outcomes in rounds [0, 1) and [2, 3): round 1 and rounds from 3 on hold none of them, so y gains nothing
+    # there (MODEL.md section 4), not the running sum's rounding (0.1 + 0.2 + 0.7 - 0.1 - 0.2 - 0.7 != 0).
+    inc = plan_usage(2, np.array([0.1, 0.2, 0.7]), np.array([0, 0, 2]), np.array([1, 1, 1]), 6)
+    assert inc.tolist() == [0.6000000000000001, 0.0, 1.4, 0.0, 0.0, 0.0]
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        n = int(rng.integers(1, 8))
+        p = rng.uniform(0.1, 1.0, n)
+        p /= p.sum()
+        start, d = rng.integers(-1, 6, n), rng.integers(1, 4, n)
+        inc = plan_usage(2, p, start, d, 10)
+        covered = [any(0 <= s <= t < s + k for s, k in zip(start, d, strict=True)) for t in range(10)]
+        assert all(v == 0.0 for v, c in zip(inc.tolist(), covered, strict=True) if not c)
+        assert inc == pytest.approx([2 * math.fsum(q for q, s, k in zip(p, start, d, strict=True) if 0 <= s <= t < s + k)
+                                     for t in range(10)], abs=1e-15)

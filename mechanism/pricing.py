@@ -102,5 +102,8 @@ def plan_usage(concurrency: int, probability: np.ndarray, start_offset: np.ndarr
     np.add.at(diff, start_offset[run], probability[run])
     np.add.at(diff, start_offset[run] + duration[run], -probability[run])
     inc = np.cumsum(diff[:-1]) * concurrency
-    # Rounding in the running sum can leave -1e-17 where the true value is 0; y never decreases.
-    return np.maximum(inc, 0.0)
+    cover = np.zeros(length + 1, dtype=np.int64)  # how many outcomes run in each round, counted exactly
+    np.add.at(cover, start_offset[run], 1)
+    np.add.at(cover, start_offset[run] + duration[run], -1)
+    # Rounding in the running sum can leave +-1e-16 where no outcome runs; there the increment is exactly 0.
+    return np.where(np.cumsum(cover[:-1]) > 0, np.maximum(inc, 0.0), 0.0)

@@ -9,6 +9,7 @@ scheduler's lock, on the store's connection; writes run inside the caller's tran
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 import sqlite3
@@ -180,6 +181,41 @@ class Archive:
         cur = self._run("read jobs", lambda: self._db.execute(
             "SELECT record FROM archived_jobs WHERE retired < ? ORDER BY retired", (self.visible.retired,)))
         return (_job(record) for (record,) in cur)
+
+    def all_charges(self) -> Iterator[Charge]:
+        """Every archived charge in ledger order, streamed (restores check them against the completion events)."""
+        cur = self._run("read charges", lambda: self._db.execute(
+            "SELECT job, round, start, duration, concurrency, amount FROM archived_charges WHERE idx < ? "
+            "ORDER BY idx", (self.visible.charges,)))
+        return (Charge(job, rnd, start, dur, conc, amount) for job, rnd, start, dur, conc, amount in cur)
+
+
+class ChargeCheck:
+    """Hashes of the charges the completion events announce and of the charges archived, in order: a restore
+    compares them, since charges are in no hash chain of the engine (they follow from the completion events)."""
+
+    def __init__(self) -> None:
+        self._announced, self._archived = hashlib.sha256(), hashlib.sha256()
+
+    def events(self, events: Iterator[Event]) -> Iterator[Event]:
+        """`events`, passed through, noting each completion's charge."""
+        for e in events:
+            if e.type == "complete":
+                self._announced.update(_charge_key(e.job, e.round, e.data["start"], e.data["duration"],
+                                                   e.data["charge"]))
+            yield e
+
+    def charges(self, charges: Iterator[Charge]) -> None:
+        for c in charges:
+            self._archived.update(_charge_key(c.job, c.round, c.start, c.duration, c.amount))
+
+    @property
+    def agree(self) -> bool:
+        return self._announced.digest() == self._archived.digest()
+
+
+def _charge_key(job: str, round_: int, start: int, duration: int, amount: float) -> bytes:
+    return json.dumps([job, round_, start, duration, amount]).encode() + b"\n"
 
 
 def _period(sql: str, args: list[Any], rounds: tuple[int, int | None]) -> tuple[str, list[Any]]:

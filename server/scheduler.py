@@ -16,7 +16,7 @@ from mechanism.engine import Engine, EngineError, JobView, Quote, RoundReport
 from mechanism.history import HistoryMarks
 from mechanism.sow import SoW
 from server import snapshot
-from server.archive import ArchiveError
+from server.archive import ArchiveError, ChargeCheck
 from server.config import CLOCK, OPERATOR, Principal, ServerConfig
 from server.metrics import NO_METRICS, Observer
 from server.store import CommandStore, Snapshot, StoreError
@@ -183,8 +183,10 @@ class DurableScheduler:
                 if ok:
                     archive.show(state.marks)
                     engine.archive = archive
-                    engine.verify_chains(archive.all_events(), archive.all_jobs())
-                    ok = engine.digest() == snap.digest
+                    charges = ChargeCheck()
+                    engine.verify_chains(charges.events(archive.all_events()), archive.all_jobs())
+                    charges.charges(archive.all_charges())
+                    ok = engine.digest() == snap.digest and charges.agree
             except Exception as exc:  # a damaged snapshot only costs a longer replay
                 log.warning("snapshot unreadable", extra={"fields": {"seq": snap.seq, "error": repr(exc)}})
                 continue

@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 from mechanism.engine import Engine
 from mechanism.failure import MonteCarloOracle, Residual
 from mechanism.failure_exact import ExactOracle
+from mechanism.failure_literal import sampled_outcomes
 from mechanism.jobs import JobState
+from mechanism.lifo import lifo_loads
 from mechanism.platform import Platform
 from mechanism.sow import Signal, SoW
 from tests.conftest import random_sow
@@ -279,3 +281,44 @@ def test_a_job_reported_in_its_start_round_completes_there_and_pays_its_frozen_p
     # Its menu was frozen after "first" committed y[0] = 3: p(3) = (4 * 20 * 2)^(3 / 9.9) / 4.
     assert (j.state, j.start, j.finish, j.value) == (JobState.COMPLETED, 0, 1, 6.0)
     assert j.charge == pytest.approx(3 * 160.0 ** (3 / 9.9) / 4, rel=1e-12)
+
+
+def definition_estimates(p: Platform, round_: int, rs: list[Residual], c: int, samples: int) -> np.ndarray:
+    """MODEL.md section 5 on the oracle's own draws: per sample, LIFO loads (mechanism.lifo), then E[s, d] =
+    [some L(tau) > C for tau < s] or [some L(tau) + c > C for tau in [s, s + d)], read off prefix counts."""
+    idx = sampled_outcomes(p, round_, rs, samples)
+    fails = np.zeros((p.S_m, p.D_m), dtype=np.int64)
+    s = np.arange(p.S_m)[:, None]
+    d = np.arange(1, p.D_m + 1)[None, :]
+    for n in range(samples):
+        jobs = [(int(r.start[i]), int(r.length[i]), r.concurrency) for r, i in zip(rs, idx[n], strict=True)]
+        loads = np.array(lifo_loads(jobs, p.horizon, p.C)[0])
+        over = np.concatenate([[0], np.cumsum(loads > p.C)])
+        full = np.concatenate([[0], np.cumsum(loads + c > p.C)])
+        fails += (over[s] > 0) | (full[s + d] - full[s] > 0)
+    return fails / samples
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([(8, 70, 60), (150, 40, 30), (6, 130, 5)]),
+       st.sampled_from([3, 80]), st.integers(0, 2))
+def test_sampled_estimates_equal_the_definition_on_long_windows_wide_loads_and_large_supports(
+        seed: int, shape: tuple[int, int, int], outcomes: int, appended: int) -> None:
+    """Windows of 129, 69 and 134 rounds (several 64-bit words of the full-round masks), loads beyond int8
+    (C = 150), supports above the 64 outcomes drawn by counting, jobs appended after the paths exist."""
+    capacity, s_m, d_m = shape
+    p = Platform(C=capacity, C_m=capacity // 2, D_m=d_m, S_m=s_m, H=50.0, samples=120, seed=seed % 1000)
+    rng = np.random.default_rng(seed)
+    rs = []
+    for k in range(5 + appended):
+        w = rng.uniform(0.1, 1.0, outcomes)
+        rs.append(Residual(job=k, concurrency=int(rng.integers(1, p.C_m + 1)),
+                           start=rng.integers(-1, p.S_m, outcomes).astype(np.int64),
+                           length=rng.integers(1, p.D_m + 1, outcomes).astype(np.int64), probability=w / w.sum()))
+    oracle = MonteCarloOracle(p)
+    oracle.reset(4, rs[:5])
+    oracle.paths()
+    for r in rs[5:]:
+        oracle.append(r)
+    c = int(rng.integers(1, p.C_m + 1))
+    assert np.array_equal(oracle.estimates(c), definition_estimates(p, 4, rs, c, p.sample_count))

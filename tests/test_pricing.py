@@ -144,3 +144,21 @@ def test_plan_usage_is_exactly_zero_in_rounds_no_outcome_occupies() -> None:
         assert all(v == 0.0 for v, c in zip(inc.tolist(), covered, strict=True) if not c)
         assert inc == pytest.approx([2 * math.fsum(q for q, s, k in zip(p, start, d, strict=True) if 0 <= s <= t < s + k)
                                      for t in range(10)], abs=1e-15)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 10))
+def test_every_window_price_never_falls_as_sows_are_admitted_even_at_h_1e12(seed: int, n_jobs: int) -> None:
+    # Within one round each SoW commits load (Remark 1): the menu of the next one prices every (s, c, d) at least
+    # as high (up to the last bits of the sum), whatever the spread of unit prices.
+    p = small_platform(C=4, samples=50, seed=seed % 1000, H=1e12)
+    rng = np.random.default_rng(seed)
+    engine = Engine(p)
+    starts = np.arange(p.S_m)[:, None]
+    durations = np.arange(1, p.D_m + 1)[None, :]
+    last = engine.prices.menu(0).price(starts, 1, durations)
+    for i in range(n_jobs):
+        engine.submit(f"j{i}", random_sow(rng, p))
+        now = engine.prices.menu(0).price(starts, 1, durations)
+        assert np.all(now >= last * (1.0 - 1e-14))
+        last = now

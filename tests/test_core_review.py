@@ -8,6 +8,7 @@ probability of every (start, duration) by exact enumeration with the new job ins
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.engine import Engine
+from mechanism.engine import Engine, EngineError
 from mechanism.failure import MonteCarloOracle, Residual
 from mechanism.failure_exact import ExactOracle
 from mechanism.failure_literal import sampled_outcomes
@@ -322,3 +323,47 @@ def test_sampled_estimates_equal_the_definition_on_long_windows_wide_loads_and_l
         oracle.append(r)
     c = int(rng.integers(1, p.C_m + 1))
     assert np.array_equal(oracle.estimates(c), definition_estimates(p, 4, rs, c, p.sample_count))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_order_of_reports_and_submissions_within_a_round_changes_no_quote_and_no_state(seed: int) -> None:
+    """MODEL.md section 6: submissions (step 1) see only what was observed before the round; reports made during
+    the round apply in steps 2 and 5. So moving every report of a round before or after its submissions must
+    give bit-identical quotes and the same state digest."""
+    p = Platform(C=4, C_m=3, D_m=3, S_m=6, H=50.0, samples=200, seed=seed)
+    rng = np.random.default_rng(seed)
+    script: list[tuple[list[tuple[str, SoW]], list[tuple[str, str, Signal]]]] = []
+    truth: dict[str, tuple[int, int, Signal]] = {}
+    for t in range(12):
+        subs = [(f"j{t}.{n}", random_sow(rng, p, signal_mode="duration")) for n in range(int(rng.integers(0, 3)))]
+        for job_id, sow in subs:
+            o = sow.outcomes[int(rng.choice(len(sow.outcomes), p=[o.probability for o in sow.outcomes]))]
+            truth[job_id] = (t + o.arrival_offset, o.duration, str(o.duration))
+        reports: list[tuple[str, str, Signal]] = []
+        for job_id, (a, _, sig) in truth.items():
+            if a == t:
+                reports.append(("arrival", job_id, sig))
+            reports.append(("completion", job_id, None))  # refused unless the job runs now: harmless either way
+        script.append((subs, reports))
+
+    def report(e: Engine, reports: list[tuple[str, str, Signal]], done: set[int]) -> None:
+        for i, (kind, job_id, sig) in enumerate(reports):
+            if i in done or job_id not in e.jobs:  # a job born this round reports after its submission
+                continue
+            done.add(i)
+            with contextlib.suppress(EngineError):
+                e.report_arrival(job_id, sig) if kind == "arrival" else e.report_completion(job_id)
+
+    def run(reports_first: bool) -> tuple[list[dict[str, object]], str]:
+        e = Engine(p)
+        quotes = []
+        for subs, reports in script:
+            done: set[int] = set()
+            if reports_first:
+                report(e, reports, done)
+            quotes += [e.submit(job_id, sow).to_dict() for job_id, sow in subs]
+            report(e, reports, done)
+            e.advance()
+        return quotes, e.digest()
+
+    assert run(True) == run(False)

@@ -102,23 +102,34 @@ def ref_failure(residuals: list[tuple[list[tuple[float, int | None, int]], int]]
     return total
 
 
+def labelled(rng: np.random.Generator, p: Platform, sow: SoW) -> SoW:
+    """Explicit signal mode: random labels (or none) per outcome, so groups split and merge."""
+    if sow.signal_mode != "explicit":
+        return sow
+    data = sow.model_dump()
+    for o in data["outcomes"]:
+        o["signal"] = str(rng.choice(["x", "y", "7"])) if rng.random() < 0.7 else None
+    return SoW.parse(data, p)
+
+
 def tiny_platform(seed: int) -> Platform:
     return Platform(C=3, C_m=2, D_m=2, S_m=4, H=20.0, epsilon=0.1, eps0=0.05, delta0=0.05, seed=seed, samples=50)
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(20))
 def test_quotes_plans_and_charges_equal_an_independent_reimplementation_of_model_md(seed: int) -> None:
     p = tiny_platform(seed)
     rng = np.random.default_rng(seed)
     e = Engine(p, oracle="exact")
     y: dict[int, float] = {}
     ref: dict[str, RefJob] = {}
-    truth: dict[str, tuple[int, int]] = {}  # absolute arrival, duration
+    truth: dict[str, tuple[int, int, Signal]] = {}  # absolute arrival, duration, observed signal
     checked = 0
     for t in range(10):
         for n in range(int(rng.integers(0, 3)) if t < 7 else 0):
             job_id = f"j{t}.{n}"
-            sow = random_sow(rng, p, max_outcomes=3, signal_mode=str(rng.choice(["none", "duration"])))
+            sow = labelled(rng, p, random_sow(rng, p, max_outcomes=4,
+                                              signal_mode=str(rng.choice(["none", "duration", "explicit"]))))
             menu = {tau: p_unit(y.get(tau, 0.0), p) for tau in range(t, t + p.horizon)}
             earlier = []
             for j in e.jobs.values():
@@ -164,11 +175,9 @@ def test_quotes_plans_and_charges_equal_an_independent_reimplementation_of_model
                         y[tau] = y.get(tau, 0.0) + c * o.probability
             ref[job_id] = RefJob(job_id, t, sow, plan, menu)
             i = int(rng.choice(len(sow.outcomes), p=[o.probability for o in sow.outcomes]))
-            truth[job_id] = (t + sow.outcomes[i].arrival_offset, sow.outcomes[i].duration)
-        for job_id, (a, d) in truth.items():
+            truth[job_id] = (t + sow.outcomes[i].arrival_offset, sow.outcomes[i].duration, sow.signals[i])
+        for job_id, (a, d, sig) in truth.items():
             j = e.jobs[job_id]
-            sow = ref[job_id].sow
-            sig = str(d) if sow.signal_mode == "duration" else None
             if a == t and j.state is JobState.SUBMITTED:
                 e.report_arrival(job_id, sig)
             st = ref[job_id].plan.get((a, sig))
@@ -176,7 +185,7 @@ def test_quotes_plans_and_charges_equal_an_independent_reimplementation_of_model
                 e.report_completion(job_id)
         e.advance()
     for job_id, j in e.jobs.items():
-        a, d = truth[job_id]
+        _, d, _ = truth[job_id]
         if j.state is JobState.COMPLETED:
             r = ref[job_id]
             assert j.start is not None and j.finish == j.start + d

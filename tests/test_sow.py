@@ -109,3 +109,11 @@ def test_lemma_f1_sample_count_matches_the_formula() -> None:
     p = Platform(C=1000, C_m=16, D_m=48, S_m=96, H=100.0, eps0=0.02, delta0=0.01)
     # T = 2 ln(D_m S_m / delta0) / eps0^2 = 5000 * 2 * ln(460800) = 5000 * 2 * 13.04076 = 65,203.8 -> 65,204
     assert p.sample_count == 65204
+
+
+def test_any_text_label_sorts_into_its_group_numeric_labels_by_value() -> None:
+    # '²' is a digit to str.isdigit but no decimal number: it is a text label like any other, not a crash.
+    s = SoW.parse(sow(outcomes=[[0, 1, 0.2, "²"], [0, 2, 0.2, "10"], [0, 3, 0.2, "9"], [0, 4, 0.2, "x"],
+                                [1, 2, 0.2]]), P)
+    assert s.group_keys() == [(0, "9"), (0, "10"), (0, "x"), (0, "²"), (1, None)]
+    assert s.table.groups == tuple(s.group_keys())

@@ -152,7 +152,7 @@ def group_sort_key(key: tuple[int, Signal]) -> tuple[int, int, int, str]:
     a, sig = key
     if sig is None:
         return (a, 0, 0, "")
-    if sig.isdigit():
+    if sig.isdecimal():  # not isdigit: '²' is a digit that int() refuses
         return (a, 1, int(sig), sig)
     return (a, 2, 0, sig)
 

@@ -117,3 +117,10 @@ def test_any_text_label_sorts_into_its_group_numeric_labels_by_value() -> None:
                                 [1, 2, 0.2]]), P)
     assert s.group_keys() == [(0, "9"), (0, "10"), (0, "x"), (0, "²"), (1, None)]
     assert s.table.groups == tuple(s.group_keys())
+
+
+def test_a_decimal_label_of_any_length_sorts_by_value() -> None:
+    # int() refuses strings above 4,300 digits; the label is still a number, larger than any shorter one.
+    huge = "9" * 5000
+    s = SoW.parse(sow(outcomes=[[0, 1, 0.25, huge], [0, 2, 0.25, "0010"], [0, 3, 0.25, "9"], [0, 4, 0.25, "١٠"]]), P)
+    assert s.group_keys() == [(0, "9"), (0, "0010"), (0, "١٠"), (0, huge)]

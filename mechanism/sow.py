@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
@@ -147,14 +148,15 @@ def check_value_steps(steps: tuple[tuple[int, float], ...]) -> None:
             raise ValueError(f"value_steps[{i}] value v={v} must be below the previous v={steps[i - 1][1]}")
 
 
-def group_sort_key(key: tuple[int, Signal]) -> tuple[int, int, int, str]:
+def group_sort_key(key: tuple[int, Signal]) -> tuple[int, int, int, str, str]:
     """By arrival; no signal first, then numeric labels by value, then other labels as text."""
     a, sig = key
     if sig is None:
-        return (a, 0, 0, "")
-    if sig.isdecimal():  # not isdigit: '²' is a digit that int() refuses
-        return (a, 1, int(sig), sig)
-    return (a, 2, 0, sig)
+        return (a, 0, 0, "", "")
+    if sig.isdecimal():  # by value, without int(): it refuses '²' (a digit, not decimal) and above 4,300 digits
+        digits = "".join(str(unicodedata.decimal(ch)) for ch in sig).lstrip("0")
+        return (a, 1, len(digits), digits, sig)
+    return (a, 2, 0, "", sig)
 
 
 def _outcome_from_row(row: Any) -> Any:

@@ -18,24 +18,33 @@ def unit_price(y: np.ndarray | float, platform: Platform) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Menu:
-    """Prices announced at a job's birth b and frozen for it: prefix sums of unit prices over [b, b + horizon)."""
+    """Prices announced at a job's birth b and frozen for it: the unit prices of [b, b + horizon)."""
 
     birth: int
-    prefix: np.ndarray  # prefix[i] = sum of p(y_b[tau]) for tau in [b, b + i), rounded at every step
-    residue: np.ndarray  # the sum of those roundings: prefix + residue is the prefix sum to ~1e-32 relative
+    unit: np.ndarray  # unit[i] = p(y_b[b + i])
 
     def price(self, start: np.ndarray | int, concurrency: int, duration: np.ndarray | int) -> np.ndarray:
-        """pi_b(s, c, d) = c * sum_{tau=s}^{s+d-1} p(y_b[tau]), in O(1) per query.
+        """pi_b(s, c, d) = c * sum_{tau=s}^{s+d-1} p(y_b[tau]), the sum taken left to right over the window.
 
-        The residues matter: unit prices span (4 H D_m)^k, and a bare prefix difference would carry the rounding
-        of every expensive round before s (with H = 1e12, a round priced 1/6 after one priced 1e11 read 0.16663).
+        A window's own terms only, added in a fixed order: no rounding from the rounds before s (unit prices span
+        (4 H D_m)^k, and a difference of prefix sums over 1e11-priced rounds read a 1/6 round as 0.16663), and,
+        float addition being monotone, a window never costs less after any of its unit prices rose.
         """
         lo = np.asarray(start) - self.birth
-        hi = lo + np.asarray(duration)
-        return concurrency * ((self.prefix[hi] - self.prefix[lo]) + (self.residue[hi] - self.residue[lo]))
+        d = np.asarray(duration)
+        if lo.size and (int(lo.min()) < 0 or int((lo + d).max()) > self.unit.size or int(d.min()) < 1):
+            raise ValueError(f"a window [start - {self.birth}, + duration) leaves the menu's "
+                             f"{self.unit.size} rounds or is empty")
+        return concurrency * self._windows(int(d.max()) if d.size else 1)[lo, d - 1]
+
+    def _windows(self, longest: int) -> np.ndarray:
+        """table[i, k - 1] = unit[i] + unit[i + 1] + ... + unit[i + k - 1], added left to right (cumsum is
+        sequential), for k <= longest (terms past the end count 0)."""
+        padded = np.concatenate([self.unit, np.zeros(longest - 1, dtype=np.float64)])
+        return np.cumsum(np.lib.stride_tricks.sliding_window_view(padded, longest), axis=1)
 
     def unit_prices(self) -> np.ndarray:
-        return np.diff(self.prefix) + np.diff(self.residue)
+        return self.unit
 
 
 class PriceBook:
@@ -64,13 +73,7 @@ class PriceBook:
 
     def menu(self, birth: int) -> Menu:
         """Freeze the prices of [birth, birth + horizon) for a job born now."""
-        p = unit_price(self.usage(birth, self.platform.horizon), self.platform)
-        prefix = np.zeros(p.size + 1, dtype=np.float64)
-        np.cumsum(p, out=prefix[1:])  # sequential: prefix[i + 1] = fl(prefix[i] + p[i])
-        before, bb = prefix[:-1], prefix[1:] - prefix[:-1]
-        residue = np.zeros(p.size + 1, dtype=np.float64)
-        np.cumsum((before - (prefix[1:] - bb)) + (p - bb), out=residue[1:])  # TwoSum: each step's exact error
-        return Menu(birth=birth, prefix=prefix, residue=residue)
+        return Menu(birth=birth, unit=unit_price(self.usage(birth, self.platform.horizon), self.platform))
 
     def commit(self, birth: int, increment: np.ndarray) -> None:
         """y[birth + i] += increment[i] (the forced allocation of Alg. 2 line 4); increments must be >= 0."""

@@ -30,18 +30,23 @@ class Menu:
         (4 H D_m)^k, and a difference of prefix sums over 1e11-priced rounds read a 1/6 round as 0.16663), and,
         float addition being monotone, a window never costs less after any of its unit prices rose.
         """
-        lo = np.asarray(start) - self.birth
-        d = np.asarray(duration)
+        lo, d = np.broadcast_arrays(np.asarray(start) - self.birth, np.asarray(duration))
         if lo.size and (int(lo.min()) < 0 or int((lo + d).max()) > self.unit.size or int(d.min()) < 1):
             raise ValueError(f"a window [start - {self.birth}, + duration) leaves the menu's "
                              f"{self.unit.size} rounds or is empty")
-        return concurrency * self._windows(int(d.max()) if d.size else 1)[lo, d - 1]
+        if not lo.size:
+            return np.zeros(lo.shape)
+        return concurrency * self._windows(int(lo.max()) + 1, int(d.max()))[lo, d - 1]
 
-    def _windows(self, longest: int) -> np.ndarray:
-        """table[i, k - 1] = unit[i] + unit[i + 1] + ... + unit[i + k - 1], added left to right (cumsum is
-        sequential), for k <= longest (terms past the end count 0)."""
-        padded = np.concatenate([self.unit, np.zeros(longest - 1, dtype=np.float64)])
-        return np.cumsum(np.lib.stride_tricks.sliding_window_view(padded, longest), axis=1)
+    def _windows(self, starts: int, longest: int) -> np.ndarray:
+        """table[i, k - 1] = unit[i] + unit[i + 1] + ... + unit[i + k - 1] for i < starts and k <= longest, added
+        left to right (cumsum is sequential; terms past the end count 0)."""
+        padded = np.zeros(starts + longest - 1, dtype=np.float64)
+        n = min(self.unit.size, padded.size)
+        padded[:n] = self.unit[:n]
+        step = padded.strides[0]  # row i is padded[i : i + longest], a read-only view
+        view = np.lib.stride_tricks.as_strided(padded, shape=(starts, longest), strides=(step, step), writeable=False)
+        return np.cumsum(view, axis=1)
 
     def unit_prices(self) -> np.ndarray:
         return self.unit

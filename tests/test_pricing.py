@@ -44,6 +44,24 @@ def test_a_window_outside_the_menu_or_empty_is_refused(start: object, duration: 
         PriceBook(P).menu(0).price(start, 1, duration)  # type: ignore[arg-type]
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.0, 1.5), min_size=12, max_size=12), st.integers(1, 5))
+def test_a_window_price_is_its_unit_prices_added_left_to_right_alone_or_among_many(shares: list[float], c: int) -> None:
+    # The charge (one window) must equal the quote's price of the same window (a table of many) bit for bit.
+    p = Platform(C=10, C_m=10, D_m=4, S_m=8, H=1e12, samples=10)
+    book = PriceBook(p)
+    book.commit(0, np.array(shares) * p.sim_capacity)
+    menu = book.menu(0)
+    starts, durations = np.meshgrid(np.arange(p.S_m), np.arange(1, p.D_m + 1), indexing="ij")
+    table = menu.price(starts, c, durations)
+    for s in range(p.S_m):
+        for d in range(1, p.D_m + 1):
+            total = 0.0
+            for x in menu.unit[s:s + d].tolist():
+                total += x
+            assert float(menu.price(s, c, d)) == float(table[s, d - 1]) == c * total
+
+
 def test_menu_is_frozen_at_birth() -> None:
     book = PriceBook(P)
     menu = book.menu(0)

@@ -38,21 +38,22 @@ def true_utility(plan: LaunchPlan, reported: SoW, truth: SoW, engine: Engine) ->
     return total
 
 
-def engine_with_history(seed: int) -> Engine:
-    p = small_platform(C=4, samples=400, seed=seed % 1000)
+def engine_with_history(seed: int, samples: int = 400, jobs_below: int = 6) -> tuple[Engine, np.random.Generator]:
+    """An engine that admitted fewer than `jobs_below` random SoWs over a few rounds, and the generator, to go on."""
+    p = small_platform(C=4, samples=samples, seed=seed % 1000)
     rng = np.random.default_rng(seed)
     e = Engine(p)
-    for i in range(int(rng.integers(0, 6))):
+    for i in range(int(rng.integers(0, jobs_below))):
         e.submit(f"bg{i}", random_sow(rng, p))
         if rng.random() < 0.3:
             e.advance()
-    return e
+    return e, rng
 
 
 @settings(max_examples=80, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["none", "duration"]), st.integers(0, 3))
 def test_truthful_plan_is_never_beaten_by_a_misreport(seed: int, mode: str, kind: int) -> None:
-    e = engine_with_history(seed)
+    e, _ = engine_with_history(seed)
     p = e.platform
     rng = np.random.default_rng(seed + 1)
     truth = random_sow(rng, p, max_outcomes=4, signal_mode=mode)
@@ -84,13 +85,8 @@ def test_the_realised_gain_of_lying_is_at_most_2_mu_h(seed: int, mode: str) -> N
     """MODEL.md section 9: with the true failure probabilities (exact enumeration) in place of the announced ones,
     a misreport gains at most 2 mu H, mu the largest gap between announced and true estimates (30 samples: mu is
     large, the bound is exercised)."""
-    p = small_platform(C=4, samples=30, seed=seed % 1000)
-    rng = np.random.default_rng(seed)
-    e = Engine(p)
-    for i in range(int(rng.integers(0, 5))):
-        e.submit(f"bg{i}", random_sow(rng, p))
-        if rng.random() < 0.3:
-            e.advance()
+    e, rng = engine_with_history(seed, samples=30, jobs_below=5)
+    p = e.platform
     exact = ExactOracle(p, max_combinations=100_000)
     exact.reset(e.now, e.residuals())
     truth = random_sow(rng, p, max_outcomes=4, signal_mode=mode)

@@ -10,7 +10,7 @@ from mechanism.jobs import Job
 from mechanism.ledger import Charge
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class HistoryMarks:
     """Lengths of the engine's append-only sequences: retired jobs, events, charges."""
 
@@ -31,11 +31,6 @@ class History:
     jobs: list[Job]  # retired jobs, in retirement order
     events: list[Event]
     charges: list[Charge]
-
-    @property
-    def end(self) -> HistoryMarks:
-        s = self.start
-        return HistoryMarks(s.retired + len(self.jobs), s.events + len(self.events), s.charges + len(self.charges))
 
 
 class HistoryLookup(Protocol):

@@ -48,9 +48,6 @@ class Menu:
         view = np.lib.stride_tricks.as_strided(padded, shape=(starts, longest), strides=(step, step), writeable=False)
         return np.cumsum(view, axis=1)
 
-    def unit_prices(self) -> np.ndarray:
-        return self.unit
-
 
 class PriceBook:
     """The relaxed simulator's expected committed usage y[tau] per absolute round; it never decreases."""

@@ -138,7 +138,7 @@ def test_a_damaged_archive_falls_back_and_later_snapshots_carry_on(tmp_path: Pat
     # the unusable newer snapshot was dropped with what it archived, and the replay after the older one archived
     # that history again (a snapshot every 10 commands as it went)
     assert again.store.snapshots()[-1].seq == older.seq and again.snapshot_seq > older.seq
-    assert again.store.archive.marks() == again.engine.forgotten > marks
+    assert again.store.archive.marks() == again.engine.forgotten != marks and again.engine.forgotten.covers(marks)
     run(again, 10, 60)  # new snapshots continue the history from the older one
     digest, served = again.engine.digest(), everything(again)
     again.close()

@@ -87,14 +87,25 @@ def measure(archive: bool, args: argparse.Namespace) -> dict[str, Any]:
             tracemalloc.stop()
             marks = sched.engine.history_marks()
             second = traced[2] - traced[1]  # the first half also holds caches warming up
-            return {"bytes_per_ended_job": second / max(1, ended[2] - ended[1]),
-                    "grown_bytes_first_half": traced[1] - traced[0], "grown_bytes_second_half": second,
-                    "ended_jobs": ended[2] - ended[0], "active_jobs": sched.engine.active_jobs,
-                    "commands": sched.log_seq, "held_ended_jobs": len(sched.engine.retired),
-                    "held_events": len(sched.engine.events), "events": marks.events, "seconds_traced": seconds,
-                    "store_bytes": (Path(tmp) / "h.db").stat().st_size + _wal_bytes(Path(tmp) / "h.db")}
+            result = {"bytes_per_ended_job": second / max(1, ended[2] - ended[1]),
+                      "grown_bytes_first_half": traced[1] - traced[0], "grown_bytes_second_half": second,
+                      "ended_jobs": ended[2] - ended[0], "active_jobs": sched.engine.active_jobs,
+                      "commands": sched.log_seq, "held_ended_jobs": len(sched.engine.retired),
+                      "held_events": len(sched.engine.events), "events": marks.events, "seconds_traced": seconds,
+                      "store_bytes": (Path(tmp) / "h.db").stat().st_size + _wal_bytes(Path(tmp) / "h.db")}
         finally:
             sched.close()
+        return {**result, **restart(Path(tmp) / "h.db", sched.snapshot_every)}
+
+
+def restart(store: Path, snapshot_every: int) -> dict[str, Any]:
+    """Open the store again as a restarting server does: the newest snapshot (its archive streamed once to check the
+    chains) and the log after it; or, with snapshots off, the whole log replayed."""
+    started = time.perf_counter()
+    sched = DurableScheduler(CONFIG, CommandStore(store, CONFIG.identity()), encode_reply, snapshot_every=snapshot_every)
+    seconds = time.perf_counter() - started
+    sched.close()
+    return {"restart_s": seconds, "restart_replayed": sched.replayed, "restart_from_snapshot": sched.restored_from}
 
 
 def _wal_bytes(db: Path) -> int:
@@ -111,10 +122,11 @@ def table(r: dict[str, Any]) -> str:
     lines = [f"server history memory over {r['rounds']} rounds (3 submissions per round), tracemalloc after a snapshot;",
              "bytes per ended job from the second half",
              f"{'history':>28} {'grown MB, 1st half':>19} {'2nd half':>9} {'bytes/ended job':>16} {'ended jobs':>11} "
-             f"{'held ended':>11} {'held events':>12} {'store MB':>9}"]
+             f"{'held ended':>11} {'held events':>12} {'store MB':>9} {'restart s':>9} {'replayed':>8}"]
     for name, label in (("archive", f"archived (snapshot every {r['snapshot_every']})"), ("memory", "kept in memory")):
         m = r[name]
         lines.append(f"{label:>28} {m['grown_bytes_first_half'] / 2**20:19.2f} {m['grown_bytes_second_half'] / 2**20:9.2f} "
                      f"{m['bytes_per_ended_job']:16.0f} {m['ended_jobs']:11d} {m['held_ended_jobs']:11d} "
-                     f"{m['held_events']:12d} {m['store_bytes'] / 2**20:9.1f}")
+                     f"{m['held_events']:12d} {m['store_bytes'] / 2**20:9.1f} {m['restart_s']:9.2f} "
+                     f"{m['restart_replayed']:8d}")
     return "\n".join(lines)

@@ -11,7 +11,8 @@ import pytest
 
 from clients.client import RetryPolicy, RpcFailure, SchedulerClient, new_request_id
 from mechanism.engine import JobView, Quote
-from server.app import ServerOptions, start_server
+from mechanism.events import Event
+from server.app import RunningServer, ServerOptions, start_server
 from tests.grpc_support import ACME, OP, client, config, running, sow
 
 
@@ -96,3 +97,40 @@ def test_a_watch_without_follow_ends_after_the_existing_events(tmp_path: Path) -
         c.submit("j2", sow(), tenant="acme")
         assert [e.job for e in c.watch(follow=False)] == ["j1", "j2"]
         assert list(c.watch(2, follow=False)) == []
+
+
+def serve_on(port: int, store: Path) -> RunningServer:
+    return start_server(config(), ServerOptions(store=str(store), listen=f"127.0.0.1:{port}"))
+
+
+def test_a_watch_survives_more_restarts_without_events_than_its_retry_budget(tmp_path: Path) -> None:
+    port, store = free_port(), tmp_path / "s.db"
+    srv = serve_on(port, store)
+    seen: list[Event] = []
+    failures: list[RpcFailure] = []
+    c = client(port, OP, retry=RetryPolicy(attempts=3, backoff=0.05, max_backoff=0.1))
+
+    def follow() -> None:
+        try:
+            for e in c.watch(0):
+                seen.append(e)
+                if len(seen) == 2:
+                    return
+        except RpcFailure as exc:
+            failures.append(exc)
+
+    client(port, OP).submit("j0", sow(), tenant="acme")
+    watcher = threading.Thread(target=follow, daemon=True)
+    watcher.start()
+    try:
+        for _ in range(5):  # each restart costs the watch a retry or two; no event restores its budget
+            time.sleep(0.2)
+            srv.stop(0)
+            srv = serve_on(port, store)
+        time.sleep(0.2)
+        client(port, OP).submit("j1", sow(), tenant="acme")
+        watcher.join(5)
+    finally:
+        srv.stop(0)
+    assert failures == []
+    assert [(e.seq, e.job) for e in seen] == [(0, "j0"), (1, "j1")]

@@ -216,12 +216,16 @@ class SchedulerClient:
         return self._call(self.stub.Echo, pb.EchoRequest(payload=payload)).payload
 
     def watch(self, from_seq: int = 0, *, follow: bool = True, resume: bool = True) -> Iterator[Event]:
-        """Events from `from_seq` on; after a disconnect, reopen from the last seen seq + 1 (no gaps, no repeats)."""
+        """Events from `from_seq` on; after a disconnect, reopen from the last seen seq + 1 (no gaps, no repeats).
+
+        The retry budget counts failed reopenings in a row: an event, or a stream that stayed open for
+        `max_backoff` seconds, restores it, so a follow survives any number of server restarts."""
         seq = from_seq
         delays = self.retry.delays()
         while True:
             stream = self.stub.WatchEvents(pb.WatchEventsRequest(from_seq=seq, follow=follow),
                                            metadata=self._metadata)
+            opened = time.monotonic()
             try:
                 for msg in stream:
                     event = convert.event_from_proto(msg)
@@ -230,6 +234,8 @@ class SchedulerClient:
                     yield event
                 return
             except grpc.RpcError as exc:
+                if time.monotonic() - opened >= self.retry.max_backoff:  # it was connected: a new outage
+                    delays = self.retry.delays()
                 delay = next(delays, None) if resume and exc.code() in RETRYABLE else None
                 if delay is None:
                     raise RpcFailure(exc.code().name, exc.details() or "") from None

@@ -6,6 +6,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,3 +135,21 @@ def test_a_watch_survives_more_restarts_without_events_than_its_retry_budget(tmp
         srv.stop(0)
     assert failures == []
     assert [(e.seq, e.job) for e in seen] == [(0, "j0"), (1, "j1")]
+
+
+def test_a_watch_without_follow_has_the_call_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from server import reads
+
+    real = reads.event_batch
+
+    def slow(*args: Any) -> Any:
+        time.sleep(1.5)
+        return real(*args)
+
+    with running(tmp_path / "s.db") as srv, client(srv, OP, timeout=0.3, retry=RetryPolicy(attempts=1)) as c:
+        c.submit("j1", sow(), tenant="acme")
+        monkeypatch.setattr(reads, "event_batch", slow)
+        started = time.monotonic()
+        with pytest.raises(RpcFailure, match=r"^DEADLINE_EXCEEDED"):
+            list(c.watch(follow=False))
+        assert time.monotonic() - started < 1.0

@@ -218,13 +218,14 @@ class SchedulerClient:
     def watch(self, from_seq: int = 0, *, follow: bool = True, resume: bool = True) -> Iterator[Event]:
         """Events from `from_seq` on; after a disconnect, reopen from the last seen seq + 1 (no gaps, no repeats).
 
+        Without `follow` each stream has the call deadline (a cut stream resumes like a disconnected one).
         The retry budget counts failed reopenings in a row: an event, or a stream that stayed open for
         `max_backoff` seconds, restores it, so a follow survives any number of server restarts."""
         seq = from_seq
         delays = self.retry.delays()
         while True:
             stream = self.stub.WatchEvents(pb.WatchEventsRequest(from_seq=seq, follow=follow),
-                                           metadata=self._metadata)
+                                           timeout=None if follow else self.timeout, metadata=self._metadata)
             opened = time.monotonic()
             try:
                 for msg in stream:

@@ -153,3 +153,9 @@ def test_a_watch_without_follow_has_the_call_deadline(tmp_path: Path, monkeypatc
         with pytest.raises(RpcFailure, match=r"^DEADLINE_EXCEEDED"):
             list(c.watch(follow=False))
         assert time.monotonic() - started < 1.0
+
+
+@pytest.mark.parametrize("token", [f"{ACME}\n", "tök", "a\tb"])
+def test_a_token_that_cannot_be_sent_as_metadata_is_refused_naming_the_token(token: str) -> None:
+    with pytest.raises(ValueError, match=r"^token: .* printable ASCII"):
+        SchedulerClient("127.0.0.1:1", token)

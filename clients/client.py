@@ -102,6 +102,10 @@ class SchedulerClient:
         self.target = target
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
+        bad = [i for i, ch in enumerate(token or "") if not " " <= ch <= "~"]  # gRPC metadata values
+        if bad:  # the token itself is a secret: name the position, not the text
+            raise ValueError(f"token: character {bad[0] + 1} of {len(token or '')} is outside printable ASCII "
+                             "(a newline?)")
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         if tls_ca is not None:
             creds = grpc.ssl_channel_credentials(root_certificates=Path(tls_ca).read_bytes())

@@ -75,13 +75,15 @@ def test_refusals_print_the_status_and_exit_1(srv: RunningServer, capsys: pytest
 @pytest.mark.parametrize(("text", "match"), [
     ('{"concurrency": 2,\n "value_steps": [}', "not valid JSON at line 2 column"),
     ("[1, 2]", "a SoW is a JSON object, not list"),
+    ('{"outcomes": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
 ])
 def test_a_bad_sow_file_exits_2_naming_the_line(srv: RunningServer, tmp_path: Path, text: str, match: str,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "bad.json"
     path.write_text(text)
     assert main(cli(srv, ACME, "submit", str(path))) == 2
-    assert match in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert match in err and err.count("\n") == 1
 
 
 def test_a_sow_outside_the_bounds_exits_1_naming_the_bound(srv: RunningServer, tmp_path: Path,

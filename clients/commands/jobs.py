@@ -116,6 +116,8 @@ def read_sow(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply for a SoW") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a SoW is a JSON object, not {type(data).__name__}")
     try:  # the SoW's own rules here (types, unknown fields, sums); the server checks the platform's bounds

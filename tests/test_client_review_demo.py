@@ -1,0 +1,19 @@
+"""Review of `python -m clients.demo` (the `make demo` driver): a reused store directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clients.demo import main
+
+
+def test_a_second_demo_in_the_same_store_dir_fails_with_one_line_and_no_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--workload", "toy", "--store-dir", str(tmp_path)]) == 0
+    assert "(identical)" in capsys.readouterr().out
+    assert main(["--workload", "toy", "--store-dir", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("python -m clients.demo: the server is at round ") and "needs a fresh store" in err

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from clients.client import SchedulerClient
-from clients.grpc_sim import run_remote_simulation
+from clients.grpc_sim import RemoteSchedulerError, run_remote_simulation
 from clients.workloads import make_workload
 from mechanism.simulation import SimulationResult, Workload, run_simulation
 from server.app import ServerOptions, setup_logging, start_server
@@ -39,7 +39,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     workload = make_workload(args.workload, seed=args.seed)
     with tempfile.TemporaryDirectory(prefix="sowsched-demo-") as tmp:
         store = (args.store_dir or Path(tmp)) / "sowsched.db"
-        print(run_demo(workload, store))
+        try:
+            print(run_demo(workload, store))
+        except RemoteSchedulerError as exc:  # e.g. a --store-dir that holds an earlier demo's log
+            print(f"python -m clients.demo: {exc}", file=sys.stderr)
+            return 1
     return 0
 
 

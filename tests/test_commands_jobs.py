@@ -140,3 +140,17 @@ def undocumented_arguments(command: str) -> list[str]:
 def test_a_round_without_events_prints_one_line(srv: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(cli(srv, OP, "advance")) == 0
     assert capsys.readouterr().out == "round 0: 0 events, running 0 nodes, unit price 0.1250\n"
+
+
+@pytest.mark.parametrize(("argv", "option"), [
+    (["watch", "--no-follow", "--from-seq", str(2**63)], "--from-seq"),
+    (["invoice", "--from-round", str(2**70)], "--from-round"),
+    (["invoice", "--to-round", str(-2**63 - 1)], "--to-round"),
+])
+def test_a_number_beyond_64_bits_is_a_usage_error_naming_the_option_and_the_bound(
+        srv: RunningServer, argv: list[str], option: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(cli(srv, OP, *argv))
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}:" in err and "outside the 64-bit range" in err and "Traceback" not in err

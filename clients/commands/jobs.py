@@ -27,6 +27,14 @@ RETRY_HELP = "idempotency key: a retry with the same id returns the logged reply
 STATES = ("SUBMITTED", "WAITING", "RUNNING", "COMPLETED", "EVICTED", "CANCELLED", "EXPIRED", "NOT_SCHEDULED")
 
 
+def int64(text: str) -> int:
+    """An integer option that fits the wire's int64 fields."""
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"{value} is outside the 64-bit range [-2**63, 2**63 - 1]")
+    return value
+
+
 def add_connection_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--server", default=os.environ.get("SOWSCHED_SERVER", DEFAULT_SERVER),
                    help="HOST:PORT of the server (env SOWSCHED_SERVER; default %(default)s)")
@@ -68,13 +76,13 @@ def register(sub: Any) -> None:
     p.add_argument("--state", action="append", choices=STATES, default=[], help="filter (repeatable)")
     p.add_argument("--tenant", default="", help="operator only: one tenant's jobs")
     p = _command(sub, "watch", "print events as they happen", watch)
-    p.add_argument("--from-seq", type=int, default=0, help="first event sequence number (resume point)")
+    p.add_argument("--from-seq", type=int64, default=0, help="first event sequence number (resume point)")
     p.add_argument("--no-follow", action="store_true", help="stop after the events that exist now")
     p.add_argument("--limit", type=int, default=0, help="stop after this many events (0: no limit)")
     p = _command(sub, "invoice", "a tenant's charges with the quote each came from", invoice)
     p.add_argument("--tenant", default="", help="operator only: whose invoice")
-    p.add_argument("--from-round", type=int, default=None, help="only charges billed in this round or later")
-    p.add_argument("--to-round", type=int, default=None, help="only charges billed before this round")
+    p.add_argument("--from-round", type=int64, default=None, help="only charges billed in this round or later")
+    p.add_argument("--to-round", type=int64, default=None, help="only charges billed before this round")
 
 
 def _command(sub: Any, name: str, help_text: str,

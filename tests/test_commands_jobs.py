@@ -154,3 +154,12 @@ def test_a_number_beyond_64_bits_is_a_usage_error_naming_the_option_and_the_boun
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {option}:" in err and "outside the 64-bit range" in err and "Traceback" not in err
+
+
+def test_an_explicit_empty_job_id_is_sent_and_refused_not_replaced_by_the_file_name(
+        srv: RunningServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "j1.json"
+    path.write_text(json.dumps(sow()))
+    assert main(cli(srv, ACME, "submit", str(path), "--job-id", "")) == 1
+    assert "INVALID_ARGUMENT" in capsys.readouterr().err
+    assert run_json(capsys, cli(srv, OP, "jobs"))["jobs"] == []

@@ -135,7 +135,7 @@ def read_sow(path: Path) -> dict[str, Any]:
 
 
 def submit(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
-    job_id = args.job_id or args.sow.stem
+    job_id = args.sow.stem if args.job_id is None else args.job_id
     quote = client.submit(job_id, read_sow(args.sow), request_id=args.request_id, tenant=args.tenant)
     return {**quote.to_dict(), "text": quote_text(quote)}
 

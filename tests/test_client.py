@@ -159,3 +159,8 @@ def test_a_watch_without_follow_has_the_call_deadline(tmp_path: Path, monkeypatc
 def test_a_token_that_cannot_be_sent_as_metadata_is_refused_naming_the_token(token: str) -> None:
     with pytest.raises(ValueError, match=r"^token: .* printable ASCII"):
         SchedulerClient("127.0.0.1:1", token)
+
+
+def test_a_deadline_beyond_what_grpc_can_represent_is_refused_naming_the_bound() -> None:
+    with pytest.raises(ValueError, match=r"^timeout=1e\+10 is above the bound 1e\+09 seconds"):
+        SchedulerClient("127.0.0.1:1", ACME, timeout=1e10)

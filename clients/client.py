@@ -25,6 +25,7 @@ from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
                    ("grpc.max_reconnect_backoff_ms", 1000), ("grpc.max_receive_message_length", 64 << 20)]
+MAX_TIMEOUT = 1e9  # seconds; gRPC fails a call with a deadline past about 9.2e9 s (2**63 ns) at once
 T = TypeVar("T")
 
 
@@ -99,6 +100,8 @@ class SchedulerClient:
 
     def __init__(self, target: str, token: str | None = None, *, tls_ca: Path | None = None,
                  timeout: float = 30.0, retry: RetryPolicy | None = None) -> None:
+        if timeout > MAX_TIMEOUT:
+            raise ValueError(f"timeout={timeout:g} is above the bound {MAX_TIMEOUT:g} seconds")
         self.target = target
         self.timeout = timeout
         self.retry = retry or RetryPolicy()

@@ -102,6 +102,8 @@ def test_a_sow_outside_the_bounds_exits_1_naming_the_bound(srv: RunningServer, t
     (sow(outcomes=[[0, 2]]), "an outcome row has 2 fields"),
     (sow(outcomes=[[0, 2, 1.0, {"a": 1}]]), r"sow.outcomes\[0\].signal: Input should be a valid string"),
     (sow(outcomes=[[0, 2, 0.6], [1, 3, 0.5]]), "outcomes probabilities sum to 1.1"),
+    ({**sow(), "concurrency": 2**70}, r"sow.concurrency \(value 1180591620717411303424\) is outside the 64-bit range"),
+    (sow(outcomes=[[0, 2, 0.5], [1, 2**64, 0.5]]), r"sow.outcomes\[1\].duration \(value 18446744073709551616\) is"),
 ])
 def test_a_malformed_sow_exits_2_naming_the_field_and_submits_nothing(
         srv: RunningServer, tmp_path: Path, body: dict, match: str, capsys: pytest.CaptureFixture[str]) -> None:

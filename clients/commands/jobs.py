@@ -7,7 +7,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -129,9 +129,25 @@ def read_sow(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a SoW is a JSON object, not {type(data).__name__}")
     try:  # the SoW's own rules here (types, unknown fields, sums); the server checks the platform's bounds
-        return SoW.model_validate(data).model_dump(mode="json")
+        checked: dict[str, Any] = SoW.model_validate(data).model_dump(mode="json")
     except ValidationError as exc:
         raise ValueError(f"{path}: {validation_message(exc, 'sow')}") from None
+    for field, value in _integers(checked, "sow"):  # the wire's fields are int64
+        if not -(2**63) <= value < 2**63:
+            raise ValueError(f"{path}: {field} (value {value}) is outside the 64-bit range [-2**63, 2**63 - 1]")
+    return checked
+
+
+def _integers(data: Any, where: str) -> Iterator[tuple[str, int]]:
+    """Every integer in a JSON document with its path (`sow.outcomes[1].duration`)."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _integers(value, f"{where}.{key}")
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _integers(value, f"{where}[{i}]")
+    elif isinstance(data, int) and not isinstance(data, bool):
+        yield where, data
 
 
 def submit(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:

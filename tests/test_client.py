@@ -164,3 +164,29 @@ def test_a_token_that_cannot_be_sent_as_metadata_is_refused_naming_the_token(tok
 def test_a_deadline_beyond_what_grpc_can_represent_is_refused_naming_the_bound() -> None:
     with pytest.raises(ValueError, match=r"^timeout=1e\+10 is above the bound 1e\+09 seconds"):
         SchedulerClient("127.0.0.1:1", ACME, timeout=1e10)
+
+
+def test_a_watch_without_follow_against_a_hung_server_gives_up_after_its_retries(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from server import reads
+
+    def hang(*args: Any) -> Any:  # far past each attempt's deadline
+        time.sleep(1.0)
+        raise AssertionError("the call's deadline has passed")
+
+    outcome: list[str] = []
+
+    def watch_all(c: SchedulerClient) -> None:
+        try:
+            list(c.watch(follow=False))
+        except RpcFailure as exc:
+            outcome.append(exc.code)
+
+    with running(tmp_path / "s.db") as srv:
+        c = client(srv, OP, timeout=0.2, retry=RetryPolicy(attempts=3, backoff=0.01, max_backoff=0.05))
+        c.submit("j1", sow(), tenant="acme")
+        monkeypatch.setattr(reads, "event_batch", hang)
+        watcher = threading.Thread(target=watch_all, args=(c,), daemon=True)
+        watcher.start()
+        watcher.join(2.0)  # three attempts of 0.2 s each
+        assert outcome == ["DEADLINE_EXCEEDED"]

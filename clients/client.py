@@ -226,7 +226,7 @@ class SchedulerClient:
         """Events from `from_seq` on; after a disconnect, reopen from the last seen seq + 1 (no gaps, no repeats).
 
         Without `follow` each stream has the call deadline (a cut stream resumes like a disconnected one).
-        The retry budget counts failed reopenings in a row: an event, or a stream that stayed open for
+        The retry budget counts failed reopenings in a row: an event, or a following stream that stayed open for
         `max_backoff` seconds, restores it, so a follow survives any number of server restarts."""
         seq = from_seq
         delays = self.retry.delays()
@@ -242,7 +242,7 @@ class SchedulerClient:
                     yield event
                 return
             except grpc.RpcError as exc:
-                if time.monotonic() - opened >= self.retry.max_backoff:  # it was connected: a new outage
+                if follow and time.monotonic() - opened >= self.retry.max_backoff:  # connected: a new outage
                     delays = self.retry.delays()
                 delay = next(delays, None) if resume and exc.code() in RETRYABLE else None
                 if delay is None:

@@ -17,3 +17,11 @@ def test_a_second_demo_in_the_same_store_dir_fails_with_one_line_and_no_tracebac
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
     assert err.startswith("python -m clients.demo: the server is at round ") and "needs a fresh store" in err
+
+
+def test_an_unknown_workload_is_a_usage_error_naming_the_choices(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--workload", "nope"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --workload: invalid choice: 'nope'" in err and "pipelines" in err and "Traceback" not in err

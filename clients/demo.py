@@ -12,7 +12,7 @@ from pathlib import Path
 
 from clients.client import SchedulerClient
 from clients.grpc_sim import RemoteSchedulerError, run_remote_simulation
-from clients.workloads import make_workload
+from clients.workloads import WORKLOADS, make_workload
 from mechanism.simulation import SimulationResult, Workload, run_simulation
 from server.app import ServerOptions, setup_logging, start_server
 from server.config import OPERATOR, ServerConfig
@@ -31,7 +31,7 @@ def demo_config(workload: Workload, operator_token: str) -> ServerConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m clients.demo", description=__doc__)
-    parser.add_argument("--workload", default="pipelines")
+    parser.add_argument("--workload", default="pipelines", choices=WORKLOADS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--store-dir", type=Path, help="keep the SQLite log here (default: a temporary directory)")
     args = parser.parse_args(argv)

@@ -138,6 +138,9 @@ class Engine:
         """Quote a SoW born now: announce prices and failure estimates, choose its plan, commit it to y."""
         if not job_id or len(job_id) > MAX_JOB_ID:
             raise EngineError(f"job id {job_id!r} must have 1 to {MAX_JOB_ID} characters")
+        unprintable = next((i for i, ch in enumerate(job_id) if not ch.isprintable()), None)
+        if unprintable is not None:  # a line break or control character breaks every line-based listing and log
+            raise EngineError(f"job id {job_id!r} has a character that is not printable at position {unprintable}")
         if job_id in self.jobs or self._forgotten_job(job_id) is not None:
             raise DuplicateJob(f"job id {job_id!r} already exists")
         try:

@@ -90,7 +90,8 @@ def test_submit_rejects_a_duplicate_job_id(acme: SchedulerClient, globex: Schedu
         globex.submit("j1", sow())
 
 
-@pytest.mark.parametrize(("job_id", "match"), [("", "1 to 128 characters"), ("x" * 129, "1 to 128 characters")])
+@pytest.mark.parametrize(("job_id", "match"), [("", "1 to 128 characters"), ("x" * 129, "1 to 128 characters"),
+                                               ("x\ny", "not printable at position 1")])
 def test_submit_rejects_a_bad_job_id(acme: SchedulerClient, job_id: str, match: str) -> None:
     with refused("INVALID_ARGUMENT", match):
         acme.submit(job_id, sow())

@@ -112,7 +112,6 @@ class Engine:
         self.platform = platform
         self.now = 0
         self.jobs: dict[str, Job] = {}  # every job not forgotten (forget_history), in submission order
-        self._by_seq: dict[int, Job] = {}  # the same jobs by seq
         self._active: list[Job] = []  # birth order
         self.submitted = 0  # jobs ever submitted: the next job's seq
         self.prices = PriceBook(platform)
@@ -155,7 +154,6 @@ class Engine:
         job = Job(id=job_id, seq=self.submitted, birth=self.now, concurrency=sow.concurrency, held_sow=sow,
                   held_menu=menu, held_plan=plan)
         self.jobs[job_id] = job
-        self._by_seq[job.seq] = job
         self.submitted += 1
         self._active.append(job)
         t = sow.table
@@ -379,7 +377,7 @@ class Engine:
         """Held jobs with a seq above `seq`, in submission order; only the active ones (cheaply) if `active_only`."""
         if active_only:
             return (j for j in self._active if j.seq > seq and j.state.active)
-        return (j for j in self._by_seq.values() if j.seq > seq)
+        return (j for j in self.jobs.values() if j.seq > seq)
 
     @property
     def active_jobs(self) -> int:
@@ -472,7 +470,7 @@ class Engine:
             raise ValueError("forget_history needs an archive to find the forgotten jobs in")
         gone = self.retired[:marks.retired - f.retired]
         for job_id in gone:
-            del self._by_seq[self.jobs.pop(job_id).seq]
+            del self.jobs[job_id]
         del self.retired[:len(gone)]
         del self.events[:marks.events - f.events]
         del self.ledger.charges[:marks.charges - f.charges]
@@ -484,7 +482,6 @@ class Engine:
         forgotten (and with no archive attached): the state a snapshot needs beside the history."""
         live = copy.copy(self)
         live.jobs = {j.id: j for j in self._active}
-        live._by_seq = {j.seq: j for j in self._active}
         live.retired, live.events, live.ledger = [], [], Ledger()
         live.forgotten, live.archive = self.history_marks(), None
         return live

@@ -26,6 +26,7 @@ RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXC
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
                    ("grpc.max_reconnect_backoff_ms", 1000), ("grpc.max_receive_message_length", 64 << 20)]
 MAX_TIMEOUT = 1e9  # seconds; gRPC fails a call with a deadline past about 9.2e9 s (2**63 ns) at once
+MIN_KEEPALIVE = 0.001  # seconds: gRPC counts keepalive in whole milliseconds
 T = TypeVar("T")
 
 
@@ -95,26 +96,56 @@ class RetryPolicy:
             d = min(2 * d, self.max_backoff)
 
 
+@dataclass(frozen=True)
+class Keepalive:
+    """HTTP/2 pings that find a half-open connection: after `time` seconds without traffic the client pings, and
+    closes the connection when the ack takes over `timeout` seconds (calls on it fail UNAVAILABLE, then retry).
+
+    The server must accept pings this often (its `min_ping_interval`, 10 s by default), or it answers GOAWAY
+    "too_many_pings"."""
+
+    time: float = 30.0
+    timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        for field in ("time", "timeout"):
+            value = getattr(self, field)
+            if not (MIN_KEEPALIVE <= value <= MAX_TIMEOUT):  # also refuses nan
+                raise ValueError(f"keepalive {field}={value:g} is outside [{MIN_KEEPALIVE:g}, {MAX_TIMEOUT:g}] "
+                                 "seconds")
+
+    def channel_options(self) -> list[tuple[str, int]]:
+        """The channel arguments; gRPC 1.85 bounds the keepalive ack's wait by `ping_timeout_ms` (default 60 s)
+        as well as `keepalive_timeout_ms`, so both are set."""
+        timeout_ms = round(self.timeout * 1000)
+        return [("grpc.keepalive_time_ms", round(self.time * 1000)), ("grpc.keepalive_timeout_ms", timeout_ms),
+                ("grpc.http2.ping_timeout_ms", timeout_ms), ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.http2.max_pings_without_data", 0)]  # 0: keepalive pings never wait for data
+
+
 class SchedulerClient:
     """One channel to a server; every mutating call carries a request id, reused on every retry."""
 
     def __init__(self, target: str, token: str | None = None, *, tls_ca: Path | None = None,
-                 timeout: float = 30.0, retry: RetryPolicy | None = None) -> None:
+                 timeout: float = 30.0, retry: RetryPolicy | None = None,
+                 keepalive: Keepalive | None = None) -> None:
         if timeout > MAX_TIMEOUT:
             raise ValueError(f"timeout={timeout:g} is above the bound {MAX_TIMEOUT:g} seconds")
         self.target = target
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
+        self.keepalive = keepalive or Keepalive()
         bad = [i for i, ch in enumerate(token or "") if not " " <= ch <= "~"]  # gRPC metadata values
         if bad:  # the token itself is a secret: name the position, not the text
             raise ValueError(f"token: character {bad[0] + 1} of {len(token or '')} is outside printable ASCII "
                              "(a newline?)")
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        options = CHANNEL_OPTIONS + self.keepalive.channel_options()
         if tls_ca is not None:
             creds = grpc.ssl_channel_credentials(root_certificates=Path(tls_ca).read_bytes())
-            self.channel = grpc.secure_channel(target, creds, options=CHANNEL_OPTIONS)
+            self.channel = grpc.secure_channel(target, creds, options=options)
         else:
-            self.channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+            self.channel = grpc.insecure_channel(target, options=options)
         self.stub = pb_grpc.SchedulerStub(self.channel)
 
     def close(self) -> None:

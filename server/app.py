@@ -44,6 +44,7 @@ class ServerOptions:
     grace_seconds: float = 10.0
     snapshot_every: int = SNAPSHOT_EVERY  # logged commands between state snapshots; 0: never
     metrics_listen: str | None = None  # HOST:PORT of the Prometheus /metrics endpoint; None: no endpoint
+    min_ping_interval: float = 10.0  # seconds; clients' keepalive pings may come this often (SchedulerClient: 30 s)
 
 
 class StartupError(RuntimeError):
@@ -157,6 +158,7 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     if options.snapshot_every < 0:
         raise StartupError(f"snapshot_every={options.snapshot_every} is below the bound 0 (0 turns snapshots off)")
     watchers = _max_watchers(options)
+    keepalive = _keepalive_options(options)
     metrics = _server_metrics(options)
     observer: Observer = NO_METRICS if metrics is None else metrics
     scheduler = DurableScheduler(config, CommandStore(store_path(options.store), config.identity()), encode_reply,
@@ -168,7 +170,7 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     service = SchedulerService(scheduler, clock, observer, watchers)
     grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=options.max_workers,
                                                          thread_name_prefix="sowsched-rpc"),
-                              options=[("grpc.so_reuseport", 0)])  # a port in use is refused, not shared
+                              options=[("grpc.so_reuseport", 0), *keepalive])  # a port in use is refused
     pb_grpc.add_SchedulerServicer_to_server(service, grpc_server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, grpc_server)
@@ -205,6 +207,15 @@ def _max_watchers(options: ServerOptions) -> int:
                            f"stream holds one of the max_workers={options.max_workers} threads and unary calls "
                            "need at least one")
     return watchers
+
+
+def _keepalive_options(options: ServerOptions) -> list[tuple[str, int]]:
+    """Accept clients' keepalive pings every `min_ping_interval` seconds, with or without calls in flight; gRPC's
+    defaults (5 min, and 2 h without calls) answer faster pings with GOAWAY "too_many_pings" after two strikes."""
+    if not 0.001 <= options.min_ping_interval <= 1e9:  # also refuses nan; gRPC counts whole milliseconds
+        raise StartupError(f"min_ping_interval={options.min_ping_interval:g} is outside [0.001, 1e9] seconds")
+    return [("grpc.http2.min_recv_ping_interval_without_data_ms", round(options.min_ping_interval * 1000)),
+            ("grpc.keepalive_permit_without_calls", 1)]
 
 
 def _server_metrics(options: ServerOptions) -> ServerMetrics | None:

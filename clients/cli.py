@@ -7,6 +7,20 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+EXIT_REFUSED = 1  # the server answered with a refusal (INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, ...)
+EXIT_USAGE = 2  # bad input found before any call: options, files, tokens
+EXIT_UNAVAILABLE = 69  # sysexits EX_UNAVAILABLE: no answer from the server after the retries
+EXIT_INTERRUPTED = 130  # Ctrl-C, the shell's code for SIGINT
+EPILOG = f"""exit codes of the commands that talk to a server (submit, arrive, complete, advance, jobs, watch,
+invoice):
+  0    done
+  {EXIT_REFUSED}    the server refused the call (its status code and message on stderr)
+  {EXIT_USAGE}    usage error: a bad option, file or token, found before any call
+  {EXIT_UNAVAILABLE}   no answer: the server was unreachable, too slow or cancelled the call after --retries
+       attempts (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED); a mutating command's outcome is then unknown and
+       the message names its request id: re-run with --request-id ID to retry it safely
+  {EXIT_INTERRUPTED}  interrupted by Ctrl-C (watch: the normal end of a follow, exit 0)"""
+
 # Each module registers its own subcommands; add a module here to add commands.
 COMMAND_MODULES: tuple[str, ...] = (
     "clients.commands.simulate",
@@ -18,7 +32,8 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sowsched", description=__doc__)
+    parser = argparse.ArgumentParser(prog="sowsched", description=__doc__, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -32,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = args.func(args)
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, not a traceback
         print(f"sowsched {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     return int(code or 0)
 
 

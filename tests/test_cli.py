@@ -1,8 +1,9 @@
-"""The `sowsched` dispatcher: a Ctrl-C anywhere ends with one line and exit code 130."""
+"""The `sowsched` dispatcher: a Ctrl-C anywhere ends with one line and exit code 130; --help lists the exit codes."""
 
 from __future__ import annotations
 
 import argparse
+import re
 
 import pytest
 
@@ -19,3 +20,13 @@ def test_ctrl_c_during_a_command_is_one_line_and_exit_130(monkeypatch: pytest.Mo
     assert cli.main(["simulate", "--workload", "toy"]) == 130
     out, err = capsys.readouterr()
     assert out == "" and err == "sowsched simulate: interrupted\n"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["advance", "--help"], ["watch", "--help"]])
+def test_help_documents_every_exit_code(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit, match=r"^0$"):
+        cli.main(argv)
+    out = capsys.readouterr().out
+    for code in (0, cli.EXIT_REFUSED, cli.EXIT_USAGE, cli.EXIT_UNAVAILABLE, cli.EXIT_INTERRUPTED):
+        assert re.search(rf"^  {code} +\S", out, re.M), f"exit code {code} is not documented"
+    assert (cli.EXIT_REFUSED, cli.EXIT_USAGE, cli.EXIT_UNAVAILABLE, cli.EXIT_INTERRUPTED) == (1, 2, 69, 130)

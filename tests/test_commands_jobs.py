@@ -5,14 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from clients.cli import build_parser, main
+from clients.client import SchedulerClient
+from mechanism.engine import RoundReport
+from mechanism.events import Event
 from server.app import RunningServer
-from tests.grpc_support import ACME, OP, running, sow
+from tests.grpc_support import ACME, OP, client, running, sow
 
 
 @pytest.fixture()
@@ -165,3 +172,146 @@ def test_an_explicit_empty_job_id_is_sent_and_refused_not_replaced_by_the_file_n
     assert main(cli(srv, ACME, "submit", str(path), "--job-id", "")) == 1
     assert "INVALID_ARGUMENT" in capsys.readouterr().err
     assert run_json(capsys, cli(srv, OP, "jobs"))["jobs"] == []
+
+
+# ---- failures: exit codes, a watch failing midway, mutating commands with an unknown outcome ----
+
+REQUEST_ID = re.compile(r"re-run with --request-id ([0-9a-f]{32}) to retry safely")
+
+
+def dead_server(*argv: str) -> list[str]:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return [*argv, "--server", f"127.0.0.1:{port}", "--token", OP, "--retries", "1"]
+
+
+@pytest.mark.parametrize("argv", [["jobs"], ["invoice"], ["watch", "--no-follow"]])
+def test_an_unreachable_server_exits_69_not_1(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(dead_server(*argv)) == 69
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"sowsched {argv[0]}: UNAVAILABLE") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv", [["submit", "SOW"], ["arrive", "j1"], ["complete", "j1"], ["advance"]])
+def test_an_unreachable_server_names_the_generated_request_id_of_a_mutating_command(
+        argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "j1.json"
+    path.write_text(json.dumps(sow()))
+    argv = [str(path) if a == "SOW" else a for a in argv]
+    assert main(dead_server(*argv, "--json")) == 69
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"sowsched {argv[0]}: UNAVAILABLE") and err.count("\n") == 1
+    assert "the outcome is unknown" in err and REQUEST_ID.search(err)
+
+
+def test_an_unknown_outcome_names_the_given_request_id(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(dead_server("advance", "--request-id", "round-7")) == 69
+    assert "re-run with --request-id round-7 to retry safely" in capsys.readouterr().err
+
+
+def test_a_refusal_has_no_retry_hint(srv: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(cli(srv, ACME, "advance")) == 1
+    err = capsys.readouterr().err
+    assert "PERMISSION_DENIED" in err and "--request-id" not in err
+
+
+def test_an_empty_request_id_is_a_usage_error(srv: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(cli(srv, OP, "advance", "--request-id", "")) == 2
+    assert "sowsched advance: --request-id '' is empty (omit it to have one generated)" in capsys.readouterr().err
+    assert run_json(capsys, cli(srv, OP, "jobs"))["jobs"] == []
+    assert client(srv, OP).status().now == 0
+
+
+def test_an_advance_past_its_deadline_names_its_request_id_and_a_rerun_with_it_applies_it_once(
+        srv: RunningServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    engine = srv.scheduler.engine
+    real = engine.advance
+
+    def slow() -> RoundReport:
+        time.sleep(0.6)
+        return real()
+
+    monkeypatch.setattr(engine, "advance", slow)
+    assert main(cli(srv, OP, "advance", "--timeout", "0.2", "--retries", "1")) == 69
+    err = capsys.readouterr().err
+    assert err.startswith("sowsched advance: DEADLINE_EXCEEDED") and err.count("\n") == 1
+    found = REQUEST_ID.search(err)
+    assert found is not None
+    c = client(srv, OP)
+    deadline = time.monotonic() + 5
+    while c.status().now == 0 and time.monotonic() < deadline:  # the server finishes the round it was asked for
+        time.sleep(0.05)
+    assert c.status().now == 1
+    report = run_json(capsys, cli(srv, OP, "advance", "--request-id", found.group(1)))
+    assert report["round"] == 0  # the logged reply of the first run
+    assert c.status().now == 1  # not played twice
+    assert run_json(capsys, cli(srv, OP, "advance"))["round"] == 1  # a new id plays the next round
+
+
+def test_ctrl_c_during_a_mutating_command_names_its_request_id_and_exits_130(
+        srv: RunningServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def interrupted(self: SchedulerClient, *, request_id: str | None = None) -> RoundReport:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SchedulerClient, "advance", interrupted)
+    assert main(cli(srv, OP, "advance", "--request-id", "r1")) == 130
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("sowsched advance: interrupted; the outcome is unknown") and "--request-id r1 " in err
+
+
+class WatchUntilStopped:
+    """`sowsched watch ARGV` in a thread against `srv`, which is stopped once the watch has delivered `n` events."""
+
+    def __init__(self, srv: RunningServer, monkeypatch: pytest.MonkeyPatch, argv: list[str], n: int) -> None:
+        delivered = threading.Event()
+        real = SchedulerClient.watch
+
+        def spy(self: SchedulerClient, *args: Any, **kwargs: Any) -> Iterator[Event]:
+            for i, e in enumerate(real(self, *args, **kwargs)):
+                if i + 1 == n:
+                    delivered.set()
+                yield e
+
+        monkeypatch.setattr(SchedulerClient, "watch", spy)
+        self.code: list[int] = []
+        thread = threading.Thread(target=lambda: self.code.append(main(argv)), daemon=True)
+        thread.start()
+        assert delivered.wait(10)
+        srv.stop(1.0)  # the open stream ends UNAVAILABLE "the server is shutting down"
+        thread.join(10)
+
+
+def test_watch_json_failing_midway_prints_the_events_so_far_the_error_and_the_resume_point(
+        srv: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for job in ("j1", "j2"):
+        client(srv, ACME).submit(job, sow())
+    watch = WatchUntilStopped(srv, monkeypatch, cli(srv, OP, "watch", "--json", "--retries", "1"), n=2)
+    assert watch.code == [69]
+    out, err = capsys.readouterr()
+    assert out.count("\n") == 1  # exactly one JSON object
+    result = json.loads(out)
+    assert [e["seq"] for e in result["events"]] == [0, 1]
+    assert (result["last_seq"], result["next_seq"]) == (1, 2)
+    assert result["error"]["code"] == "UNAVAILABLE" and "shutting down" in result["error"]["message"]
+    assert err.startswith("sowsched watch: UNAVAILABLE") and "resume with --from-seq 2" in err
+
+
+def test_watch_text_failing_midway_prints_the_events_then_the_error_line(
+        srv: RunningServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    client(srv, ACME).submit("j1", sow())
+    watch = WatchUntilStopped(srv, monkeypatch, cli(srv, OP, "watch", "--retries", "1"), n=1)
+    assert watch.code == [69]
+    out, err = capsys.readouterr()
+    assert out.startswith("#0 ") and out.count("\n") == 1
+    assert err.startswith("sowsched watch: UNAVAILABLE") and err.count("\n") == 1
+    assert "(after 1 events; resume with --from-seq 1)" in err
+
+
+def test_a_successful_watch_json_names_the_last_seq(srv: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
+    client(srv, ACME).submit("j1", sow())
+    result = run_json(capsys, cli(srv, OP, "watch", "--no-follow"))
+    assert (result["last_seq"], result["next_seq"]) == (0, 1)
+    assert run_json(capsys, cli(srv, OP, "watch", "--no-follow", "--from-seq", "1"))["last_seq"] is None

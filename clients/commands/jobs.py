@@ -13,17 +13,20 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from clients.cli import EPILOG, EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_USAGE
 from mechanism.engine import Quote, RoundReport
 from mechanism.events import Event
 from mechanism.sow import SoW
 from mechanism.validation import validation_message
 
 if TYPE_CHECKING:  # the client needs the generated protobuf code (make proto); imported when a command runs
-    from clients.client import SchedulerClient
+    from clients.client import RpcFailure, SchedulerClient
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 DEFAULT_ATTEMPTS = 8
-RETRY_HELP = "idempotency key: a retry with the same id returns the logged reply and changes nothing"
+RETRY_HELP = ("idempotency key (default: a new one, named in the error when the outcome is unknown): a retry "
+              "with the same id returns the logged reply and changes nothing")
+NO_ANSWER = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED"})  # the server did not answer the call
 STATES = ("SUBMITTED", "WAITING", "RUNNING", "COMPLETED", "EVICTED", "CANCELLED", "EXPIRED", "NOT_SCHEDULED")
 
 
@@ -58,20 +61,17 @@ def connect(args: argparse.Namespace) -> SchedulerClient:
 
 
 def register(sub: Any) -> None:
-    p = _command(sub, "submit", "submit a statement of work from a JSON file; prints the binding quote", submit)
+    p = _command(sub, "submit", "submit a statement of work from a JSON file; prints the binding quote", submit,
+                 mutating=True)
     p.add_argument("sow", type=Path, metavar="SOW.json", help="one SoW as a JSON object (schema in the README)")
     p.add_argument("--job-id", help="job id (default: the file name without .json)")
-    p.add_argument("--request-id", help="idempotency key: a retry with the same id returns the same quote")
     p.add_argument("--tenant", default="", help="operator only: submit on behalf of this tenant")
-    p = _command(sub, "arrive", "report that a job is ready now", arrive)
+    p = _command(sub, "arrive", "report that a job is ready now", arrive, mutating=True)
     p.add_argument("job", help="the job id")
     p.add_argument("--signal", help="the observed signal (omit for none)")
-    p.add_argument("--request-id", help=RETRY_HELP)
-    p = _command(sub, "complete", "report that a job's work ends in this round", complete)
+    p = _command(sub, "complete", "report that a job's work ends in this round", complete, mutating=True)
     p.add_argument("job", help="the job id")
-    p.add_argument("--request-id", help=RETRY_HELP)
-    p = _command(sub, "advance", "play the current round (operator, simulated clock)", advance)
-    p.add_argument("--request-id", help=RETRY_HELP)
+    _command(sub, "advance", "play the current round (operator, simulated clock)", advance, mutating=True)
     p = _command(sub, "jobs", "list jobs (a tenant sees its own)", jobs)
     p.add_argument("--state", action="append", choices=STATES, default=[], help="filter (repeatable)")
     p.add_argument("--tenant", default="", help="operator only: one tenant's jobs")
@@ -85,33 +85,78 @@ def register(sub: Any) -> None:
     p.add_argument("--to-round", type=int64, default=None, help="only charges billed before this round")
 
 
-def _command(sub: Any, name: str, help_text: str,
-             body: Callable[[SchedulerClient, argparse.Namespace], Any]) -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = sub.add_parser(name, help=help_text)
+def _command(sub: Any, name: str, help_text: str, body: Callable[[SchedulerClient, argparse.Namespace], Any],
+             *, mutating: bool = False) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help_text, epilog=EPILOG,
+                                                formatter_class=argparse.RawDescriptionHelpFormatter)
     add_connection_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=_runner(name, body))
+    if mutating:
+        p.add_argument("--request-id", help=RETRY_HELP)
+    p.set_defaults(func=_runner(name, body, mutating))
     return p
 
 
-def _runner(name: str, body: Callable[[SchedulerClient, argparse.Namespace], Any]) -> Callable[..., int]:
-    def run(args: argparse.Namespace) -> int:
-        from clients.client import RpcFailure
+class PartialFailure(Exception):
+    """A command that failed after part of its output: the part (`--json` prints it with the error) and why."""
 
+    def __init__(self, partial: dict[str, Any], failure: RpcFailure, hint: str) -> None:
+        super().__init__(f"{failure}{hint}")
+        self.partial = partial
+        self.failure = failure
+
+
+def exit_code(failure: RpcFailure) -> int:
+    """69 when the server did not answer (unreachable, too slow, cancelled), 1 when it refused."""
+    return EXIT_UNAVAILABLE if failure.code in NO_ANSWER else EXIT_REFUSED
+
+
+def _runner(name: str, body: Callable[[SchedulerClient, argparse.Namespace], Any],
+            mutating: bool) -> Callable[..., int]:
+    def run(args: argparse.Namespace) -> int:
+        from clients.client import RpcFailure, new_request_id
+
+        if mutating and args.request_id == "":
+            print(f"sowsched {name}: --request-id '' is empty (omit it to have one generated)", file=sys.stderr)
+            return EXIT_USAGE
+        if mutating and args.request_id is None:  # always sent, so that an unknown outcome can be retried
+            args.request_id = new_request_id()
         try:
             with connect(args) as client:
                 out = body(client, args)
-        except RpcFailure as exc:
+        except PartialFailure as exc:
+            if args.json:
+                print(json.dumps({**exc.partial, "error": _error(exc.failure)}, sort_keys=True))
             print(f"sowsched {name}: {exc}", file=sys.stderr)
-            return 1
+            return exit_code(exc.failure)
+        except RpcFailure as exc:
+            print(f"sowsched {name}: {exc}{_retry_hint(args, exc) if mutating else ''}", file=sys.stderr)
+            return exit_code(exc)
+        except KeyboardInterrupt:
+            if not mutating:
+                raise
+            print(f"sowsched {name}: interrupted{_retry_hint(args, None)}", file=sys.stderr)
+            return EXIT_INTERRUPTED
         except (OSError, ValueError) as exc:
             print(f"sowsched {name}: {exc}", file=sys.stderr)
-            return 2
+            return EXIT_USAGE
         if out is not None:
             shown = {k: v for k, v in out.items() if k != "text"}
             print(json.dumps(shown, sort_keys=True) if args.json else _text(out))
         return 0
     return run
+
+
+def _error(failure: RpcFailure) -> dict[str, str]:
+    return {"code": failure.code, "message": failure.details}
+
+
+def _retry_hint(args: argparse.Namespace, failure: RpcFailure | None) -> str:
+    """After a failure whose outcome is unknown, how to retry the command without applying it twice."""
+    if failure is not None and failure.code not in NO_ANSWER:
+        return ""
+    return (f"; the outcome is unknown (it may have been applied): re-run with --request-id {args.request_id} to "
+            "retry safely (the server answers a retry with the logged reply)")
 
 
 def _text(out: dict[str, Any]) -> str:
@@ -209,13 +254,17 @@ def event_text(e: Event) -> str:
 
 
 def watch(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any] | None:
+    from clients.client import RpcFailure
+
     if args.limit < 0:
         raise ValueError(f"--limit={args.limit} is below the bound 0 (0: no limit)")
     events: list[dict[str, Any]] = []
     seen = 0
+    last: int | None = None
     try:
         for e in client.watch(args.from_seq, follow=not args.no_follow):
             seen += 1
+            last = e.seq
             if args.json:
                 events.append(e.to_dict())
             else:
@@ -224,10 +273,15 @@ def watch(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any] |
                 break
     except KeyboardInterrupt:
         pass
+    except RpcFailure as exc:
+        if not seen:
+            raise
+        next_seq = args.from_seq if last is None else last + 1
+        raise PartialFailure({"events": events, "last_seq": last, "next_seq": next_seq}, exc,  # they stand
+                             f" (after {seen} events; resume with --from-seq {next_seq})") from None
     if not args.json:
         return None
-    next_seq = events[-1]["seq"] + 1 if events else args.from_seq
-    return {"events": events, "next_seq": next_seq}
+    return {"events": events, "last_seq": last, "next_seq": args.from_seq if last is None else last + 1}
 
 
 def invoice(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:

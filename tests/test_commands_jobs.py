@@ -12,10 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from clients.cli import build_parser, main
-from clients.client import SchedulerClient
+from clients.client import RpcFailure, SchedulerClient
+from clients.commands.jobs import exit_code
 from mechanism.engine import RoundReport
 from mechanism.events import Event
 from server.app import RunningServer
@@ -315,3 +317,9 @@ def test_a_successful_watch_json_names_the_last_seq(srv: RunningServer, capsys: 
     result = run_json(capsys, cli(srv, OP, "watch", "--no-follow"))
     assert (result["last_seq"], result["next_seq"]) == (0, 1)
     assert run_json(capsys, cli(srv, OP, "watch", "--no-follow", "--from-seq", "1"))["last_seq"] is None
+
+
+@pytest.mark.parametrize("code", [c.name for c in grpc.StatusCode if c is not grpc.StatusCode.OK])
+def test_exit_69_means_no_answer_and_every_other_failure_is_a_refusal(code: str) -> None:
+    expected = 69 if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED") else 1
+    assert exit_code(RpcFailure(code, "x")) == expected

@@ -183,13 +183,16 @@ class SchedulerClient:
         """Submit a SoW born in the current round; the binding quote."""
         return convert.quote_from_proto(self.submit_raw(job_id, sow, request_id=request_id, tenant=tenant))
 
-    def report_arrival(self, job_id: str, signal: Signal = None, *, request_id: str | None = None) -> JobStatus:
-        req = pb.ReportArrivalRequest(request_id=request_id or new_request_id(), job_id=job_id,
+    def report_arrival(self, job_id: str, signal: Signal = None, *, request_id: str | None = None,
+                       tenant: str = "") -> JobStatus:
+        """The job is ready now; `tenant` (operator only) names whose job, empty for the caller's own."""
+        req = pb.ReportArrivalRequest(request_id=request_id or new_request_id(), job_id=job_id, tenant=tenant,
                                       **convert.signal_field(signal))
         return _status(self._call(self.stub.ReportArrival, req))
 
-    def report_completion(self, job_id: str, *, request_id: str | None = None) -> JobStatus:
-        req = pb.ReportCompletionRequest(request_id=request_id or new_request_id(), job_id=job_id)
+    def report_completion(self, job_id: str, *, request_id: str | None = None, tenant: str = "") -> JobStatus:
+        """The job's work ends in this round; `tenant` (operator only) names whose job, empty for the caller's own."""
+        req = pb.ReportCompletionRequest(request_id=request_id or new_request_id(), job_id=job_id, tenant=tenant)
         return _status(self._call(self.stub.ReportCompletion, req))
 
     def advance(self, *, request_id: str | None = None) -> RoundReport:
@@ -198,8 +201,9 @@ class SchedulerClient:
 
     # ---- reads ----
 
-    def get_job(self, job_id: str) -> JobStatus:
-        return _status(self._call(self.stub.GetJob, pb.GetJobRequest(job_id=job_id)))
+    def get_job(self, job_id: str, tenant: str = "") -> JobStatus:
+        """One job; `tenant` (operator only) names whose job, empty for the caller's own."""
+        return _status(self._call(self.stub.GetJob, pb.GetJobRequest(job_id=job_id, tenant=tenant)))
 
     def list_jobs_page(self, *, states: tuple[str, ...] = (), tenant: str = "", page_size: int = 0,
                        page_token: str = "") -> tuple[list[JobStatus], str]:

@@ -37,14 +37,18 @@ class GrpcScheduler:
         self.tenant_of = tenant_of
 
     def submit(self, job_id: str, sow: SoW) -> Quote:
-        tenant = self.tenant_of(job_id) if self.tenant_of else ""
-        return _refusals_as_engine_errors(lambda: self.client.submit(job_id, sow, tenant=tenant))
+        return _refusals_as_engine_errors(lambda: self.client.submit(job_id, sow, tenant=self._tenant(job_id)))
 
     def report_arrival(self, job_id: str, signal: Signal) -> JobStatus:
-        return _refusals_as_engine_errors(lambda: self.client.report_arrival(job_id, signal))
+        return _refusals_as_engine_errors(
+            lambda: self.client.report_arrival(job_id, signal, tenant=self._tenant(job_id)))
 
     def report_completion(self, job_id: str) -> JobStatus:
-        return _refusals_as_engine_errors(lambda: self.client.report_completion(job_id))
+        return _refusals_as_engine_errors(lambda: self.client.report_completion(job_id, tenant=self._tenant(job_id)))
+
+    def _tenant(self, job_id: str) -> str:
+        """The tenant whose namespace holds the workload's job (empty: the operator's own)."""
+        return self.tenant_of(job_id) if self.tenant_of else ""
 
     def advance(self) -> RoundReport:
         return self.client.advance()

@@ -28,8 +28,17 @@ from mechanism.pricing import PriceBook, plan_usage, unit_price
 from mechanism.sow import Signal, SoW
 
 OracleKind = Literal["mc", "exact"]
-MAX_JOB_ID = 128
+MAX_JOB_ID = 256  # characters; the server keys jobs by tenant and the tenant's own id (at most 64 + 1 + 128)
 CHAIN_BYTES = 32  # SHA-256
+
+
+def check_job_id(job_id: str, bound: int = MAX_JOB_ID) -> None:
+    """Refuse an empty, longer than `bound` or unprintable job id (a line break breaks every listing and log)."""
+    if not job_id or len(job_id) > bound:
+        raise EngineError(f"job id {job_id!r} must have 1 to {bound} characters")
+    unprintable = next((i for i, ch in enumerate(job_id) if not ch.isprintable()), None)
+    if unprintable is not None:
+        raise EngineError(f"job id {job_id!r} has a character that is not printable at position {unprintable}")
 
 
 class EngineError(Exception):
@@ -135,11 +144,7 @@ class Engine:
 
     def submit(self, job_id: str, sow: SoW) -> Quote:
         """Quote a SoW born now: announce prices and failure estimates, choose its plan, commit it to y."""
-        if not job_id or len(job_id) > MAX_JOB_ID:
-            raise EngineError(f"job id {job_id!r} must have 1 to {MAX_JOB_ID} characters")
-        unprintable = next((i for i, ch in enumerate(job_id) if not ch.isprintable()), None)
-        if unprintable is not None:  # a line break or control character breaks every line-based listing and log
-            raise EngineError(f"job id {job_id!r} has a character that is not printable at position {unprintable}")
+        check_job_id(job_id)
         if job_id in self.jobs or self._forgotten_job(job_id) is not None:
             raise DuplicateJob(f"job id {job_id!r} already exists")
         try:

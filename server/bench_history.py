@@ -23,6 +23,7 @@ from mechanism.bench.core import random_sow
 from mechanism.jobs import JobState
 from mechanism.platform import Platform
 from server.config import ServerConfig
+from server.namespace import named
 from server.scheduler import DurableScheduler
 from server.service import encode_reply
 from server.store import CommandStore
@@ -51,9 +52,9 @@ def play(sched: DurableScheduler, rng: np.random.Generator, rounds: int, per_rou
             if job.state is JobState.SUBMITTED:
                 groups = [g for g in job.sow.table.groups if g[0] == e.now - job.birth]
                 if groups and rng.random() < 0.5:
-                    sched.execute("operator", None, "arrive", {"job_id": job.id, "signal": groups[0][1]})
+                    sched.execute("operator", None, "arrive", {**named(job.id), "signal": groups[0][1]})
             elif job.state is JobState.RUNNING and rng.random() < 1 / 3:
-                sched.execute("operator", None, "complete", {"job_id": job.id})
+                sched.execute("operator", None, "complete", named(job.id))
         sched.execute("operator", None, "advance", {})
 
 

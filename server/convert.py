@@ -1,4 +1,8 @@
-"""Wire translation: the mechanism's SoW, Quote, JobView, RoundReport and Event to and from protobuf messages."""
+"""Wire translation: the mechanism's SoW, Quote, JobView, RoundReport and Event to and from protobuf messages.
+
+On the way out, an engine job key ('<tenant>/<job id>', server/namespace.py) becomes the message's job id and
+tenant; on the way in, the job id is the tenant's own.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from mechanism.events import Event
 from mechanism.launch_plan import GroupPlan, LaunchPlan, OutcomeQuote
 from mechanism.sow import Signal
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
+from server.namespace import split
 
 
 def _opt(msg: Any, name: str) -> Any:
@@ -48,9 +53,10 @@ def sow_to_proto(data: dict[str, Any]) -> pb.SoW:
 
 # ---- quotes ----
 
-def quote_to_proto(q: Quote, tenant: str = "") -> pb.Quote:
+def quote_to_proto(q: Quote) -> pb.Quote:
     p = q.plan
-    msg = pb.Quote(job_id=q.job, birth=p.birth, utility=p.utility, tenant=tenant)
+    tenant, job_id = split(q.job)
+    msg = pb.Quote(job_id=job_id, birth=p.birth, utility=p.utility, tenant=tenant)
     for g in p.groups:
         msg.groups.add(arrival=g.arrival, utility=g.utility, **_present(signal=g.signal, start=g.start))
     for o in p.outcomes:
@@ -79,8 +85,9 @@ def _present(**fields: Any) -> dict[str, Any]:
 _JOB_OPTIONAL = ("arrival", "signal", "start", "finish", "ended", "reported_arrival", "scheduled_start")
 
 
-def job_to_proto(v: JobView, tenant: str = "") -> pb.Job:
-    return pb.Job(job_id=v.id, seq=v.seq, state=v.state, birth=v.birth, concurrency=v.concurrency,
+def job_to_proto(v: JobView) -> pb.Job:
+    tenant, job_id = split(v.id)
+    return pb.Job(job_id=job_id, seq=v.seq, state=v.state, birth=v.birth, concurrency=v.concurrency,
                   charge=v.charge, value=v.value, tenant=tenant,
                   **_present(**{k: getattr(v, k) for k in _JOB_OPTIONAL}))
 
@@ -93,7 +100,8 @@ def job_from_proto(msg: pb.Job) -> JobView:
 # ---- events and rounds ----
 
 def event_to_proto(e: Event) -> pb.Event:
-    return pb.Event(seq=e.seq, round=e.round, type=e.type, job_id=e.job,
+    tenant, job_id = split(e.job)
+    return pb.Event(seq=e.seq, round=e.round, type=e.type, job_id=job_id, tenant=tenant,
                     data_json=json.dumps(e.data, sort_keys=True))
 
 

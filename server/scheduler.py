@@ -12,17 +12,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from mechanism.engine import Engine, EngineError, JobView, Quote, RoundReport
 from mechanism.history import HistoryMarks
 from mechanism.sow import SoW
-from server import snapshot
+from server import namespace, snapshot
 from server.archive import ArchiveError, ChargeCheck
 from server.config import CLOCK, OPERATOR, Principal, ServerConfig
 from server.metrics import NO_METRICS, Observer
 from server.store import CommandStore, Snapshot, StoreError
 
 Result = Quote | JobView | RoundReport
-Encoder = Callable[[str, Result, str], bytes]  # (kind, result, owner tenant) -> the reply as sent
+Encoder = Callable[[str, Result], bytes]  # (kind, result) -> the reply as sent
 SNAPSHOT_EVERY = 1000  # logged commands between snapshots
 
 log = logging.getLogger("sowsched.scheduler")
@@ -71,17 +73,21 @@ def body_hash(kind: str, body: dict[str, Any], logged: str | None = None) -> str
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+JOB_COMMANDS = ("submit", "arrive", "complete")  # commands on one job, named by (tenant, job_id)
+
+
 def apply_command(engine: Engine, kind: str, body: dict[str, Any], sow: SoW | None = None) -> Result:
     """Apply one logged command; raises EngineError (or pydantic ValidationError) and then changes nothing.
 
     `sow`, when given, is body["sow"] already validated (the service parsed it to answer bad input early).
     """
     if kind == "submit":
-        return engine.submit(body["job_id"], sow if sow is not None else SoW.parse(body["sow"], engine.platform))
+        job = namespace.key(body["tenant"], body["job_id"])
+        return engine.submit(job, sow if sow is not None else SoW.parse(body["sow"], engine.platform))
     if kind == "arrive":
-        return engine.report_arrival(body["job_id"], body["signal"])
+        return engine.report_arrival(namespace.key(body["tenant"], body["job_id"]), body["signal"])
     if kind == "complete":
-        return engine.report_completion(body["job_id"])
+        return engine.report_completion(namespace.key(body["tenant"], body["job_id"]))
     if kind == "advance":
         return engine.advance()
     raise StoreError(f"command kind={kind!r} is unknown")
@@ -209,9 +215,13 @@ class DurableScheduler:
     def _replay(self) -> int:
         n = 0
         for cmd in self.store.commands(after=self._seq):
-            result = apply_command(self.engine, cmd.kind, cmd.body)
-            owner = self._record(cmd.kind, cmd.body)
-            if self._encode(cmd.kind, result, owner) != cmd.reply:
+            try:
+                result = apply_command(self.engine, cmd.kind, cmd.body)
+            except (EngineError, ValidationError, ValueError, KeyError, TypeError) as exc:  # it was accepted once
+                raise ReplayDiverged(f"store {self.store.path}: replaying command {cmd.seq} ({cmd.kind}) failed with "
+                                     f"{exc!r}; the log was written by different code") from exc
+            self._record(cmd.kind, cmd.body)
+            if self._encode(cmd.kind, result) != cmd.reply:
                 raise ReplayDiverged(f"store {self.store.path}: replaying command {cmd.seq} ({cmd.kind}) did not "
                                      "reproduce its logged reply; the log was written by different code")
             self._seq = cmd.seq
@@ -256,10 +266,9 @@ class DurableScheduler:
         self.metrics.snapshot(time.perf_counter() - started)
         log.info("snapshot", extra={"fields": {"seq": self._seq, "ms": round(1000 * (time.perf_counter() - started), 1)}})
 
-    def _record(self, kind: str, body: dict[str, Any]) -> str:
+    def _record(self, kind: str, body: dict[str, Any]) -> None:
         if kind == "submit":
-            self.owners[body["job_id"]] = body["tenant"]
-        return str(body.get("tenant") or self.owner(body.get("job_id", "")) or OPERATOR)
+            self.owners[namespace.key(body["tenant"], body["job_id"])] = body["tenant"]
 
     def owner(self, job_id: str) -> str | None:
         """The tenant of any job, held or archived; None for an unknown id."""
@@ -279,6 +288,8 @@ class DurableScheduler:
         if self.store.read_only:
             raise Unavailable(f"store {self.store.path} is open read-only: it takes no commands")
         name = caller.name if isinstance(caller, Principal) else caller
+        if kind in JOB_COMMANDS and not all(isinstance(body.get(k), str) for k in ("tenant", "job_id")):
+            raise Refused(f"a {kind} command names its job by 'tenant' and 'job_id'; got keys {sorted(body)}")
         logged = body_json(body)
         ticket = _Ticket(name, request_id or None, kind, body, logged, body_hash(kind, body, logged), sow)
         with self._queue_lock:
@@ -351,8 +362,8 @@ class DurableScheduler:
                 return prior[1], False
         self._authorize(t.caller, t.kind, t.body)
         result = apply_command(self.engine, t.kind, t.body, t.sow)
-        owner = self._record(t.kind, t.body)
-        reply = self._encode(t.kind, result, owner)
+        self._record(t.kind, t.body)
+        reply = self._encode(t.kind, result)
         self._seq = self.store.append(t.kind, t.caller, t.request_id, t.body, t.hash, reply, self.engine.now,
                                       t.logged)
         return reply, True
@@ -362,13 +373,8 @@ class DurableScheduler:
             return
         if kind == "advance":
             raise PermissionDenied("AdvanceRound needs the operator token")
-        if kind == "submit":
-            if body["tenant"] != caller:
-                raise PermissionDenied(f"tenant {caller!r} cannot submit for tenant {body['tenant']!r}")
-            return
-        owner = self.owner(body["job_id"])
-        if owner is not None and owner != caller:
-            raise PermissionDenied(f"job {body['job_id']!r} belongs to another tenant")
+        if body["tenant"] != caller:  # a tenant acts in its own namespace only
+            raise PermissionDenied(f"tenant {caller!r} cannot {kind} in tenant {body['tenant']!r}'s namespace")
 
     # ---- reads ----
 

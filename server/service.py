@@ -12,12 +12,12 @@ import grpc
 from pydantic import ValidationError
 
 import server.gen  # noqa: F401
-from mechanism.engine import Engine, EngineError, JobView, Quote, RoundReport
+from mechanism.engine import Engine, EngineError, JobView, Quote, RoundReport, check_job_id
 from mechanism.failure_exact import OracleTooLarge
 from mechanism.jobs import JobState
 from mechanism.sow import SoW
 from mechanism.validation import validation_message
-from server import convert, reads
+from server import convert, namespace, reads
 from server.config import OPERATOR, Principal
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
@@ -34,6 +34,7 @@ from server.scheduler import (
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
 MAX_REQUEST_ID = 128
+MAX_JOB_ID = 128  # characters of a tenant's own job id (the engine's key adds the tenant and '/')
 WATCH_POLL_S = 0.5
 WATCH_BATCH = 256  # events read under the lock at a time
 MAX_WATCHERS = 32  # default limit of open event streams (half the default worker threads)
@@ -42,12 +43,12 @@ log = logging.getLogger("sowsched.rpc")
 T = TypeVar("T")
 
 
-def encode_reply(kind: str, result: Result, owner: str) -> bytes:
+def encode_reply(kind: str, result: Result) -> bytes:
     """The reply of a logged command, exactly as sent (the log keeps it for retries and replay checks)."""
     if isinstance(result, Quote):
-        return convert.quote_to_proto(result, owner).SerializeToString(deterministic=True)
+        return convert.quote_to_proto(result).SerializeToString(deterministic=True)
     if isinstance(result, JobView):
-        return convert.job_to_proto(result, owner).SerializeToString(deterministic=True)
+        return convert.job_to_proto(result).SerializeToString(deterministic=True)
     assert isinstance(result, RoundReport), kind
     return convert.round_to_proto(result).SerializeToString(deterministic=True)
 
@@ -140,7 +141,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     def SubmitSoW(self, request: pb.SubmitSoWRequest, context: grpc.ServicerContext) -> pb.Quote:
         def body(p: Principal) -> pb.Quote:
-            tenant = _acting_tenant(p, request.tenant, self.scheduler.config.tenants)
+            tenant = _named_tenant(p, request.tenant, self.scheduler.config.tenants, "submit for")
+            check_job_id(request.job_id, MAX_JOB_ID)
             sow = SoW.parse(convert.sow_to_dict(request.sow), self.scheduler.config.platform)
             data = {"job_id": request.job_id, "tenant": tenant, "sow": sow.model_dump(mode="json")}
             return pb.Quote.FromString(self._command(p, request.request_id, "submit", data, sow))
@@ -148,13 +150,17 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     def ReportArrival(self, request: pb.ReportArrivalRequest, context: grpc.ServicerContext) -> pb.Job:
         def body(p: Principal) -> pb.Job:
-            data = {"job_id": request.job_id, "signal": request.signal if request.HasField("signal") else None}
+            tenant = _named_tenant(p, request.tenant, self.scheduler.config.tenants, "report on the jobs of")
+            data = {"job_id": request.job_id, "tenant": tenant,
+                    "signal": request.signal if request.HasField("signal") else None}
             return pb.Job.FromString(self._command(p, request.request_id, "arrive", data))
         return self._call(context, "ReportArrival", body)
 
     def ReportCompletion(self, request: pb.ReportCompletionRequest, context: grpc.ServicerContext) -> pb.Job:
         def body(p: Principal) -> pb.Job:
-            return pb.Job.FromString(self._command(p, request.request_id, "complete", {"job_id": request.job_id}))
+            tenant = _named_tenant(p, request.tenant, self.scheduler.config.tenants, "report on the jobs of")
+            data = {"job_id": request.job_id, "tenant": tenant}
+            return pb.Job.FromString(self._command(p, request.request_id, "complete", data))
         return self._call(context, "ReportCompletion", body)
 
     def AdvanceRound(self, request: pb.AdvanceRoundRequest, context: grpc.ServicerContext) -> pb.RoundReport:
@@ -186,10 +192,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     def GetJob(self, request: pb.GetJobRequest, context: grpc.ServicerContext) -> pb.Job:
         def body(p: Principal) -> pb.Job:
+            tenant = _named_tenant(p, request.tenant, self.scheduler.config.tenants, "read the jobs of")
             with self.scheduler.reading() as engine:
-                view = engine.view(request.job_id)
-                owner = self._owned(p, request.job_id)
-                return convert.job_to_proto(view, owner)
+                return convert.job_to_proto(engine.view(namespace.key(tenant, request.job_id)))
         return self._call(context, "GetJob", body)
 
     def ListJobs(self, request: pb.ListJobsRequest, context: grpc.ServicerContext) -> pb.ListJobsResponse:
@@ -207,7 +212,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             with sched.reading() as engine:
                 page = reads.job_page(engine, sched.store.archive, sched.owners.__getitem__, tenant or None, after,
                                       size, frozenset(states))
-            return pb.ListJobsResponse(jobs=[convert.job_to_proto(view, owner) for view, owner in page.jobs],
+            return pb.ListJobsResponse(jobs=[convert.job_to_proto(view) for view, _ in page.jobs],
                                        next_page_token="" if page.next_after is None else str(page.next_after))
         return self._call(context, "ListJobs", body)
 
@@ -247,9 +252,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 inv = pb.Invoice(tenant=tenant, charge_count=page.count, total=page.total,
                                  next_page_token="" if page.next_after is None else str(page.next_after))
                 for _, c in page.charges:
-                    inv.charges.add(job_id=c.job, round=c.round, start=c.start, duration=c.duration,
+                    inv.charges.add(job_id=namespace.local(c.job), round=c.round, start=c.start, duration=c.duration,
                                     concurrency=c.concurrency, amount=c.amount,
-                                    quote=convert.quote_to_proto(engine.quote(c.job), tenant))
+                                    quote=convert.quote_to_proto(engine.quote(c.job)))
                 return inv
         return self._call(context, "GetInvoice", body)
 
@@ -304,12 +309,6 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             reason = "the server is shutting down" if self.stopping.is_set() else broken
             context.abort(grpc.StatusCode.UNAVAILABLE, f"{reason}; resume from_seq={seq}")
 
-    def _owned(self, p: Principal, job_id: str) -> str:
-        owner = self.scheduler.owner(job_id)
-        assert owner is not None  # the engine found the job
-        if not p.is_operator and owner != p.name:
-            raise PermissionDenied(f"job {job_id!r} belongs to another tenant")
-        return owner
 
 
 def platform_info(engine: Engine, clock: Clock) -> pb.PlatformInfo:
@@ -321,13 +320,14 @@ def platform_info(engine: Engine, clock: Clock) -> pb.PlatformInfo:
                            platform_json=pl.model_dump_json())
 
 
-def _acting_tenant(p: Principal, requested: str, tenants: tuple[str, ...]) -> str:
-    """The tenant a submission belongs to: the caller's own, or (operator only) the one it names."""
+def _named_tenant(p: Principal, requested: str, tenants: tuple[str, ...], verb: str) -> str:
+    """The namespace a job id is read in (server/namespace.py): a tenant's own, or for the operator the tenant it
+    names (its own when it names none)."""
     if not p.is_operator:
         if requested and requested != p.name:
-            raise PermissionDenied(f"tenant {p.name!r} cannot submit for tenant {requested!r}")
+            raise PermissionDenied(f"tenant {p.name!r} cannot {verb} tenant {requested!r}")
         return p.name
-    if requested and requested not in tenants:
+    if requested and requested not in tenants and requested != OPERATOR:
         raise Refused(f"tenant={requested!r} is not configured (configured: {', '.join(tenants) or 'none'})")
     return requested or OPERATOR
 

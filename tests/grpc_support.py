@@ -8,14 +8,19 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from clients.client import RetryPolicy, SchedulerClient
+from mechanism.engine import Engine, Quote, RoundReport
+from mechanism.events import Event
+from mechanism.sow import Signal, SoW
+from server import namespace
 from server.app import RunningServer, ServerOptions, start_server
-from server.config import ServerConfig, parse_config
+from server.config import OPERATOR, ServerConfig, parse_config
 
 ROOT = Path(__file__).resolve().parent.parent
 OP = "operator-token-0001"
@@ -116,3 +121,33 @@ class ServerProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.kill()
         self.log.close()
+
+
+class Namespaced:
+    """The in-process engine as a simulation port, holding every job under the key the server gives it
+    ('<tenant>/<id>', server/namespace.py; tenant_of(id), or the operator's own), answering with plain ids: its
+    digest is then the server's for the same commands."""
+
+    def __init__(self, engine: Engine, tenant_of: Callable[[str], str] | None = None) -> None:
+        self.engine, self.tenant_of = engine, tenant_of
+
+    def key(self, job_id: str) -> str:
+        return namespace.key(self.tenant_of(job_id) if self.tenant_of else OPERATOR, job_id)
+
+    def submit(self, job_id: str, sow: SoW) -> Quote:
+        return replace(self.engine.submit(self.key(job_id), sow), job=job_id)
+
+    def report_arrival(self, job_id: str, signal: Signal) -> None:
+        self.engine.report_arrival(self.key(job_id), signal)
+
+    def report_completion(self, job_id: str) -> None:
+        self.engine.report_completion(self.key(job_id))
+
+    def advance(self) -> RoundReport:
+        r = self.engine.advance()
+        return replace(r, events=tuple(local_event(e) for e in r.events))
+
+
+def local_event(e: Event) -> Event:
+    """The event as a client sees it: the job's own id, without its tenant."""
+    return replace(e, job=namespace.local(e.job))

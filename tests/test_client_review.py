@@ -88,5 +88,5 @@ def test_a_request_id_is_scoped_to_its_caller(tmp_path: Path) -> None:
         g = client(srv, GLOBEX).submit("g1", sow(), request_id="r")
         o = client(srv, OP).submit("o1", sow(), request_id="r", tenant="acme")
         assert (a.job, g.job, o.job) == ("a1", "g1", "o1")
-        with pytest.raises(RpcFailure, match=r"^PERMISSION_DENIED: job 'a1' belongs to another tenant"):
+        with pytest.raises(RpcFailure, match=r"^NOT_FOUND: job 'globex/a1' not found"):
             client(srv, GLOBEX).report_arrival("a1", None, request_id="r2")

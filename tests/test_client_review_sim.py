@@ -9,7 +9,7 @@ from pathlib import Path
 from clients.grpc_sim import run_remote_simulation
 from mechanism.engine import Engine
 from mechanism.simulation import SimulationResult, drive
-from tests.grpc_support import OP, PATIENT, ServerProcess, client
+from tests.grpc_support import OP, PATIENT, Namespaced, ServerProcess, client
 from tests.test_grpc_sim import quick
 
 
@@ -29,7 +29,7 @@ def test_a_simulation_across_a_sigkill_equals_the_in_process_run(tmp_path: Path)
         proc.start()
         sim.join(30)
         engine = Engine(w.platform)
-        local = drive(w, engine)
+        local = drive(w, Namespaced(engine))
         assert len(results) == 1 and results[0].rounds > 6
         assert results[0].summary() == local.summary()
         assert results[0].events == local.events and results[0].quotes == local.quotes

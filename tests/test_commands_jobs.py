@@ -78,7 +78,7 @@ def test_refusals_print_the_status_and_exit_1(srv: RunningServer, capsys: pytest
     assert main(cli(srv, ACME, "advance")) == 1
     assert "sowsched advance: PERMISSION_DENIED: AdvanceRound needs the operator token" in capsys.readouterr().err
     assert main(cli(srv, ACME, "arrive", "ghost")) == 1
-    assert "NOT_FOUND: job 'ghost' not found" in capsys.readouterr().err
+    assert "NOT_FOUND: job 'acme/ghost' not found" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("text", "match"), [

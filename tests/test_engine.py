@@ -201,7 +201,7 @@ def test_arrival_in_a_never_group_ends_not_scheduled() -> None:
     (lambda e: e.report_arrival("a", "x"), OutsideSupport, r"signal='x'\) is outside its declared support"),
     (lambda e: e.report_completion("a"), InvalidReport, "is SUBMITTED and does not run in round 0"),
     (lambda e: e.submit("a", one_round_sow(small_platform())), DuplicateJob, "job id 'a' already exists"),
-    (lambda e: e.submit("", one_round_sow(small_platform())), EngineError, "must have 1 to 128 characters"),
+    (lambda e: e.submit("", one_round_sow(small_platform())), EngineError, "must have 1 to 256 characters"),
     (lambda e: e.submit("x\ny", one_round_sow(small_platform())), EngineError,
      r"job id 'x\\ny' has a character that is not printable at position 1"),
     (lambda e: e.submit("a\u200bb", one_round_sow(small_platform())), EngineError, "not printable at position 1"),

@@ -15,7 +15,7 @@ from mechanism.simulation import Workload, drive, run_simulation
 from mechanism.sow import SoW
 from server.app import RunningServer, ServerOptions, start_server
 from server.config import ServerConfig
-from tests.grpc_support import ACME, OP, sow
+from tests.grpc_support import ACME, OP, Namespaced, sow
 
 
 def quick(name: str, seed: int, rounds: int = 20) -> Workload:
@@ -53,7 +53,9 @@ def test_grpc_simulation_equals_the_in_process_one(tmp_path: Path, name: str, se
             assert remote.events == local.events
             assert remote.quotes == local.quotes
             assert list(op.watch(follow=False)) == engine.events
-            assert op.status().state_digest == engine.digest()
+            keyed = Engine(w.platform)  # the server keys the operator's jobs "operator/<id>" (server/namespace.py)
+            drive(w, Namespaced(keyed))
+            assert op.status().state_digest == keyed.digest()
     finally:
         srv.stop(0)
 
@@ -70,7 +72,7 @@ def test_per_tenant_invoices_add_up_to_the_revenue(overload: tuple[Workload, Sch
 def test_refused_reports_come_back_as_the_engines_exceptions(overload: tuple[Workload, SchedulerClient]) -> None:
     _, op = overload
     port = GrpcScheduler(op)
-    with pytest.raises(UnknownJob, match="'ghost' not found"):
+    with pytest.raises(UnknownJob, match="'operator/ghost' not found"):
         port.report_arrival("ghost", None)
     port.submit("j", SoW.parse(sow(), op.status().platform))
     with pytest.raises(InvalidReport, match="does not run in round 0"):

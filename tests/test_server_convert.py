@@ -1,14 +1,18 @@
-"""Wire translation is lossless: every SoW, quote, job view and round survives protobuf and comes back equal."""
+"""Wire translation is lossless: every SoW, quote, job view and round survives protobuf and comes back equal, with
+the engine's job key ('<tenant>/<id>') split into the message's tenant and the tenant's own id."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.engine import Engine
+from mechanism.engine import Engine, RoundReport
+from mechanism.events import Event
 from mechanism.sow import SoW
-from server import convert
+from server import convert, namespace
 from tests.conftest import random_sow, small_platform
 
 PLATFORM = small_platform(C=6, samples=300)
@@ -22,10 +26,11 @@ def run_engine(seed: int, jobs: int) -> tuple[Engine, list]:
     for i in range(jobs):
         mode = str(rng.choice(["none", "duration", "explicit"]))
         sow = random_sow(rng, PLATFORM, max_outcomes=4, signal_mode=mode)
-        quotes.append(engine.submit(f"j{i}", sow))
-        job = engine.jobs[f"j{i}"]
+        key = namespace.key(str(rng.choice(["acme", "globex"])), f"j{i}/x" if i % 2 else f"j{i}")
+        quotes.append(engine.submit(key, sow))
+        job = engine.jobs[key]
         if job.birth == engine.now and rng.random() < 0.7 and (0, sow.signals[0]) in sow.table.groups:
-            engine.report_arrival(f"j{i}", sow.signals[0])
+            engine.report_arrival(key, sow.signals[0])
         if rng.random() < 0.5:
             rounds.append(engine.advance())
     rounds += [engine.advance() for _ in range(3)]
@@ -48,14 +53,28 @@ def test_a_sow_survives_the_wire(seed: int, mode: str) -> None:
 def test_quotes_job_views_rounds_and_events_survive_the_wire(seed: int, jobs: int) -> None:
     engine, (quotes, rounds) = run_engine(seed, jobs)
     for q in quotes:
-        assert convert.quote_from_proto(convert.quote_to_proto(q, "acme")) == q
+        msg = convert.quote_to_proto(q)
+        assert (msg.tenant, convert.quote_from_proto(msg)) == (namespace.split(q.job)[0],
+                                                               replace(q, job=namespace.local(q.job)))
     for job_id in engine.jobs:
         view = engine.view(job_id)
-        assert convert.job_from_proto(convert.job_to_proto(view)) == view
+        job_msg = convert.job_to_proto(view)
+        assert (job_msg.tenant, convert.job_from_proto(job_msg)) == (namespace.split(job_id)[0],
+                                                                     replace(view, id=namespace.local(job_id)))
     for r in rounds:
-        assert convert.round_from_proto(convert.round_to_proto(r)) == r
+        assert convert.round_from_proto(convert.round_to_proto(r)) == _local_round(r)
     for e in engine.events:
-        assert convert.event_from_proto(convert.event_to_proto(e)) == e
+        event_msg = convert.event_to_proto(e)
+        assert (event_msg.tenant, convert.event_from_proto(event_msg)) == (namespace.split(e.job)[0], _local(e))
+
+
+def _local(e: Event) -> Event:
+    return replace(e, job=namespace.local(e.job))
+
+
+def _local_round(r: RoundReport) -> RoundReport:
+    return replace(r, events=tuple(_local(e) for e in r.events))
+
 
 
 def test_outcome_rows_and_dicts_give_the_same_message() -> None:

@@ -25,6 +25,7 @@ from mechanism.ledger import Charge
 from server import reads
 from server.archive import SCHEMA as ARCHIVE_SCHEMA
 from server.archive import Archive, ArchiveError
+from server.namespace import named
 from server.scheduler import DurableScheduler
 from server.service import encode_reply
 from server.store import CommandStore
@@ -98,9 +99,9 @@ def lifecycle_commands(seed: int, n: int, engine: Engine) -> Iterator[tuple[str,
             job = held[int(rng.integers(0, len(held)))]
             groups = [g for g in job.sow.table.groups if g[0] == engine.now - job.birth]
             if job.state is JobState.SUBMITTED and groups:
-                yield "operator", "arrive", {"job_id": job.id, "signal": groups[0][1]}
+                yield "operator", "arrive", {**named(job.id), "signal": groups[0][1]}
             else:
-                yield "operator", "complete", {"job_id": job.id}
+                yield "operator", "complete", named(job.id)
         else:
             yield "operator", "advance", {}
 

@@ -7,6 +7,7 @@ import random
 import sqlite3
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from clients.workloads import make_workload
 from mechanism.engine import Engine
 from mechanism.events import Event
 from mechanism.simulation import Workload, drive
+from server import namespace
 from server.app import ServerOptions, start_server
 from server.config import ServerConfig
 from server.scheduler import DurableScheduler
@@ -29,9 +31,11 @@ from tests.grpc_support import (
     OP,
     PATIENT,
     FailingCommit,
+    Namespaced,
     ServerProcess,
     client,
     config,
+    local_event,
     running,
     sow,
 )
@@ -118,7 +122,7 @@ def test_sigkill_at_random_points_loses_no_acknowledged_command_and_reaches_the_
         tmp_path: Path) -> None:
     workload = small_overload()
     reference = Engine(workload.platform)
-    counted = CountingPort(reference)
+    counted = CountingPort(Namespaced(reference, tenant_of))
     expected = drive(workload, counted)  # type: ignore[arg-type]
     proc = ServerProcess(tmp_path, workload.platform.model_dump(), "--snapshot-every", "5")  # restarts use them
     port = proc.start()
@@ -136,13 +140,13 @@ def test_sigkill_at_random_points_loses_no_acknowledged_command_and_reaches_the_
             # Every acknowledged SoW and report is there: the quotes, every job's state and the digest.
             assert result.summary() == expected.summary() and result.events == expected.events
             assert {q: result.quotes[q] for q in result.quotes} == expected.quotes
-            views = {s.view.id: s.view for s in op.list_jobs()}
-            assert views == {j: reference.view(j) for j in reference.jobs}
+            views = {(s.tenant, s.view.id): s.view for s in op.list_jobs()}
+            assert views == {namespace.split(j): replace(reference.view(j), id=namespace.local(j)) for j in reference.jobs}
             assert status.state_digest == reference.digest()
     finally:
         killer.done.set()
         proc.close()
-    assert watcher.events == reference.events  # resumed across every kill: no gap, no repeat
+    assert watcher.events == [local_event(e) for e in reference.events]  # resumed across every kill: no gap, no repeat
     assert offline_digest(proc.store, workload) == reference.digest()  # the whole log, every reply checked
 
 
@@ -192,7 +196,7 @@ def test_stop_lets_the_command_in_flight_finish_and_log(tmp_path: Path, monkeypa
     caller.join()
     assert replies and getattr(replies[0], "job", None) == "slow"
     with running(store) as again:
-        assert client(again).get_job("slow").tenant == "globex"
+        assert client(again).get_job("slow", tenant="globex").tenant == "globex"
 
 
 def test_sigterm_shuts_the_server_down_cleanly(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.engine import Engine, EngineError
+from mechanism.engine import Engine, EngineError, UnknownJob
 from server.config import ServerConfig
 from server.scheduler import (
     CLOCK,
@@ -48,14 +48,16 @@ def random_commands(seed: int, n: int) -> list[tuple[str, str, dict]]:
         kind = str(rng.choice(["submit", "arrive", "complete", "advance"], p=[0.35, 0.25, 0.15, 0.25]))
         caller = str(rng.choice(["acme", "globex", "operator"]))
         job = f"j{int(rng.integers(0, max(1, i // 2 + 1)))}"
+        # Mostly the caller's own namespace; sometimes another's (refused unless the operator sends it).
+        tenant = caller if caller != "operator" and rng.random() < 0.9 else str(rng.choice(["acme", "globex"]))
         if kind == "submit":
             sow = random_sow(rng, PLATFORM, max_outcomes=3, signal_mode="duration")
-            tenant = caller if caller != "operator" else str(rng.choice(["acme", "globex"]))
             out.append((caller, kind, {"job_id": job, "tenant": tenant, "sow": sow.model_dump(mode="json")}))
         elif kind == "arrive":
-            out.append((caller, kind, {"job_id": job, "signal": str(int(rng.integers(1, PLATFORM.D_m + 1)))}))
+            signal = str(int(rng.integers(1, PLATFORM.D_m + 1)))
+            out.append((caller, kind, {"job_id": job, "tenant": tenant, "signal": signal}))
         elif kind == "complete":
-            out.append((caller, kind, {"job_id": job}))
+            out.append((caller, kind, {"job_id": job, "tenant": tenant}))
         else:
             out.append(("operator" if rng.random() < 0.8 else caller, kind, {}))
     return out
@@ -85,18 +87,24 @@ def test_any_command_sequence_replays_to_the_same_digest_and_refusals_log_nothin
         again.close()
 
 
-def test_tenants_cannot_touch_each_others_jobs_or_play_rounds(tmp_path: Path) -> None:
+def test_tenants_act_only_in_their_own_namespace_and_cannot_play_rounds(tmp_path: Path) -> None:
     sched = open_scheduler(tmp_path / "s.db")
     sow = random_sow(np.random.default_rng(0), PLATFORM, signal_mode="duration").model_dump(mode="json")
     sched.execute("acme", None, "submit", {"job_id": "a", "tenant": "acme", "sow": sow})
-    with pytest.raises(PermissionDenied, match="job 'a' belongs to another tenant"):
-        sched.execute("globex", None, "complete", {"job_id": "a"})
-    with pytest.raises(PermissionDenied, match="cannot submit for tenant 'acme'"):
+    with pytest.raises(PermissionDenied, match=r"tenant 'globex' cannot complete in tenant 'acme'.s namespace"):
+        sched.execute("globex", None, "complete", {"job_id": "a", "tenant": "acme"})
+    with pytest.raises(UnknownJob, match="globex/a"):  # globex's own "a" does not exist
+        sched.execute("globex", None, "complete", {"job_id": "a", "tenant": "globex"})
+    with pytest.raises(PermissionDenied, match=r"tenant 'globex' cannot submit in tenant 'acme'.s namespace"):
         sched.execute("globex", None, "submit", {"job_id": "b", "tenant": "acme", "sow": sow})
+    with pytest.raises(Refused, match=r"a complete command names its job by 'tenant' and 'job_id'; got keys \['job_id'\]"):
+        sched.execute("globex", None, "complete", {"job_id": "a"})
     with pytest.raises(PermissionDenied, match="AdvanceRound needs the operator token"):
         sched.execute("acme", None, "advance", {})
+    sched.execute("globex", None, "submit", {"job_id": "a", "tenant": "globex", "sow": sow})  # its own "a"
     sched.execute(CLOCK, None, "advance", {})
-    assert sched.store.count() == 2 and sched.engine.now == 1
+    assert sched.store.count() == 3 and sched.engine.now == 1
+    assert set(sched.owners) == {"acme/a", "globex/a"}
 
 
 def test_concurrent_commands_are_group_committed_in_order_and_replay_to_the_same_state(tmp_path: Path) -> None:
@@ -123,7 +131,8 @@ def test_concurrent_commands_are_group_committed_in_order_and_replay_to_the_same
         t.join()
     assert errors == [] and len(replies) == 48 and sched.store.count() == 48
     logged = [cmd.body["job_id"] for cmd in sched.store.commands()]
-    assert [v.id for v in sorted((sched.engine.view(j) for j in logged), key=lambda v: v.seq)] == logged
+    keys = [f"acme/{j}" for j in logged]
+    assert [v.id for v in sorted((sched.engine.view(j) for j in keys), key=lambda v: v.seq)] == keys
     # a retry of an acknowledged request returns the logged reply and logs nothing
     assert sched.execute("acme", "req-5", "submit", {"job_id": "j5", "tenant": "acme", "sow": sows[5]}).reply == replies["j5"]
     digest = sched.engine.digest()
@@ -194,7 +203,7 @@ def test_a_command_failing_half_way_in_a_batch_stops_serving_and_a_restart_reach
 
     def half_way(job_id: str, sow: object) -> object:  # a bug: the engine changes, then raises
         quote = real_submit(job_id, sow)  # type: ignore[arg-type]
-        if job_id == "boom":
+        if job_id == "globex/boom":
             raise RuntimeError("a bug after the engine changed")
         return quote
 
@@ -224,7 +233,7 @@ def test_a_failed_commit_in_a_batch_of_several_callers_acknowledges_none_and_a_r
     logged = sched.engine.digest()
     sched.store._db = FailingCommit(sched.store._db)  # type: ignore[assignment]
     results = _batch_of(sched, [("acme", "r1", _submit("j1")), ("globex", "r2", _submit("j2", "globex")),
-                                ("acme", "r0", _submit("j0")), ("globex", "r1", _submit("j0", "globex"))])
+                                ("acme", "r0", _submit("j0")), ("globex", "r3", _submit("j2", "globex"))])
     assert [type(r).__name__ for r in results] == ["Unavailable", "Unavailable", "Unavailable", "DuplicateJob"]
     assert str(results[0]) == "the command log failed (see the server log); the server must be restarted"
     assert str(tmp_path) not in str(results[0])  # callers, tenants included, learn nothing of the store
@@ -243,7 +252,7 @@ def test_a_retry_racing_its_original_in_one_batch_is_applied_once(tmp_path: Path
     assert (first.replayed, retry.replayed, retry.reply) == (False, True, first.reply)
     assert isinstance(other_tenant, Acknowledged) and not other_tenant.replayed  # request ids are per caller
     assert isinstance(different, Refused) and "already used for a different submit request" in str(different)
-    assert sched.store.count() == 2 and sorted(sched.engine.jobs) == ["g", "j"]
+    assert sched.store.count() == 2 and sorted(sched.engine.jobs) == ["acme/j", "globex/g"]
     sched.close()
 
 
@@ -259,6 +268,20 @@ def test_a_scheduler_that_cannot_replay_its_log_releases_the_store(tmp_path: Pat
     with pytest.raises(ReplayDiverged, match=r"replaying command 1 \(submit\) did not reproduce its logged reply"):
         open_scheduler(path)
     CommandStore(path, CONFIG.identity()).close()
+
+
+def test_a_logged_command_the_code_cannot_apply_is_a_replay_divergence_naming_it(tmp_path: Path) -> None:
+    # a log from before per-tenant namespaces: its reports name no tenant (a KeyError escaped as a traceback)
+    path = tmp_path / "s.db"
+    sched = open_scheduler(path)
+    sched.execute("acme", "r0", "submit", _submit("j0"))
+    sched.close()
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        body = db.execute("SELECT body FROM commands WHERE seq = 1").fetchone()[0]
+        db.execute("UPDATE commands SET body = ? WHERE seq = 1", (body.replace(', "tenant": "acme"', ""),))
+    with pytest.raises(ReplayDiverged, match=r"replaying command 1 \(submit\) failed with KeyError\('tenant'\); "
+                                             "the log was written by different code"):
+        open_scheduler(path)
 
 
 def test_a_snapshot_that_fails_in_any_way_never_fails_the_committed_command(tmp_path: Path,

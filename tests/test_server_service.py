@@ -84,10 +84,28 @@ def test_submit_rejects_a_sow_outside_the_bounds_naming_field_value_and_bound(
     assert list(op.list_jobs()) == []
 
 
-def test_submit_rejects_a_duplicate_job_id(acme: SchedulerClient, globex: SchedulerClient) -> None:
+def test_submit_rejects_a_duplicate_job_id_within_a_tenant(acme: SchedulerClient, op: SchedulerClient) -> None:
     acme.submit("j1", sow())
-    with refused("ALREADY_EXISTS", "'j1' already exists"):
-        globex.submit("j1", sow())
+    with refused("ALREADY_EXISTS", "'acme/j1' already exists"):
+        acme.submit("j1", sow())
+    with refused("ALREADY_EXISTS", "'acme/j1' already exists"):
+        op.submit("j1", sow(), tenant="acme")
+
+
+def test_job_ids_are_per_tenant_so_another_tenant_can_neither_take_nor_see_them(
+        acme: SchedulerClient, globex: SchedulerClient, op: SchedulerClient) -> None:
+    # globex cannot squat acme's id, and learns nothing about it: its own "j1" is a new job
+    acme.submit("j1", sow(outcomes=[[0, 1, 1.0]]))
+    assert globex.submit("j1", sow(outcomes=[[0, 2, 1.0]], concurrency=3)).job == "j1"
+    op.submit("j1", sow())  # the operator's own namespace
+    acme.report_arrival("j1")
+    assert (acme.get_job("j1").view.reported_arrival, globex.get_job("j1").view.reported_arrival) == (0, None)
+    assert globex.get_job("j1").view.concurrency == 3 and op.get_job("j1").tenant == "operator"
+    assert [(j.tenant, j.view.id) for j in op.list_jobs()] == [("acme", "j1"), ("globex", "j1"), ("operator", "j1")]
+    assert op.get_job("j1", tenant="globex").view.concurrency == 3
+    op.report_arrival("j1", tenant="globex")  # the operator names whose job it means
+    assert globex.get_job("j1").view.reported_arrival == 0 and op.get_job("j1").view.reported_arrival is None
+    assert [(j.tenant, j.view.id, j.view.concurrency) for j in acme.list_jobs()] == [("acme", "j1", 2)]
 
 
 @pytest.mark.parametrize(("job_id", "match"), [("", "1 to 128 characters"), ("x" * 129, "1 to 128 characters"),
@@ -104,7 +122,7 @@ def test_refusals_of_huge_inputs_keep_their_status_code_and_name_the_bound(acme:
         acme.submit("z" * 100_000, sow())
     with pytest.raises(RpcFailure, match=r"^INVALID_ARGUMENT: sow.outcomes\[1\].probability \(value -1.0\).{1,600}$"):
         acme.submit("j1", sow(outcomes=[[0, 1, 0.5], *([[0, 2, -1.0]] * 5000)]))
-    with refused("NOT_FOUND", r"job 'ééé.* characters left out\) \.\.\. \u00e9+' not found$"):
+    with refused("NOT_FOUND", r"job 'acme/ééé.* characters left out\) \.\.\. \u00e9+' not found$"):
         acme.get_job("é" * 100_000)
     with refused("INVALID_ARGUMENT", "is not a token this server returned$"):
         acme.list_jobs_page(page_token="7" * 100_000)
@@ -142,7 +160,7 @@ def test_a_refused_command_leaves_its_request_id_free(acme: SchedulerClient, glo
                    lambda: acme.advance(request_id="r")):  # PERMISSION_DENIED
         with pytest.raises(RpcFailure):
             refuse()
-    with refused("PERMISSION_DENIED", "belongs to another tenant"):
+    with refused("NOT_FOUND", "'globex/taken' not found"):
         globex.report_arrival("taken", request_id="r")
     quote = acme.submit("j1", sow(), request_id="r")  # nothing was logged under "r": the id is still free
     assert acme.submit("j1", sow(), request_id="r") == quote
@@ -241,25 +259,41 @@ def test_an_arrival_outside_the_declared_support_is_refused_and_changes_nothing(
 
 
 def test_reports_on_unknown_jobs_are_not_found(acme: SchedulerClient) -> None:
-    with refused("NOT_FOUND", "'nope' not found"):
+    with refused("NOT_FOUND", "'acme/nope' not found"):
         acme.report_arrival("nope")
-    with refused("NOT_FOUND", "'nope' not found"):
+    with refused("NOT_FOUND", "'acme/nope' not found"):
         acme.report_completion("nope")
-    with refused("NOT_FOUND", "'nope' not found"):
+    with refused("NOT_FOUND", "'acme/nope' not found"):
         acme.get_job("nope")
 
 
-def test_reports_for_another_tenants_job_are_denied_and_change_nothing(
+def test_another_tenants_job_is_not_found_exactly_like_one_that_never_existed_and_nothing_changes(
         acme: SchedulerClient, globex: SchedulerClient, op: SchedulerClient) -> None:
     acme.submit("j1", sow())
     before = op.status()
-    with refused("PERMISSION_DENIED", "belongs to another tenant"):
-        globex.report_arrival("j1")
-    with refused("PERMISSION_DENIED", "belongs to another tenant"):
-        globex.report_completion("j1")
-    with refused("PERMISSION_DENIED", "belongs to another tenant"):
-        globex.get_job("j1")
+    for report in (lambda j: globex.report_arrival(j), lambda j: globex.report_completion(j),
+                   lambda j: globex.get_job(j)):
+        with refused("NOT_FOUND", "'globex/j1' not found") as taken:
+            report("j1")
+        with refused("NOT_FOUND", "'globex/j2' not found") as never:
+            report("j2")
+        assert (taken.value.code, taken.value.details.replace("j1", "j2")) == (never.value.code, never.value.details)
     assert op.status() == before
+
+
+@pytest.mark.parametrize("call", ["report_arrival", "report_completion", "get_job"])
+def test_a_tenant_naming_another_tenant_is_denied_and_the_operator_must_name_a_configured_one(
+        acme: SchedulerClient, op: SchedulerClient, call: str) -> None:
+    acme.submit("j1", sow())
+    before = op.status()
+    with refused("PERMISSION_DENIED", "tenant 'acme' cannot (report on|read) the jobs of tenant 'globex'"):
+        getattr(acme, call)("j1", tenant="globex")
+    with refused("INVALID_ARGUMENT", r"tenant='nobody' is not configured \(configured: acme, globex\)"):
+        getattr(op, call)("j1", tenant="nobody")
+    with refused("NOT_FOUND", "'operator/j1' not found"):  # the operator's own namespace
+        getattr(op, call)("j1")
+    assert op.status() == before
+    assert acme.get_job("j1", tenant="acme").tenant == "acme"  # naming itself is allowed
 
 
 def test_a_second_arrival_and_a_completion_of_a_job_not_running_are_failed_preconditions(
@@ -292,15 +326,15 @@ def test_an_archived_job_is_read_refused_and_guarded_like_a_held_one(srv: Runnin
     op.advance()
     op.advance()  # one more command: a snapshot after it in "archive" mode
     archived = srv.scheduler.snapshot_every == 1
-    assert ("j1" not in srv.scheduler.engine.jobs) == archived  # ... and then only the archive has it
-    assert (srv.scheduler.store.archive.job("j1") is not None) == archived
+    assert ("acme/j1" not in srv.scheduler.engine.jobs) == archived  # ... and then only the archive has it
+    assert (srv.scheduler.store.archive.job("acme/j1") is not None) == archived
     job = acme.get_job("j1")
     assert (job.view.state, job.tenant) == ("COMPLETED", "acme") and acme.invoice().lines[0].job == "j1"
-    with refused("PERMISSION_DENIED", "belongs to another tenant"):
+    with refused("NOT_FOUND", "'globex/j1' not found"):
         globex.get_job("j1")
-    with refused("PERMISSION_DENIED", "belongs to another tenant"):
+    with refused("NOT_FOUND", "'globex/j1' not found"):
         globex.report_completion("j1")
-    with refused("ALREADY_EXISTS", "'j1' already exists"):
+    with refused("ALREADY_EXISTS", "'acme/j1' already exists"):
         acme.submit("j1", sow())
     assert [j.view.id for j in op.list_jobs()] == ["j1"] and next(op.watch(follow=False)).job == "j1"
 
@@ -478,8 +512,8 @@ def test_get_platform_reports_bounds_clock_and_the_engines_digest(acme: Schedule
     acme.report_arrival("j1")
     op.advance()
     engine = Engine(Platform(**PLATFORM))
-    engine.submit("j1", SoW.parse(sow(), engine.platform))
-    engine.report_arrival("j1", None)
+    engine.submit("acme/j1", SoW.parse(sow(), engine.platform))
+    engine.report_arrival("acme/j1", None)
     engine.advance()
     status = op.status()
     assert status.platform == Platform(**PLATFORM)

@@ -46,6 +46,14 @@ class JobStatus:
 
 
 @dataclass(frozen=True)
+class TenantEvent:
+    """An event and the tenant whose job it is (the job id in `event` is that tenant's own)."""
+
+    event: Event
+    tenant: str
+
+
+@dataclass(frozen=True)
 class InvoiceLine(Charge):
     """A ledger charge as the server reports it, with the quote it was billed from."""
 
@@ -196,8 +204,14 @@ class SchedulerClient:
         return _status(self._call(self.stub.ReportCompletion, req))
 
     def advance(self, *, request_id: str | None = None) -> RoundReport:
+        """Play the current round (operator, simulated clock); its report, without the tenant of each event."""
+        return self.advance_tenants(request_id=request_id)[0]
+
+    def advance_tenants(self, *, request_id: str | None = None) -> tuple[RoundReport, tuple[str, ...]]:
+        """Play the current round; its report and, for each of its events, the tenant whose job it is."""
         req = pb.AdvanceRoundRequest(request_id=request_id or new_request_id())
-        return convert.round_from_proto(self._call(self.stub.AdvanceRound, req))
+        msg = self._call(self.stub.AdvanceRound, req)
+        return convert.round_from_proto(msg), tuple(e.tenant for e in msg.events)
 
     # ---- reads ----
 
@@ -258,7 +272,13 @@ class SchedulerClient:
         return self._call(self.stub.Echo, pb.EchoRequest(payload=payload)).payload
 
     def watch(self, from_seq: int = 0, *, follow: bool = True, resume: bool = True) -> Iterator[Event]:
-        """Events from `from_seq` on; after a disconnect, reopen from the last seen seq + 1 (no gaps, no repeats).
+        """Events from `from_seq` on, as `watch_tenants` gives them, without the tenant of each job."""
+        for e in self.watch_tenants(from_seq, follow=follow, resume=resume):
+            yield e.event
+
+    def watch_tenants(self, from_seq: int = 0, *, follow: bool = True, resume: bool = True) -> Iterator[TenantEvent]:
+        """Events from `from_seq` on, each with its job's tenant (the operator sees every tenant's, and job ids
+        are per tenant); after a disconnect, reopen from the last seen seq + 1 (no gaps, no repeats).
 
         Without `follow` each stream has the call deadline (a cut stream resumes like a disconnected one).
         The retry budget counts failed reopenings in a row: an event, or a following stream that stayed open for
@@ -274,7 +294,7 @@ class SchedulerClient:
                     event = convert.event_from_proto(msg)
                     seq = event.seq + 1
                     delays = self.retry.delays()
-                    yield event
+                    yield TenantEvent(event, msg.tenant)
                 return
             except grpc.RpcError as exc:
                 if follow and time.monotonic() - opened >= self.retry.max_backoff:  # connected: a new outage

@@ -16,10 +16,9 @@ import grpc
 import pytest
 
 from clients.cli import build_parser, main
-from clients.client import RpcFailure, SchedulerClient
+from clients.client import RpcFailure, SchedulerClient, TenantEvent
 from clients.commands.jobs import exit_code
 from mechanism.engine import RoundReport
-from mechanism.events import Event
 from server.app import RunningServer
 from tests.grpc_support import ACME, OP, client, running, sow
 
@@ -60,6 +59,30 @@ def test_a_job_through_the_cli_with_json(srv: RunningServer, tmp_path: Path,
     assert run_json(capsys, cli(srv, ACME, "invoice", "--to-round", "1"))["charges"] == invoice["charges"]
     watched = run_json(capsys, cli(srv, ACME, "watch", "--no-follow", "--from-seq", "1"))
     assert [e["seq"] for e in watched["events"]] == [1, 2, 3] and watched["next_seq"] == 4
+
+
+def test_the_operator_names_the_tenant_of_a_job_and_sees_each_events_tenant(
+        srv: RunningServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "j1.json"
+    path.write_text(json.dumps(sow(outcomes=[[0, 1, 1.0]])))
+    for tenant in ("globex", "acme"):  # the same id in two namespaces (globex's starts first)
+        assert run_json(capsys, cli(srv, OP, "submit", str(path), "--tenant", tenant))["job"] == "j1"
+    assert main(cli(srv, OP, "arrive", "j1")) == 1  # the operator's own namespace has no j1
+    assert "NOT_FOUND: job 'operator/j1' not found" in capsys.readouterr().err
+    assert run_json(capsys, cli(srv, OP, "arrive", "j1", "--tenant", "globex"))["tenant"] == "globex"
+    assert run_json(capsys, cli(srv, OP, "complete", "j1", "--tenant", "globex"))["tenant"] == "globex"
+    assert run_json(capsys, cli(srv, ACME, "job", "j1"))["reported_arrival"] is None  # acme's j1 did not arrive
+    assert run_json(capsys, cli(srv, OP, "job", "j1", "--tenant", "globex"))["reported_arrival"] == 0
+    report = run_json(capsys, cli(srv, OP, "advance"))
+    assert [(e["tenant"], e["job"], e["type"]) for e in report["events"]] == [
+        ("globex", "j1", "arrive"), ("acme", "j1", "expire"), ("globex", "j1", "start"), ("globex", "j1", "complete")]
+    watched = run_json(capsys, cli(srv, OP, "watch", "--no-follow"))["events"]
+    assert [(e["tenant"], e["type"]) for e in watched[:2]] == [("globex", "quote"), ("acme", "quote")]
+    assert main(cli(srv, OP, "watch", "--no-follow", "--limit", "2")) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert " globex/j1 " in lines[0] and " acme/j1 " in lines[1]
+    assert main(cli(srv, ACME, "job", "j1", "--tenant", "globex")) == 1
+    assert "PERMISSION_DENIED: tenant 'acme' cannot read the jobs of tenant 'globex'" in capsys.readouterr().err
 
 
 def test_text_output_is_readable(srv: RunningServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -253,10 +276,10 @@ def test_an_advance_past_its_deadline_names_its_request_id_and_a_rerun_with_it_a
 
 def test_ctrl_c_during_a_mutating_command_names_its_request_id_and_exits_130(
         srv: RunningServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    def interrupted(self: SchedulerClient, *, request_id: str | None = None) -> RoundReport:
+    def interrupted(self: SchedulerClient, *, request_id: str | None = None) -> tuple[RoundReport, tuple[str, ...]]:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(SchedulerClient, "advance", interrupted)
+    monkeypatch.setattr(SchedulerClient, "advance_tenants", interrupted)
     assert main(cli(srv, OP, "advance", "--request-id", "r1")) == 130
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
@@ -268,15 +291,15 @@ class WatchUntilStopped:
 
     def __init__(self, srv: RunningServer, monkeypatch: pytest.MonkeyPatch, argv: list[str], n: int) -> None:
         delivered = threading.Event()
-        real = SchedulerClient.watch
+        real = SchedulerClient.watch_tenants
 
-        def spy(self: SchedulerClient, *args: Any, **kwargs: Any) -> Iterator[Event]:
+        def spy(self: SchedulerClient, *args: Any, **kwargs: Any) -> Iterator[TenantEvent]:
             for i, e in enumerate(real(self, *args, **kwargs)):
                 if i + 1 == n:
                     delivered.set()
                 yield e
 
-        monkeypatch.setattr(SchedulerClient, "watch", spy)
+        monkeypatch.setattr(SchedulerClient, "watch_tenants", spy)
         self.code: list[int] = []
         thread = threading.Thread(target=lambda: self.code.append(main(argv)), daemon=True)
         thread.start()

@@ -60,6 +60,9 @@ def connect(args: argparse.Namespace) -> SchedulerClient:
                            retry=RetryPolicy(attempts=args.retries))
 
 
+TENANT_HELP = "operator only: the tenant whose job this is (job ids are per tenant; default: the operator's own)"
+
+
 def register(sub: Any) -> None:
     p = _command(sub, "submit", "submit a statement of work from a JSON file; prints the binding quote", submit,
                  mutating=True)
@@ -69,8 +72,13 @@ def register(sub: Any) -> None:
     p = _command(sub, "arrive", "report that a job is ready now", arrive, mutating=True)
     p.add_argument("job", help="the job id")
     p.add_argument("--signal", help="the observed signal (omit for none)")
+    p.add_argument("--tenant", default="", help=TENANT_HELP)
     p = _command(sub, "complete", "report that a job's work ends in this round", complete, mutating=True)
     p.add_argument("job", help="the job id")
+    p.add_argument("--tenant", default="", help=TENANT_HELP)
+    p = _command(sub, "job", "one job's status", job)
+    p.add_argument("job", help="the job id")
+    p.add_argument("--tenant", default="", help=TENANT_HELP)
     _command(sub, "advance", "play the current round (operator, simulated clock)", advance, mutating=True)
     p = _command(sub, "jobs", "list jobs (a tenant sees its own)", jobs)
     p.add_argument("--state", action="append", choices=STATES, default=[], help="filter (repeatable)")
@@ -217,20 +225,29 @@ def quote_text(q: Quote) -> str:
 
 
 def arrive(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
-    s = client.report_arrival(args.job, args.signal, request_id=args.request_id)
+    s = client.report_arrival(args.job, args.signal, request_id=args.request_id, tenant=args.tenant)
     return {**s.view.to_dict(), "tenant": s.tenant, "text": f"job {s.view.id}: {s.view.state}"
             + ("" if s.view.scheduled_start is None else f", scheduled to start in round {s.view.scheduled_start}")}
 
 
 def complete(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
-    s = client.report_completion(args.job, request_id=args.request_id)
+    s = client.report_completion(args.job, request_id=args.request_id, tenant=args.tenant)
     return {**s.view.to_dict(), "tenant": s.tenant, "text": f"job {s.view.id}: {s.view.state}, completion reported"}
 
 
+def job(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    s = client.get_job(args.job, tenant=args.tenant)
+    v = s.view
+    fields = " ".join(f"{k}={val}" for k, val in v.to_dict().items() if k != "id" and val is not None)
+    return {**v.to_dict(), "tenant": s.tenant, "text": f"job {v.id} (tenant {s.tenant}): {fields}"}
+
+
 def advance(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
-    r = client.advance(request_id=args.request_id)
+    r, tenants = client.advance_tenants(request_id=args.request_id)
     head = f"round {r.round}: {len(r.events)} events, running {r.running} nodes, unit price {r.unit_price:.4f}"
-    return {**round_dict(r), "text": "\n".join([head, *(event_text(e) for e in r.events)])}
+    out = round_dict(r)
+    out["events"] = [{**e, "tenant": t} for e, t in zip(out["events"], tenants, strict=True)]
+    return {**out, "text": "\n".join([head, *(event_text(e, t) for e, t in zip(r.events, tenants, strict=True))])}
 
 
 def round_dict(r: RoundReport) -> dict[str, Any]:
@@ -248,9 +265,11 @@ def jobs(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
     return {"jobs": [{**s.view.to_dict(), "tenant": s.tenant} for s in rows], "text": "\n".join(text)}
 
 
-def event_text(e: Event) -> str:
+def event_text(e: Event, tenant: str = "") -> str:
+    """One line per event; the job as tenant/id when the tenant is known (the operator sees every tenant's)."""
     data = " ".join(f"{k}={v}" for k, v in e.data.items() if k != "plan")
-    return f"#{e.seq:<6} round {e.round:<5} {e.type:13} {e.job} {data}"
+    job = f"{tenant}/{e.job}" if tenant else e.job
+    return f"#{e.seq:<6} round {e.round:<5} {e.type:13} {job} {data}"
 
 
 def watch(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any] | None:
@@ -262,13 +281,14 @@ def watch(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any] |
     seen = 0
     last: int | None = None
     try:
-        for e in client.watch(args.from_seq, follow=not args.no_follow):
+        for te in client.watch_tenants(args.from_seq, follow=not args.no_follow):
+            e = te.event
             seen += 1
             last = e.seq
             if args.json:
-                events.append(e.to_dict())
+                events.append({**e.to_dict(), "tenant": te.tenant})
             else:
-                print(event_text(e), flush=True)
+                print(event_text(e, te.tenant), flush=True)
             if args.limit and seen >= args.limit:
                 break
     except KeyboardInterrupt:

@@ -59,9 +59,13 @@ def test_state_digest_with_a_tenant_token_exits_1_instead_of_printing_an_empty_d
     assert out == "" and "PERMISSION_DENIED: the state digest needs the operator token" in err
 
 
-def test_state_digest_of_an_unreachable_server_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["state-digest", "--server", "127.0.0.1:1", "--retries", "1"]) == 1
+def test_state_digest_and_simulate_of_an_unreachable_server_exit_69(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["state-digest", "--server", "127.0.0.1:1", "--retries", "1"]) == 69
     assert "UNAVAILABLE" in capsys.readouterr().err
+    assert main(["simulate", "--workload", "toy", "--server", "127.0.0.1:1", "--retries", "1"]) == 69
+    assert "sowsched simulate: UNAVAILABLE" in capsys.readouterr().err
+    assert main(["simulate", "--workload", "toy", "--server", "127.0.0.1:1", "--retries", "0"]) == 2
+    assert "sowsched simulate: --retries=0 is below the bound 1" in capsys.readouterr().err
 
 
 def test_serve_refuses_a_negative_snapshot_interval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -82,8 +82,9 @@ def state_digest(args: argparse.Namespace) -> int:
     try:
         out = _offline_digest(args) if args.store else _remote_digest(args)
     except RpcFailure as exc:
+        from clients.commands.jobs import exit_code
         print(f"sowsched state-digest: {exc}", file=sys.stderr)
-        return 1
+        return exit_code(exc)
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"sowsched state-digest: {exc}", file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from clients.commands.jobs import DEFAULT_ATTEMPTS
 from clients.workloads import WORKLOADS, load_workload_file, make_workload, workload_document
 from mechanism.simulation import SimulationResult, Workload, run_simulation
 
@@ -29,6 +30,10 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--server", metavar="HOST:PORT", help="drive a running server (fresh store) over gRPC instead")
     p.add_argument("--token", default=os.environ.get("SOWSCHED_TOKEN"), help="operator token for --server")
+    p.add_argument("--tls-ca", type=Path, help="with --server: CA certificate, connect with TLS")
+    p.add_argument("--timeout", type=float, default=30.0, help="with --server: deadline per call in seconds")
+    p.add_argument("--retries", type=int, default=DEFAULT_ATTEMPTS,
+                   help="with --server: attempts on UNAVAILABLE or DEADLINE_EXCEEDED, with the same request id")
     p.set_defaults(func=run)
 
 
@@ -60,14 +65,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"sowsched simulate: {exc}", file=sys.stderr)
         return 2
     if args.server:
-        from clients.client import RpcFailure, SchedulerClient
+        from clients.client import RpcFailure
+        from clients.commands.jobs import connect, exit_code
         from clients.grpc_sim import RemoteSchedulerError, run_remote_simulation
         try:
-            with SchedulerClient(args.server, args.token) as client:
+            client = connect(args)
+        except ValueError as exc:
+            print(f"sowsched simulate: {exc}", file=sys.stderr)
+            return 2
+        try:
+            with client:
                 result = run_remote_simulation(workload, client, oracle=args.oracle)
         except (RpcFailure, RemoteSchedulerError) as exc:
             print(f"sowsched simulate: {exc}", file=sys.stderr)
-            return 1
+            return exit_code(exc) if isinstance(exc, RpcFailure) else 1
     else:
         result = run_simulation(workload, oracle=args.oracle)
     if args.events:

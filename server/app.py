@@ -45,6 +45,8 @@ class ServerOptions:
     snapshot_every: int = SNAPSHOT_EVERY  # logged commands between state snapshots; 0: never
     metrics_listen: str | None = None  # HOST:PORT of the Prometheus /metrics endpoint; None: no endpoint
     min_ping_interval: float = 10.0  # seconds; clients' keepalive pings may come this often (SchedulerClient: 30 s)
+    keepalive_time: float = 60.0  # seconds of quiet on a connection before the server pings the client
+    keepalive_timeout: float = 20.0  # seconds the server waits for the ack before it closes the connection
 
 
 class StartupError(RuntimeError):
@@ -211,11 +213,22 @@ def _max_watchers(options: ServerOptions) -> int:
 
 def _keepalive_options(options: ServerOptions) -> list[tuple[str, int]]:
     """Accept clients' keepalive pings every `min_ping_interval` seconds, with or without calls in flight; gRPC's
-    defaults (5 min, and 2 h without calls) answer faster pings with GOAWAY "too_many_pings" after two strikes."""
-    if not 0.001 <= options.min_ping_interval <= 1e9:  # also refuses nan; gRPC counts whole milliseconds
-        raise StartupError(f"min_ping_interval={options.min_ping_interval:g} is outside [0.001, 1e9] seconds")
+    defaults (5 min, and 2 h without calls) answer faster pings with GOAWAY "too_many_pings" after two strikes.
+
+    And ping clients after `keepalive_time` seconds of quiet, closing the connection when the ack takes longer than
+    `keepalive_timeout`: a watcher whose client vanished (no FIN, no RST) otherwise holds its stream slot and worker
+    thread for gRPC's default 2 hours. gRPC 1.85 bounds the ack's wait by grpc.http2.ping_timeout_ms, so it is set too.
+    """
+    for name in ("min_ping_interval", "keepalive_time", "keepalive_timeout"):
+        value = getattr(options, name)
+        if not 0.001 <= value <= 1e9:  # also refuses nan; gRPC counts whole milliseconds
+            raise StartupError(f"{name}={value:g} is outside [0.001, 1e9] seconds")
+    timeout_ms = round(options.keepalive_timeout * 1000)
     return [("grpc.http2.min_recv_ping_interval_without_data_ms", round(options.min_ping_interval * 1000)),
-            ("grpc.keepalive_permit_without_calls", 1)]
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.keepalive_time_ms", round(options.keepalive_time * 1000)),
+            ("grpc.keepalive_timeout_ms", timeout_ms), ("grpc.http2.ping_timeout_ms", timeout_ms),
+            ("grpc.http2.max_pings_without_data", 0)]
 
 
 def _server_metrics(options: ServerOptions) -> ServerMetrics | None:

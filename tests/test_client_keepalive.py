@@ -195,9 +195,34 @@ def test_a_keepalive_outside_its_bounds_is_refused_naming_the_field(kwargs: dict
         Keepalive(**kwargs)
 
 
+@pytest.mark.parametrize("name", ["min_ping_interval", "keepalive_time", "keepalive_timeout"])
 @pytest.mark.parametrize("interval", [0.0, float("nan"), 1e10])
-def test_a_server_min_ping_interval_outside_its_bounds_is_refused_naming_the_option(
-        tmp_path: Path, interval: float) -> None:
-    options = ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0", min_ping_interval=interval)
-    with pytest.raises(StartupError, match=r"^min_ping_interval=.* is outside \[0\.001, 1e9\] seconds"):
+def test_a_server_keepalive_option_outside_its_bounds_is_refused_naming_the_option(
+        tmp_path: Path, name: str, interval: float) -> None:
+    options = ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0", **{name: interval})
+    with pytest.raises(StartupError, match=rf"^{name}=.* is outside \[0\.001, 1e9\] seconds"):
         start_server(config(), options)
+
+
+def test_the_server_frees_the_stream_slot_of_a_watcher_whose_connection_went_half_open(tmp_path: Path) -> None:
+    # one stream slot: while the vanished watcher held it, every other watch was RESOURCE_EXHAUSTED for 2 hours
+    with running(tmp_path / "s.db", max_watchers=1, min_ping_interval=SERVER_MIN_PING, keepalive_time=0.5,
+                 keepalive_timeout=0.5) as srv:
+        proxy = Proxy(srv.port)
+        try:
+            with client(srv, OP) as direct:
+                direct.submit("j1", sow(), tenant="acme")
+                gone = Follower(SchedulerClient(f"127.0.0.1:{proxy.port}", OP))  # the client's own keepalive: 30 s
+                assert gone.wait_for(1, within=5)
+                with pytest.raises(RpcFailure, match=r"^RESOURCE_EXHAUSTED: 1 event streams are open"):
+                    list(direct.watch(0, follow=False, resume=False))
+                proxy.blackhole()
+                deadline, seen = time.monotonic() + 8, None
+                while seen is None and time.monotonic() < deadline:
+                    with suppress(RpcFailure):
+                        seen = list(direct.watch(0, follow=False, resume=False))
+                    time.sleep(0.1)
+                assert seen is not None and [e.job for e in seen] == ["j1"]
+                gone.close()
+        finally:
+            proxy.close()

@@ -122,6 +122,16 @@ def test_serve_refuses_a_negative_grace(tmp_path: Path, capsys: pytest.CaptureFi
     assert "argument --grace: -1.0 is not a number of seconds >= 0" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flag", ["--min-ping-interval", "--keepalive-time", "--keepalive-timeout"])
+@pytest.mark.parametrize("value", ["0", "nan", "1e10"])
+def test_serve_refuses_a_keepalive_interval_outside_its_bounds(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               flag: str, value: str) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["serve", "--store", str(tmp_path / "s.db"), "--config", "platform.toml", flag, value])
+    assert info.value.code == 2
+    assert f"argument {flag}: {float(value)} is outside [0.001, 1e9] seconds" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command", ["serve", "state-digest"])
 def test_every_argument_has_a_help_text(command: str) -> None:
     assert undocumented_arguments(command) == []

@@ -37,6 +37,13 @@ def register(sub: Any) -> None:
     p.add_argument("--metrics-listen", metavar="HOST:PORT",
                    help="serve Prometheus metrics at http://HOST:PORT/metrics (port 0 picks a free one; off "
                         "by default)")
+    p.add_argument("--min-ping-interval", type=_positive_seconds, default=10.0,
+                   help="seconds: clients may send keepalive pings this often (default %(default)g)")
+    p.add_argument("--keepalive-time", type=_positive_seconds, default=60.0,
+                   help="seconds of quiet before the server pings a client (default %(default)g)")
+    p.add_argument("--keepalive-timeout", type=_positive_seconds, default=20.0,
+                   help="seconds without the ping's ack before the server drops the connection and frees its "
+                        "event streams (default %(default)g)")
     p.set_defaults(func=serve)
 
     p = sub.add_parser("state-digest", help="hash of the full state, from a running server (operator token) or by "
@@ -49,6 +56,13 @@ def register(sub: Any) -> None:
                         "from the newest snapshot")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=state_digest)
+
+
+def _positive_seconds(text: str) -> float:
+    value = float(text)
+    if not (0.001 <= value <= 1e9):
+        raise argparse.ArgumentTypeError(f"{value} is outside [0.001, 1e9] seconds")
+    return value
 
 
 def _seconds(text: str) -> float:
@@ -69,7 +83,9 @@ def serve(args: argparse.Namespace) -> int:
         options = ServerOptions(store=args.store, listen=args.listen, clock=args.clock,
                                 round_seconds=args.round_seconds, tls_cert=args.tls_cert, tls_key=args.tls_key,
                                 max_workers=args.workers, max_watchers=args.max_watchers, grace_seconds=args.grace,
-                                snapshot_every=args.snapshot_every, metrics_listen=args.metrics_listen)
+                                snapshot_every=args.snapshot_every, metrics_listen=args.metrics_listen,
+                                min_ping_interval=args.min_ping_interval, keepalive_time=args.keepalive_time,
+                                keepalive_timeout=args.keepalive_timeout)
         return serve_until_signalled(config, options, args.port_file)
     except (ConfigError, StoreError, StartupError, OSError) as exc:
         print(f"sowsched serve: {exc}", file=sys.stderr)

@@ -134,7 +134,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         ack = self.scheduler.execute(principal, request_id or None, kind, body, sow)
         self._fields.extra = {"writer_ms": round(ack.writer_ms, 3), "commit_ms": round(ack.commit_ms, 3),
                               "retry": ack.replayed,
-                              "request_id": request_id, **({"job_id": body["job_id"]} if "job_id" in body else {})}
+                              "request_id": request_id,
+                              **({"tenant": body["tenant"], "job_id": body["job_id"]} if "job_id" in body else {})}
         return ack.reply
 
     # ---- commands ----

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import time
 from collections.abc import Iterator
@@ -671,3 +672,13 @@ def test_an_unexpected_error_is_internal_without_its_details(srv: RunningServer,
     monkeypatch.setattr(srv.scheduler.engine, "view", broken)
     with pytest.raises(RpcFailure, match=r"^INTERNAL: internal error: RuntimeError$"):
         acme.get_job("j1")
+
+
+def test_the_rpc_log_line_of_a_command_names_the_tenant_and_the_job(
+        acme: SchedulerClient, op: SchedulerClient, caplog: pytest.LogCaptureFixture) -> None:
+    acme.submit("j1", sow())
+    with caplog.at_level(logging.INFO, logger="sowsched.rpc"):
+        op.report_arrival("j1", tenant="acme", request_id="arr")
+    fields = [getattr(r, "fields", {}) for r in caplog.records if r.name == "sowsched.rpc"]
+    assert [(f["method"], f["caller"], f["tenant"], f["job_id"], f["request_id"]) for f in fields] == [
+        ("ReportArrival", "operator", "acme", "j1", "arr")]

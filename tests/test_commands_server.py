@@ -68,6 +68,16 @@ def test_state_digest_and_simulate_of_an_unreachable_server_exit_69(capsys: pyte
     assert "sowsched simulate: --retries=0 is below the bound 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [["simulate", "--workload", "toy"], ["state-digest"]])
+def test_a_missing_tls_ca_file_is_a_usage_error_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                command: list[str]) -> None:
+    missing = tmp_path / "no-ca.pem"
+    assert main([*command, "--server", "127.0.0.1:1", "--tls-ca", str(missing), "--retries", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"sowsched {command[0]}: ") and str(missing) in err
+    assert "Traceback" not in err
+
+
 def test_serve_refuses_a_negative_snapshot_interval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "platform.toml"
     config.write_text(toml_text(PLATFORM))

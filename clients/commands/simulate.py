@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         from clients.grpc_sim import RemoteSchedulerError, run_remote_simulation
         try:
             client = connect(args)
-        except ValueError as exc:
+        except (OSError, ValueError) as exc:  # a bad option, or an unreadable --tls-ca file
             print(f"sowsched simulate: {exc}", file=sys.stderr)
             return 2
         try:

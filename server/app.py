@@ -224,7 +224,8 @@ def _keepalive_options(options: ServerOptions) -> list[tuple[str, int]]:
         if not 0.001 <= value <= 1e9:  # also refuses nan; gRPC counts whole milliseconds
             raise StartupError(f"{name}={value:g} is outside [0.001, 1e9] seconds")
     timeout_ms = round(options.keepalive_timeout * 1000)
-    return [("grpc.http2.min_recv_ping_interval_without_data_ms", round(options.min_ping_interval * 1000)),
+    # GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS; gRPC ignores argument names it does not know
+    return [("grpc.http2.min_ping_interval_without_data_ms", round(options.min_ping_interval * 1000)),
             ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.keepalive_time_ms", round(options.keepalive_time * 1000)),
             ("grpc.keepalive_timeout_ms", timeout_ms), ("grpc.http2.ping_timeout_ms", timeout_ms),

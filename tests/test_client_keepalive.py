@@ -164,10 +164,12 @@ def test_a_following_watch_without_retries_fails_unavailable_on_a_blackholed_con
 
 def test_the_server_accepts_keepalive_pings_on_a_quiet_stream_instead_of_goaway_too_many_pings(
         tmp_path: Path) -> None:
-    with running(tmp_path / "s.db", min_ping_interval=0.1) as srv, client(srv, OP) as direct:
-        c = client(srv, OP, keepalive=Keepalive(time=0.3, timeout=1.0), retry=RetryPolicy(attempts=1))
-        follower = Follower(c)  # one attempt: a GOAWAY would end the watch with UNAVAILABLE
-        time.sleep(3.0)  # ten pings without data: gRPC's default policy (5 min, 2 strikes) answers about the 5th
+    with running(tmp_path / "s.db", min_ping_interval=SERVER_MIN_PING) as srv, client(srv, OP) as direct:
+        c = client(srv, OP, keepalive=FAST, retry=RetryPolicy(attempts=1))
+        follower = Follower(c)  # one attempt: a GOAWAY would end the watch with UNAVAILABLE "Too many pings"
+        # five pings without data (gRPC sends them at most about once a second); gRPC's default policy (5 min
+        # between pings, 2 strikes) answers the 4th with GOAWAY too_many_pings, so does a misspelt channel argument
+        time.sleep(5.5)
         direct.submit("j0", sow(), tenant="acme")
         delivered = follower.wait_for(1, within=3.0)
         follower.close()

@@ -11,8 +11,8 @@ EXIT_REFUSED = 1  # the server answered with a refusal (INVALID_ARGUMENT, NOT_FO
 EXIT_USAGE = 2  # bad input found before any call: options, files, tokens
 EXIT_UNAVAILABLE = 69  # sysexits EX_UNAVAILABLE: no answer from the server after the retries
 EXIT_INTERRUPTED = 130  # Ctrl-C, the shell's code for SIGINT
-EPILOG = f"""exit codes of the commands that talk to a server (submit, arrive, complete, advance, jobs, watch,
-invoice):
+EPILOG = f"""exit codes of the commands that talk to a server (submit, arrive, complete, job, advance, jobs, watch,
+invoice, state-digest --server, simulate --server):
   0    done
   {EXIT_REFUSED}    the server refused the call (its status code and message on stderr)
   {EXIT_USAGE}    usage error: a bad option, file or token, found before any call

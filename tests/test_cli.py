@@ -30,3 +30,12 @@ def test_help_documents_every_exit_code(argv: list[str], capsys: pytest.CaptureF
     for code in (0, cli.EXIT_REFUSED, cli.EXIT_USAGE, cli.EXIT_UNAVAILABLE, cli.EXIT_INTERRUPTED):
         assert re.search(rf"^  {code} +\S", out, re.M), f"exit code {code} is not documented"
     assert (cli.EXIT_REFUSED, cli.EXIT_USAGE, cli.EXIT_UNAVAILABLE, cli.EXIT_INTERRUPTED) == (1, 2, 69, 130)
+
+
+def test_the_exit_code_list_names_every_command_that_talks_to_a_server() -> None:
+    listed = re.search(r"talk to a server \(([^)]*)\)", cli.EPILOG, re.S)
+    assert listed is not None
+    named = {w.strip() for w in listed.group(1).replace("\n", " ").split(",")}
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    talking = {name for name, p in sub.choices.items() if any(a.dest == "server" for a in p._actions)}
+    assert talking - {"serve"} <= {n.split()[0] for n in named}, f"not listed: {sorted(talking - named)}"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -11,6 +13,7 @@ EXIT_REFUSED = 1  # the server answered with a refusal (INVALID_ARGUMENT, NOT_FO
 EXIT_USAGE = 2  # bad input found before any call: options, files, tokens
 EXIT_UNAVAILABLE = 69  # sysexits EX_UNAVAILABLE: no answer from the server after the retries
 EXIT_INTERRUPTED = 130  # Ctrl-C, the shell's code for SIGINT
+EXIT_BROKEN_PIPE = 141  # stdout's reader went away (`| head`): the shell's code for SIGPIPE
 EPILOG = f"""exit codes of the commands that talk to a server (submit, arrive, complete, job, advance, jobs, watch,
 invoice, state-digest --server, simulate --server):
   0    done
@@ -19,7 +22,8 @@ invoice, state-digest --server, simulate --server):
   {EXIT_UNAVAILABLE}   no answer: the server was unreachable, too slow or cancelled the call after --retries
        attempts (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED); a mutating command's outcome is then unknown and
        the message names its request id: re-run with --request-id ID to retry it safely
-  {EXIT_INTERRUPTED}  interrupted by Ctrl-C (watch: the normal end of a follow, exit 0)"""
+  {EXIT_INTERRUPTED}  interrupted by Ctrl-C (watch: the normal end of a follow, exit 0)
+  {EXIT_BROKEN_PIPE}  stdout was closed by its reader (`sowsched watch | head -1`): the output stopped there"""
 
 # Each module registers its own subcommands; add a module here to add commands.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -48,7 +52,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, not a traceback
         print(f"sowsched {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader went away: nobody to tell, and the shell's code for SIGPIPE
+        _drop_stdout()
+        return EXIT_BROKEN_PIPE
     return int(code or 0)
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit does not fail again on the closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no descriptor (a replaced sys.stdout)
+        os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":

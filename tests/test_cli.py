@@ -27,9 +27,10 @@ def test_help_documents_every_exit_code(argv: list[str], capsys: pytest.CaptureF
     with pytest.raises(SystemExit, match=r"^0$"):
         cli.main(argv)
     out = capsys.readouterr().out
-    for code in (0, cli.EXIT_REFUSED, cli.EXIT_USAGE, cli.EXIT_UNAVAILABLE, cli.EXIT_INTERRUPTED):
+    for code in (0, cli.EXIT_REFUSED, cli.EXIT_USAGE, cli.EXIT_UNAVAILABLE, cli.EXIT_INTERRUPTED, cli.EXIT_BROKEN_PIPE):
         assert re.search(rf"^  {code} +\S", out, re.M), f"exit code {code} is not documented"
-    assert (cli.EXIT_REFUSED, cli.EXIT_USAGE, cli.EXIT_UNAVAILABLE, cli.EXIT_INTERRUPTED) == (1, 2, 69, 130)
+    assert (cli.EXIT_REFUSED, cli.EXIT_USAGE, cli.EXIT_UNAVAILABLE, cli.EXIT_INTERRUPTED, cli.EXIT_BROKEN_PIPE) == \
+        (1, 2, 69, 130, 141)
 
 
 def test_the_exit_code_list_names_every_command_that_talks_to_a_server() -> None:
@@ -39,3 +40,13 @@ def test_the_exit_code_list_names_every_command_that_talks_to_a_server() -> None
     sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     talking = {name for name, p in sub.choices.items() if any(a.dest == "server" for a in p._actions)}
     assert talking - {"serve"} <= {n.split()[0] for n in named}, f"not listed: {sorted(talking - named)}"
+
+
+def test_a_closed_stdout_ends_any_command_with_141_and_no_traceback(monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    def reader_gone(args: argparse.Namespace) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(simulate, "run", reader_gone)
+    assert cli.main(["simulate", "--workload", "toy"]) == 141
+    assert capsys.readouterr() == ("", "")

@@ -6,6 +6,8 @@ import argparse
 import json
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -15,12 +17,12 @@ from typing import Any
 import grpc
 import pytest
 
-from clients.cli import build_parser, main
+from clients.cli import EXIT_BROKEN_PIPE, build_parser, main
 from clients.client import RpcFailure, SchedulerClient, TenantEvent
 from clients.commands.jobs import exit_code
 from mechanism.engine import RoundReport
 from server.app import RunningServer
-from tests.grpc_support import ACME, OP, client, running, sow
+from tests.grpc_support import ACME, OP, ROOT, client, running, sow
 
 
 @pytest.fixture()
@@ -346,3 +348,21 @@ def test_a_successful_watch_json_names_the_last_seq(srv: RunningServer, capsys: 
 def test_exit_69_means_no_answer_and_every_other_failure_is_a_refusal(code: str) -> None:
     expected = 69 if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED") else 1
     assert exit_code(RpcFailure(code, "x")) == expected
+
+
+def test_a_watch_whose_reader_closed_stdout_ends_quietly_with_the_sigpipe_code_not_a_usage_error(
+        srv: RunningServer) -> None:
+    # `sowsched watch | head -1`: after head exits, the next line hits a closed pipe
+    client(srv, ACME).submit("j1", sow())
+    proc = subprocess.Popen([sys.executable, "-m", "clients.cli", *cli(srv, OP, "watch")], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().startswith(b"#0 ")
+        proc.stdout.close()  # the reader goes away
+        client(srv, ACME).submit("j2", sow())  # the watch's next line is written to the closed pipe
+        code = proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.stderr is not None
+    assert (code, proc.stderr.read()) == (EXIT_BROKEN_PIPE, b"")

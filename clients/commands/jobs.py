@@ -145,6 +145,8 @@ def _runner(name: str, body: Callable[[SchedulerClient, argparse.Namespace], Any
                 raise
             print(f"sowsched {name}: interrupted{_retry_hint(args, None)}", file=sys.stderr)
             return EXIT_INTERRUPTED
+        except BrokenPipeError:  # stdout's reader went away (an OSError, but no usage error): sowsched's main
+            raise
         except (OSError, ValueError) as exc:
             print(f"sowsched {name}: {exc}", file=sys.stderr)
             return EXIT_USAGE

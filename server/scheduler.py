@@ -216,7 +216,7 @@ class DurableScheduler:
         n = 0
         for cmd in self.store.commands(after=self._seq):
             try:
-                result = apply_command(self.engine, cmd.kind, cmd.body)
+                result = apply_command(self.engine, cmd.kind, self._upgraded(cmd.kind, cmd.body))
             except (EngineError, ValidationError, ValueError, KeyError, TypeError) as exc:  # it was accepted once
                 raise ReplayDiverged(f"store {self.store.path}: replaying command {cmd.seq} ({cmd.kind}) failed with "
                                      f"{exc!r}; the log was written by different code") from exc
@@ -265,6 +265,17 @@ class DurableScheduler:
             return
         self.metrics.snapshot(time.perf_counter() - started)
         log.info("snapshot", extra={"fields": {"seq": self._seq, "ms": round(1000 * (time.perf_counter() - started), 1)}})
+
+    def _upgraded(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A logged report from before per-tenant job ids names no tenant; its job id was unique on the platform
+        then, so the one tenant holding a job of that id is the one it meant (its logged reply does not change)."""
+        if kind not in ("arrive", "complete") or "tenant" in body or not isinstance(body.get("job_id"), str):
+            return body
+        for tenant in (*self.config.tenants, OPERATOR):
+            key = namespace.key(tenant, body["job_id"])
+            if key in self.owners or self.store.archive.owner(key) is not None:
+                return {**body, "tenant": tenant}
+        return body
 
     def _record(self, kind: str, body: dict[str, Any]) -> None:
         if kind == "submit":

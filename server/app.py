@@ -23,7 +23,7 @@ from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
 from server.metrics import MAX_PORT, NO_METRICS, MetricsEndpoint, Observer, ServerMetrics, parse_address
 from server.scheduler import CLOCK, SNAPSHOT_EVERY, DurableScheduler, Refused
-from server.service import Clock, SchedulerService, encode_reply
+from server.service import Clock, SchedulerService, encode_reply, legacy_replies
 from server.store import CommandStore, store_path
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Scheduler"].full_name
@@ -164,7 +164,7 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     metrics = _server_metrics(options)
     observer: Observer = NO_METRICS if metrics is None else metrics
     scheduler = DurableScheduler(config, CommandStore(store_path(options.store), config.identity()), encode_reply,
-                                 options.snapshot_every, observer)
+                                 options.snapshot_every, observer, legacy=legacy_replies)
     log.info("replayed", extra={"fields": {"snapshot_seq": scheduler.restored_from, "commands": scheduler.replayed,
                                            "round": scheduler.engine.now,
                                            "s": round(time.perf_counter() - started, 3)}})

@@ -25,6 +25,7 @@ from server.store import CommandStore, Snapshot, StoreError
 
 Result = Quote | JobView | RoundReport
 Encoder = Callable[[str, Result], bytes]  # (kind, result) -> the reply as sent
+LegacyEncoder = Callable[[str, Result], tuple[bytes, ...]]  # the replies earlier builds logged for the same result
 SNAPSHOT_EVERY = 1000  # logged commands between snapshots
 
 log = logging.getLogger("sowsched.scheduler")
@@ -113,13 +114,15 @@ class DurableScheduler:
     """The engine behind one lock, its command log, job owners and request ids; replays the log on start."""
 
     def __init__(self, config: ServerConfig, store: CommandStore, encode: Encoder,
-                 snapshot_every: int = SNAPSHOT_EVERY, metrics: Observer = NO_METRICS) -> None:
+                 snapshot_every: int = SNAPSHOT_EVERY, metrics: Observer = NO_METRICS,
+                 legacy: LegacyEncoder | None = None) -> None:
         if snapshot_every < 0:
             raise ValueError(f"snapshot_every={snapshot_every} is below the bound 0 (0 turns snapshots off)")
         self.config = config
         self.engine = Engine(config.platform, oracle=config.oracle)
         self.store = store
         self._encode = encode
+        self._legacy = legacy  # replay also accepts the replies of earlier wire formats for the same result
         self.metrics = metrics  # told of every logged command, snapshot and settler pass
         self._lock = threading.Lock()
         self.changed = threading.Condition(self._lock)
@@ -221,7 +224,8 @@ class DurableScheduler:
                 raise ReplayDiverged(f"store {self.store.path}: replaying command {cmd.seq} ({cmd.kind}) failed with "
                                      f"{exc!r}; the log was written by different code") from exc
             self._record(cmd.kind, cmd.body)
-            if self._encode(cmd.kind, result) != cmd.reply:
+            if self._encode(cmd.kind, result) != cmd.reply and \
+                    (self._legacy is None or cmd.reply not in self._legacy(cmd.kind, result)):
                 raise ReplayDiverged(f"store {self.store.path}: replaying command {cmd.seq} ({cmd.kind}) did not "
                                      "reproduce its logged reply; the log was written by different code")
             self._seq = cmd.seq

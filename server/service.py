@@ -53,6 +53,17 @@ def encode_reply(kind: str, result: Result) -> bytes:
     return convert.round_to_proto(result).SerializeToString(deterministic=True)
 
 
+def legacy_replies(kind: str, result: Result) -> tuple[bytes, ...]:
+    """The replies earlier builds logged for the same result, which a replay accepts: before per-tenant job ids, a
+    round's events named no tenant (the other replies are the same bytes)."""
+    if not isinstance(result, RoundReport):
+        return ()
+    msg = convert.round_to_proto(result)
+    for event in msg.events:
+        event.ClearField("tenant")
+    return (msg.SerializeToString(deterministic=True),)
+
+
 class Clock:
     """How rounds advance: by AdvanceRound (simulated) or every `round_seconds` (wall)."""
 

@@ -121,7 +121,7 @@ def _remote_digest(args: argparse.Namespace) -> dict[str, Any]:
 def _offline_digest(args: argparse.Namespace) -> dict[str, Any]:
     from server.config import load_config
     from server.scheduler import SNAPSHOT_EVERY, DurableScheduler
-    from server.service import encode_reply
+    from server.service import encode_reply, legacy_replies
     from server.store import CommandStore, store_path
 
     if args.config is None:
@@ -132,7 +132,7 @@ def _offline_digest(args: argparse.Namespace) -> dict[str, Any]:
     config = load_config(args.config, resolve_tokens=False)  # replaying needs the platform, not the secrets
     started = time.perf_counter()
     sched = DurableScheduler(config, CommandStore(path, config.identity(), read_only=True), encode_reply,
-                             snapshot_every=0 if args.full_replay else SNAPSHOT_EVERY)
+                             snapshot_every=0 if args.full_replay else SNAPSHOT_EVERY, legacy=legacy_replies)
     replay_s = time.perf_counter() - started
     try:
         engine = sched.engine

@@ -163,6 +163,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def ReportArrival(self, request: pb.ReportArrivalRequest, context: grpc.ServicerContext) -> pb.Job:
         def body(p: Principal) -> pb.Job:
             tenant = _named_tenant(p, request.tenant, self.scheduler.config.tenants, "report on the jobs of")
+            check_job_id(request.job_id, MAX_JOB_ID)
             data = {"job_id": request.job_id, "tenant": tenant,
                     "signal": request.signal if request.HasField("signal") else None}
             return pb.Job.FromString(self._command(p, request.request_id, "arrive", data))
@@ -171,6 +172,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def ReportCompletion(self, request: pb.ReportCompletionRequest, context: grpc.ServicerContext) -> pb.Job:
         def body(p: Principal) -> pb.Job:
             tenant = _named_tenant(p, request.tenant, self.scheduler.config.tenants, "report on the jobs of")
+            check_job_id(request.job_id, MAX_JOB_ID)
             data = {"job_id": request.job_id, "tenant": tenant}
             return pb.Job.FromString(self._command(p, request.request_id, "complete", data))
         return self._call(context, "ReportCompletion", body)
@@ -205,6 +207,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def GetJob(self, request: pb.GetJobRequest, context: grpc.ServicerContext) -> pb.Job:
         def body(p: Principal) -> pb.Job:
             tenant = _named_tenant(p, request.tenant, self.scheduler.config.tenants, "read the jobs of")
+            check_job_id(request.job_id, MAX_JOB_ID)
             with self.scheduler.reading() as engine:
                 return convert.job_to_proto(engine.view(namespace.key(tenant, request.job_id)))
         return self._call(context, "GetJob", body)

@@ -111,9 +111,14 @@ def test_job_ids_are_per_tenant_so_another_tenant_can_neither_take_nor_see_them(
 
 @pytest.mark.parametrize(("job_id", "match"), [("", "1 to 128 characters"), ("x" * 129, "1 to 128 characters"),
                                                ("x\ny", "not printable at position 1")])
-def test_submit_rejects_a_bad_job_id(acme: SchedulerClient, job_id: str, match: str) -> None:
+def test_submit_reports_and_reads_reject_a_bad_job_id(acme: SchedulerClient, op: SchedulerClient, job_id: str,
+                                                      match: str) -> None:
     with refused("INVALID_ARGUMENT", match):
         acme.submit(job_id, sow())
+    for call in (lambda: acme.report_arrival(job_id), lambda: acme.report_completion(job_id),
+                 lambda: acme.get_job(job_id), lambda: op.get_job(job_id, tenant="acme")):
+        with refused("INVALID_ARGUMENT", match):
+            call()
 
 
 def test_refusals_of_huge_inputs_keep_their_status_code_and_name_the_bound(acme: SchedulerClient) -> None:
@@ -123,7 +128,7 @@ def test_refusals_of_huge_inputs_keep_their_status_code_and_name_the_bound(acme:
         acme.submit("z" * 100_000, sow())
     with pytest.raises(RpcFailure, match=r"^INVALID_ARGUMENT: sow.outcomes\[1\].probability \(value -1.0\).{1,600}$"):
         acme.submit("j1", sow(outcomes=[[0, 1, 0.5], *([[0, 2, -1.0]] * 5000)]))
-    with refused("NOT_FOUND", r"job 'acme/ééé.* characters left out\) \.\.\. \u00e9+' not found$"):
+    with refused("INVALID_ARGUMENT", r"job id 'ééé.* characters left out\) \.\.\. \u00e9+' must have 1 to 128 characters$"):
         acme.get_job("é" * 100_000)
     with refused("INVALID_ARGUMENT", "is not a token this server returned$"):
         acme.list_jobs_page(page_token="7" * 100_000)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hmac
 import os
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,6 +45,10 @@ class TokenSource(BaseModel):
 
 class TenantConfig(TokenSource):
     name: str = Field(pattern=TENANT_NAME)
+    # At most this many of the tenant's jobs active (submitted, waiting or running) at once; none: no limit.
+    # Every active job raises the expected usage y and so everyone's prices until it ends, including SoWs that
+    # never arrive (they cost their tenant nothing): the limit bounds what one tenant can do to the others.
+    max_active_jobs: int | None = Field(default=None, ge=1)
 
     @field_validator("name")
     @classmethod
@@ -104,6 +109,7 @@ class ServerConfig:
     oracle: Literal["mc", "exact"]
     tokens: dict[str, str]  # token -> principal name; empty: authentication is off (loopback only)
     tenants: tuple[str, ...]
+    max_active_jobs: Mapping[str, int] = field(default_factory=dict)  # tenant -> its limit (absent: none)
 
     def identity(self) -> dict[str, Any]:
         """What a command log must be replayed with: the platform and the oracle."""
@@ -130,9 +136,10 @@ def parse_config(data: dict[str, Any], resolve_tokens: bool = True) -> ServerCon
     except ValidationError as exc:
         raise ConfigError(_explain(exc)) from None
     tokens: dict[str, str] = {}
+    limits = {t.name: t.max_active_jobs for t in doc.tenants if t.max_active_jobs is not None}
     if not resolve_tokens:
         return ServerConfig(platform=doc.platform, oracle=doc.server.oracle, tokens=tokens,
-                            tenants=tuple(t.name for t in doc.tenants))
+                            tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits)
     if doc.operator is not None:
         tokens[doc.operator.resolve("operator")] = OPERATOR
     for i, t in enumerate(doc.tenants):
@@ -141,7 +148,7 @@ def parse_config(data: dict[str, Any], resolve_tokens: bool = True) -> ServerCon
             raise ConfigError(f"tenants[{i}] ({t.name!r}) reuses the token of {tokens[token]!r}")
         tokens[token] = t.name
     return ServerConfig(platform=doc.platform, oracle=doc.server.oracle, tokens=tokens,
-                        tenants=tuple(t.name for t in doc.tenants))
+                        tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits)
 
 
 def load_config(path: str | Path, resolve_tokens: bool = True) -> ServerConfig:
@@ -191,6 +198,7 @@ token_env = "SOWSCHED_OPERATOR_TOKEN"
 [[tenants]]
 name = "acme"
 token = "acme-token-change-me"
+max_active_jobs = 500   # optional: at most this many active jobs at once (RESOURCE_EXHAUSTED beyond)
 
 [[tenants]]
 name = "globex"

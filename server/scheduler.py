@@ -49,6 +49,12 @@ class Unavailable(Refused):
     code = "UNAVAILABLE"
 
 
+class LimitReached(Refused):
+    """The tenant is at its max_active_jobs; nothing changed, retry when some of its jobs have ended."""
+
+    code = "RESOURCE_EXHAUSTED"
+
+
 class ReplayDiverged(StoreError):
     """Replaying the log did not reproduce a logged reply: the log and the code disagree."""
 
@@ -376,12 +382,25 @@ class DurableScheduler:
                                   "request; use a new request id")
                 return prior[1], False
         self._authorize(t.caller, t.kind, t.body)
+        if t.kind == "submit":
+            self._check_limit(t.body["tenant"])
         result = apply_command(self.engine, t.kind, t.body, t.sow)
         self._record(t.kind, t.body)
         reply = self._encode(t.kind, result)
         self._seq = self.store.append(t.kind, t.caller, t.request_id, t.body, t.hash, reply, self.engine.now,
                                       t.logged)
         return reply, True
+
+    def _check_limit(self, tenant: str) -> None:
+        """Refuse a submission beyond the tenant's max_active_jobs (live commands only: a replay applies what was
+        accepted, whatever the limit is now)."""
+        limit = self.config.max_active_jobs.get(tenant)
+        if limit is None:
+            return
+        active = sum(1 for job in self.engine.jobs_after(-1, active_only=True) if self.owners[job.id] == tenant)
+        if active >= limit:
+            raise LimitReached(f"tenant {tenant!r} has {active} active jobs, its limit max_active_jobs={limit}; "
+                               "submit again when some have ended")
 
     def _authorize(self, caller: str, kind: str, body: dict[str, Any]) -> None:
         if caller in (OPERATOR, CLOCK):
@@ -415,5 +434,6 @@ class DurableScheduler:
         self._unsettled.set()  # the settler sees the server broken and ends
 
 
-__all__ = ["Acknowledged", "DurableScheduler", "EngineError", "FailedPrecondition", "PermissionDenied", "Refused", "Unavailable",
+__all__ = ["Acknowledged", "DurableScheduler", "EngineError", "FailedPrecondition", "LimitReached", "PermissionDenied",
+           "Refused", "Unavailable",
            "apply_command", "body_hash", "body_json"]

@@ -31,6 +31,13 @@ def test_the_readme_example_parses(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cfg.platform.C == 32
 
 
+def test_max_active_jobs_is_per_tenant_and_optional() -> None:
+    cfg = parse_config(with_(tenants=[{"name": "acme", "token": ACME, "max_active_jobs": 3},
+                                      {"name": "globex", "token": GLOBEX}]))
+    assert dict(cfg.max_active_jobs) == {"acme": 3}
+    assert dict(parse_config(CONFIG).max_active_jobs) == {}
+
+
 def test_a_file_round_trips(tmp_path: Path) -> None:
     path = tmp_path / "platform.toml"
     path.write_text(toml_text(PLATFORM))
@@ -52,6 +59,10 @@ def test_a_file_round_trips(tmp_path: Path) -> None:
     ({"platform": PLATFORM, "tenants": [{"name": "a", "token": "tok-tok-1"}]}, r"\[operator\] is missing"),
     (with_(server={"oracle": "psychic"}), r"server.oracle \(value 'psychic'\)"),
     (with_(extra=1), r"extra \(value 1\).*not permitted"),
+    (with_(tenants=[{"name": "a", "token": "tok-tok-1", "max_active_jobs": 0}]),
+     r"tenants.0.max_active_jobs \(value 0\).*greater than or equal to 1"),
+    (with_(tenants=[{"name": "a", "token": "tok-tok-1", "max_active_jobs": "many"}]),
+     r"tenants.0.max_active_jobs \(value 'many'\).*valid integer"),
 ])
 def test_invalid_configurations_are_rejected_naming_the_field(data: dict[str, Any], match: str) -> None:
     with pytest.raises(ConfigError, match=match):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sqlite3
 import tempfile
 import threading
@@ -21,6 +22,7 @@ from server.scheduler import (
     CLOCK,
     Acknowledged,
     DurableScheduler,
+    LimitReached,
     PermissionDenied,
     Refused,
     ReplayDiverged,
@@ -316,6 +318,31 @@ def test_a_log_written_before_per_tenant_ids_replays_to_the_same_state(tmp_path:
     assert (again.restored_from + again.replayed, again.engine.digest()) == (6, digest)
     assert [again.engine.view(j) for j in again.engine.jobs] == views or every  # archived: in the archive
     assert again.owner("globex/g") == "globex" and again.engine.now == 2
+    again.close()
+
+
+def test_a_tenant_at_its_max_active_jobs_is_refused_until_one_ends_and_replay_ignores_the_limit(
+        tmp_path: Path) -> None:
+    limited = dataclasses.replace(CONFIG, max_active_jobs={"acme": 2})
+    path = tmp_path / "s.db"
+    sched = DurableScheduler(limited, CommandStore(path, limited.identity()), encode_reply)
+    one_round = {"concurrency": 1, "value_steps": [[2, 10.0]], "outcomes": [[0, 1, 1.0]]}
+    for job in ("a1", "a2"):
+        sched.execute("acme", None, "submit", {"job_id": job, "tenant": "acme", "sow": one_round})
+    for caller in ("acme", "operator"):  # the operator submitting for acme counts against acme's limit too
+        with pytest.raises(LimitReached, match=r"tenant 'acme' has 2 active jobs, its limit max_active_jobs=2"):
+            sched.execute(caller, None, "submit", {"job_id": "a3", "tenant": "acme", "sow": one_round})
+    sched.execute("globex", None, "submit", {"job_id": "g1", "tenant": "globex", "sow": one_round})  # no limit
+    assert sched.store.count() == 3  # the refusals logged nothing
+    sched.execute("acme", None, "arrive", {"job_id": "a1", "tenant": "acme", "signal": None})
+    sched.execute("acme", None, "complete", {"job_id": "a1", "tenant": "acme"})
+    sched.execute("operator", None, "advance", {})  # a1 completes; a2, never arrived, expires
+    sched.execute("acme", None, "submit", {"job_id": "a3", "tenant": "acme", "sow": one_round})
+    digest = sched.engine.digest()
+    sched.close()
+    stricter = dataclasses.replace(CONFIG, max_active_jobs={"acme": 1, "globex": 1})  # lowered since
+    again = DurableScheduler(stricter, CommandStore(path, stricter.identity()), encode_reply)
+    assert (again.replayed, again.engine.digest()) == (7, digest)
     again.close()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import subprocess
 import time
@@ -688,3 +689,17 @@ def test_the_rpc_log_line_of_a_command_names_the_tenant_and_the_job(
     fields = [getattr(r, "fields", {}) for r in caplog.records if r.name == "sowsched.rpc"]
     assert [(f["method"], f["caller"], f["tenant"], f["job_id"], f["request_id"]) for f in fields] == [
         ("ReportArrival", "operator", "acme", "j1", "arr")]
+
+
+def test_a_submission_beyond_the_tenants_max_active_jobs_is_resource_exhausted(tmp_path: Path) -> None:
+    limited = dataclasses.replace(config(), max_active_jobs={"acme": 1})
+    srv = start_server(limited, ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0"))
+    try:
+        acme, globex = client(srv, ACME), client(srv, GLOBEX)
+        acme.submit("j1", sow())
+        with refused("RESOURCE_EXHAUSTED", r"tenant 'acme' has 1 active jobs, its limit max_active_jobs=1"):
+            acme.submit("j2", sow())
+        assert globex.submit("j2", sow()).job == "j2"
+        assert [j.view.id for j in acme.list_jobs()] == ["j1"]
+    finally:
+        srv.stop(0)

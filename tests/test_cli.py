@@ -27,10 +27,11 @@ def test_help_documents_every_exit_code(argv: list[str], capsys: pytest.CaptureF
     with pytest.raises(SystemExit, match=r"^0$"):
         cli.main(argv)
     out = capsys.readouterr().out
-    for code in (0, cli.EXIT_REFUSED, cli.EXIT_USAGE, cli.EXIT_UNAVAILABLE, cli.EXIT_INTERRUPTED, cli.EXIT_BROKEN_PIPE):
+    codes = (cli.EXIT_REFUSED, cli.EXIT_USAGE, cli.EXIT_UNAVAILABLE, cli.EXIT_TRY_LATER, cli.EXIT_INTERRUPTED,
+             cli.EXIT_BROKEN_PIPE)
+    for code in (0, *codes):
         assert re.search(rf"^  {code} +\S", out, re.M), f"exit code {code} is not documented"
-    assert (cli.EXIT_REFUSED, cli.EXIT_USAGE, cli.EXIT_UNAVAILABLE, cli.EXIT_INTERRUPTED, cli.EXIT_BROKEN_PIPE) == \
-        (1, 2, 69, 130, 141)
+    assert codes == (1, 2, 69, 75, 130, 141)
 
 
 def test_the_exit_code_list_names_every_command_that_talks_to_a_server() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import socket
@@ -21,8 +22,8 @@ from clients.cli import EXIT_BROKEN_PIPE, build_parser, main
 from clients.client import RpcFailure, SchedulerClient, TenantEvent
 from clients.commands.jobs import exit_code
 from mechanism.engine import RoundReport
-from server.app import RunningServer
-from tests.grpc_support import ACME, OP, ROOT, client, running, sow
+from server.app import RunningServer, ServerOptions, start_server
+from tests.grpc_support import ACME, OP, ROOT, client, config, running, sow
 
 
 @pytest.fixture()
@@ -345,8 +346,8 @@ def test_a_successful_watch_json_names_the_last_seq(srv: RunningServer, capsys: 
 
 
 @pytest.mark.parametrize("code", [c.name for c in grpc.StatusCode if c is not grpc.StatusCode.OK])
-def test_exit_69_means_no_answer_and_every_other_failure_is_a_refusal(code: str) -> None:
-    expected = 69 if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED") else 1
+def test_exit_69_means_no_answer_75_a_limit_in_use_and_every_other_failure_is_a_refusal(code: str) -> None:
+    expected = 69 if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED") else 75 if code == "RESOURCE_EXHAUSTED" else 1
     assert exit_code(RpcFailure(code, "x")) == expected
 
 
@@ -366,3 +367,16 @@ def test_a_watch_whose_reader_closed_stdout_ends_quietly_with_the_sigpipe_code_n
             proc.kill()
     assert proc.stderr is not None
     assert (code, proc.stderr.read()) == (EXIT_BROKEN_PIPE, b"")
+
+
+def test_a_submission_beyond_the_tenants_limit_exits_75(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    limited = dataclasses.replace(config(), max_active_jobs={"acme": 1})
+    srv = start_server(limited, ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0"))
+    try:
+        path = tmp_path / "sow.json"
+        path.write_text(json.dumps(sow()))
+        assert main(cli(srv, ACME, "submit", str(path), "--job-id", "j1")) == 0
+        assert main(cli(srv, ACME, "submit", str(path), "--job-id", "j2")) == 75
+        assert "RESOURCE_EXHAUSTED: tenant 'acme' has 1 active jobs" in capsys.readouterr().err
+    finally:
+        srv.stop(0)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from clients.cli import EPILOG, EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_USAGE
+from clients.cli import EPILOG, EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_TRY_LATER, EXIT_UNAVAILABLE, EXIT_USAGE
 from mechanism.engine import Quote, RoundReport
 from mechanism.events import Event
 from mechanism.sow import SoW
@@ -115,8 +115,11 @@ class PartialFailure(Exception):
 
 
 def exit_code(failure: RpcFailure) -> int:
-    """69 when the server did not answer (unreachable, too slow, cancelled), 1 when it refused."""
-    return EXIT_UNAVAILABLE if failure.code in NO_ANSWER else EXIT_REFUSED
+    """69 when the server did not answer (unreachable, too slow, cancelled), 75 when it refused for now (a limit in
+    use), 1 when it refused."""
+    if failure.code in NO_ANSWER:
+        return EXIT_UNAVAILABLE
+    return EXIT_TRY_LATER if failure.code == "RESOURCE_EXHAUSTED" else EXIT_REFUSED
 
 
 def _runner(name: str, body: Callable[[SchedulerClient, argparse.Namespace], Any],

@@ -8,6 +8,7 @@ import sqlite3
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -259,15 +260,20 @@ def test_a_retry_racing_its_original_in_one_batch_is_applied_once(tmp_path: Path
     sched.close()
 
 
-def test_a_scheduler_that_cannot_replay_its_log_releases_the_store(tmp_path: Path) -> None:
-    # the store (and its one-writer lock) stayed open until the process ended: a second attempt in the same
-    # process, after fixing the cause, was refused as "in use by another server"
-    path = tmp_path / "s.db"
+def _one_submit_logged_then(path: Path, tamper: Callable[[sqlite3.Connection], object]) -> None:
+    """A store at `path` holding one logged submit, then changed by `tamper`."""
     sched = open_scheduler(path)
     sched.execute("acme", "r0", "submit", _submit("j0"))
     sched.close()
     with contextlib.closing(sqlite3.connect(path)) as db, db:
-        db.execute("UPDATE commands SET reply = x'00' WHERE seq = 1")
+        tamper(db)
+
+
+def test_a_scheduler_that_cannot_replay_its_log_releases_the_store(tmp_path: Path) -> None:
+    # the store (and its one-writer lock) stayed open until the process ended: a second attempt in the same
+    # process, after fixing the cause, was refused as "in use by another server"
+    path = tmp_path / "s.db"
+    _one_submit_logged_then(path, lambda db: db.execute("UPDATE commands SET reply = x'00' WHERE seq = 1"))
     with pytest.raises(ReplayDiverged, match=r"replaying command 1 \(submit\) did not reproduce its logged reply"):
         open_scheduler(path)
     CommandStore(path, CONFIG.identity()).close()
@@ -276,12 +282,8 @@ def test_a_scheduler_that_cannot_replay_its_log_releases_the_store(tmp_path: Pat
 def test_a_logged_command_the_code_cannot_apply_is_a_replay_divergence_naming_it(tmp_path: Path) -> None:
     # a log from before per-tenant namespaces: its reports name no tenant (a KeyError escaped as a traceback)
     path = tmp_path / "s.db"
-    sched = open_scheduler(path)
-    sched.execute("acme", "r0", "submit", _submit("j0"))
-    sched.close()
-    with contextlib.closing(sqlite3.connect(path)) as db, db:
-        body = db.execute("SELECT body FROM commands WHERE seq = 1").fetchone()[0]
-        db.execute("UPDATE commands SET body = ? WHERE seq = 1", (body.replace(', "tenant": "acme"', ""),))
+    _one_submit_logged_then(path, lambda db: db.execute("UPDATE commands SET body = replace(body, ?, '') WHERE seq = 1",
+                                                        (', "tenant": "acme"',)))
     with pytest.raises(ReplayDiverged, match=r"replaying command 1 \(submit\) failed with KeyError\('tenant'\); "
                                              "the log was written by different code"):
         open_scheduler(path)

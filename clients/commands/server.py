@@ -46,6 +46,12 @@ def register(sub: Any) -> None:
                         "event streams (default %(default)g)")
     p.set_defaults(func=serve)
 
+    p = sub.add_parser("backup", help="copy a store consistently while its server runs (restore: serve the copy)")
+    p.add_argument("--store", required=True, help="the store to copy: sqlite:///x.db or a path")
+    p.add_argument("--out", required=True, type=Path, help="the new file (an existing one is not overwritten)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=backup)
+
     p = sub.add_parser("state-digest", help="hash of the full state, from a running server (operator token) or by "
                                             "replaying a store")
     add_connection_arguments(p)
@@ -90,6 +96,23 @@ def serve(args: argparse.Namespace) -> int:
     except (ConfigError, StoreError, StartupError, OSError) as exc:
         print(f"sowsched serve: {exc}", file=sys.stderr)
         return 2
+
+
+def backup(args: argparse.Namespace) -> int:
+    from server.backup import backup_store
+    from server.store import StoreError, store_path
+
+    try:
+        result = backup_store(store_path(args.store), args.out)
+    except (StoreError, OSError) as exc:
+        print(f"sowsched backup: {exc}", file=sys.stderr)
+        return 2
+    out = {"out": str(result.path), "last_seq": result.last_seq, "snapshots": result.snapshots,
+           "bytes": result.bytes, "seconds": round(result.seconds, 3)}
+    print(json.dumps(out, sort_keys=True) if args.json else
+          f"{result.path}: commands 1..{result.last_seq}, {result.snapshots} snapshots, {result.bytes} bytes, "
+          f"{result.seconds:.2f} s")
+    return 0
 
 
 def state_digest(args: argparse.Namespace) -> int:

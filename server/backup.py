@@ -1,0 +1,68 @@
+"""Online backup of a store: a consistent copy taken while a server may be writing it (SQLite's backup API)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from server.store import StoreError
+
+
+@dataclass(frozen=True)
+class BackupResult:
+    """Where the copy is, the last command it holds, its size and how long the copy took."""
+
+    path: Path
+    last_seq: int
+    snapshots: int
+    bytes: int
+    seconds: float
+
+
+def backup_store(source: Path, target: Path) -> BackupResult:
+    """Copy the store `source` to `target` (which must not exist) as it stands at one instant.
+
+    The copy is made in one step of SQLite's online backup, under one read transaction of the source, so it holds
+    a prefix of the log with the snapshots and archive that go with it, never half a group commit; a running server
+    is not stopped (its writes wait for that one step). The copy is checked (integrity_check) and appears under its
+    name only when complete. It is a store like any other: start a server on it to restore.
+    """
+    if not source.is_file():
+        raise StoreError(f"store {source}: no such file")
+    if target.exists():
+        raise StoreError(f"backup target {target} exists; give a new file name (nothing is overwritten)")
+    partial = target.with_name(target.name + ".partial")
+    started = time.perf_counter()
+    try:
+        with contextlib.closing(sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)) as src:
+            _check_is_store(src, source)
+            partial.unlink(missing_ok=True)
+            with contextlib.closing(sqlite3.connect(partial)) as dst:
+                src.backup(dst)  # pages=-1: the whole database in one step
+                check = dst.execute("PRAGMA integrity_check").fetchone()[0]
+                if check != "ok":
+                    raise StoreError(f"backup of {source}: the copy fails integrity_check: {check}")
+                last = int(dst.execute("SELECT COALESCE(MAX(seq), 0) FROM commands").fetchone()[0])
+                snapshots = int(dst.execute("SELECT COUNT(*) FROM snapshots").fetchone()[0])
+                dst.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # one self-contained file
+        os.replace(partial, target)
+    except sqlite3.Error as exc:
+        partial.unlink(missing_ok=True)
+        raise StoreError(f"backup of {source} to {target} failed: {exc}") from None
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return BackupResult(target, last, snapshots, target.stat().st_size, time.perf_counter() - started)
+
+
+def _check_is_store(db: sqlite3.Connection, path: Path) -> None:
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = 'identity'").fetchone()
+    except sqlite3.Error as exc:
+        raise StoreError(f"store {path} is not a sowsched command log: {exc}") from None
+    if row is None:
+        raise StoreError(f"store {path} holds no command log yet")

@@ -26,6 +26,11 @@ def split(job_key: str) -> tuple[str, str]:
     return tenant, job_id
 
 
+def tenant_of(job_key: str) -> str:
+    """The tenant whose job has this engine key."""
+    return split(job_key)[0]
+
+
 def local(job_key: str) -> str:
     """The tenant's own id of the job with this engine key."""
     return split(job_key)[1]

@@ -117,7 +117,7 @@ class _Ticket:
 
 
 class DurableScheduler:
-    """The engine behind one lock, its command log, job owners and request ids; replays the log on start."""
+    """The engine behind one lock, its command log and request ids; replays the log on start."""
 
     def __init__(self, config: ServerConfig, store: CommandStore, encode: Encoder,
                  snapshot_every: int = SNAPSHOT_EVERY, metrics: Observer = NO_METRICS,
@@ -132,7 +132,6 @@ class DurableScheduler:
         self.metrics = metrics  # told of every logged command, snapshot and settler pass
         self._lock = threading.Lock()
         self.changed = threading.Condition(self._lock)
-        self.owners: dict[str, str] = {}  # job id -> tenant, of the jobs the engine holds (`owner`: any job)
         self._broken: str | None = None
         self._queue: list[_Ticket] = []  # commands waiting for the writer
         self._queue_lock = threading.Lock()
@@ -209,7 +208,7 @@ class DurableScheduler:
                 log.warning("snapshot does not match its digest or the archive",
                             extra={"fields": {"seq": snap.seq}})
                 continue
-            self.engine, self.owners, self._seq = engine, state.owners, state.seq
+            self.engine, self._seq = engine, state.seq
             self._archived = state.marks
             self._discard_after(code, snap.seq, state.marks)
             return snap.seq
@@ -229,7 +228,6 @@ class DurableScheduler:
             except (EngineError, ValidationError, ValueError, KeyError, TypeError) as exc:  # it was accepted once
                 raise ReplayDiverged(f"store {self.store.path}: replaying command {cmd.seq} ({cmd.kind}) failed with "
                                      f"{exc!r}; the log was written by different code") from exc
-            self._record(cmd.kind, cmd.body)
             if self._encode(cmd.kind, result) != cmd.reply and \
                     (self._legacy is None or cmd.reply not in self._legacy(cmd.kind, result)):
                 raise ReplayDiverged(f"store {self.store.path}: replaying command {cmd.seq} ({cmd.kind}) did not "
@@ -251,14 +249,13 @@ class DurableScheduler:
             return self._seq  # nothing logged since: that snapshot is this state
         marks = self.engine.history_marks()
         live = self.engine.without_history()
-        state = snapshot.SchedulerState(live, {i: self.owners[i] for i in live.jobs}, self._seq, marks)
+        state = snapshot.SchedulerState(live, self._seq, marks)
         history = self.engine.history_since(self._archived)
         named = {j.id for j in history.jobs} | {e.job for e in history.events} | {c.job for c in history.charges}
         self.store.save_snapshot(Snapshot(self._seq, snapshot.code_identity(), self.engine.digest(),
-                                          snapshot.dump(state)), history, {i: self.owners[i] for i in named})
+                                          snapshot.dump(state)), history, {i: namespace.tenant_of(i) for i in named})
         self._snapshot_seq, self._archived = self._seq, marks
-        for job_id in self.engine.forget_history(marks):
-            del self.owners[job_id]
+        self.engine.forget_history(marks)
         self.store.archive.show(marks)
         return self._seq
 
@@ -283,17 +280,14 @@ class DurableScheduler:
             return body
         for tenant in (*self.config.tenants, OPERATOR):
             key = namespace.key(tenant, body["job_id"])
-            if key in self.owners or self.store.archive.owner(key) is not None:
+            if self.owner(key) is not None:
                 return {**body, "tenant": tenant}
         return body
 
-    def _record(self, kind: str, body: dict[str, Any]) -> None:
-        if kind == "submit":
-            self.owners[namespace.key(body["tenant"], body["job_id"])] = body["tenant"]
-
     def owner(self, job_id: str) -> str | None:
         """The tenant of any job, held or archived; None for an unknown id."""
-        return self.owners.get(job_id) or self.store.archive.owner(job_id)
+        held = job_id in self.engine.jobs
+        return namespace.tenant_of(job_id) if held else self.store.archive.owner(job_id)
 
     # ---- commands ----
 
@@ -385,7 +379,6 @@ class DurableScheduler:
         if t.kind == "submit":
             self._check_limit(t.body["tenant"])
         result = apply_command(self.engine, t.kind, t.body, t.sow)
-        self._record(t.kind, t.body)
         reply = self._encode(t.kind, result)
         self._seq = self.store.append(t.kind, t.caller, t.request_id, t.body, t.hash, reply, self.engine.now,
                                       t.logged)
@@ -397,7 +390,7 @@ class DurableScheduler:
         limit = self.config.max_active_jobs.get(tenant)
         if limit is None:
             return
-        active = sum(1 for job in self.engine.jobs_after(-1, active_only=True) if self.owners[job.id] == tenant)
+        active = sum(1 for job in self.engine.jobs_after(-1, active_only=True) if namespace.tenant_of(job.id) == tenant)
         if active >= limit:
             raise LimitReached(f"tenant {tenant!r} has {active} active jobs, its limit max_active_jobs={limit}; "
                                "submit again when some have ended")

@@ -225,7 +225,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 raise Refused(f"states={unknown} are not job states ({', '.join(s.value for s in JobState)})")
             sched = self.scheduler
             with sched.reading() as engine:
-                page = reads.job_page(engine, sched.store.archive, sched.owners.__getitem__, tenant or None, after,
+                page = reads.job_page(engine, sched.store.archive, namespace.tenant_of, tenant or None, after,
                                       size, frozenset(states))
             return pb.ListJobsResponse(jobs=[convert.job_to_proto(view) for view, _ in page.jobs],
                                        next_page_token="" if page.next_after is None else str(page.next_after))
@@ -262,7 +262,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 raise Refused(f"to_round={to_round} must be above from_round={from_round or 0}")
             sched = self.scheduler
             with sched.reading() as engine:
-                page = reads.invoice_page(engine, sched.store.archive, sched.owners.__getitem__, tenant, after, size,
+                page = reads.invoice_page(engine, sched.store.archive, namespace.tenant_of, tenant, after, size,
                                           (from_round or 0, to_round))
                 inv = pb.Invoice(tenant=tenant, charge_count=page.count, total=page.total,
                                  next_page_token="" if page.next_after is None else str(page.next_after))
@@ -316,7 +316,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                         return
                     sched.changed.wait(WATCH_POLL_S)
                     continue
-                batch, seq = reads.event_batch(sched.engine, sched.store.archive, sched.owners.__getitem__, seq,
+                batch, seq = reads.event_batch(sched.engine, sched.store.archive, namespace.tenant_of, seq,
                                                WATCH_BATCH, None if principal.is_operator else principal.name)
             for e in batch:
                 yield convert.event_to_proto(e)

@@ -27,10 +27,10 @@ T = TypeVar("T")
 
 @dataclass
 class SchedulerState:
-    """What the durable scheduler rebuilds from its log: the engine and job owners (request ids stay in the log)."""
+    """What the durable scheduler rebuilds from its log: the engine (request ids stay in the log; job keys name their
+    tenant, server/namespace.py)."""
 
     engine: Engine  # without its history (Engine.without_history)
-    owners: dict[str, str]  # job id -> tenant of the jobs in `engine` (the ended ones' are in the archive)
     seq: int  # the last logged command the state includes
     marks: HistoryMarks  # how much history the whole state holds: the archive must reach at least this
 

@@ -22,7 +22,7 @@ from mechanism.engine import Engine
 from mechanism.history import History, HistoryMarks
 from mechanism.jobs import JobState
 from mechanism.ledger import Charge
-from server import reads
+from server import namespace, reads
 from server.archive import SCHEMA as ARCHIVE_SCHEMA
 from server.archive import Archive, ArchiveError
 from server.namespace import named
@@ -60,7 +60,7 @@ def all_pages(read: Any, size: int) -> tuple[list[Any], list[Any]]:
 
 
 def served(sched: DurableScheduler, size: int, start: int) -> dict[str, Any]:
-    e, archive, owner = sched.engine, sched.store.archive, sched.owners.__getitem__
+    e, archive, owner = sched.engine, sched.store.archive, namespace.tenant_of
     out: dict[str, Any] = {}
     for tenant in TENANTS:
         for states in (frozenset(), frozenset({"COMPLETED"}), frozenset({"SUBMITTED", "RUNNING", "WAITING"}),
@@ -148,7 +148,7 @@ def test_the_engine_holds_only_the_history_since_the_last_snapshot(tmp_path: Pat
             sched.execute(command[0], f"r{i}", command[1], command[2])
         e = sched.engine
         assert sched.log_seq - sched.snapshot_seq < 5 and e.forgotten == sched.store.archive.marks()
-        assert len(e.jobs) == e.active_jobs + len(e.retired) and set(sched.owners) == set(e.jobs)
+        assert len(e.jobs) == e.active_jobs + len(e.retired)
         most_events, most_ended = max(most_events, len(e.events)), max(most_ended, len(e.retired))
     marks = e.history_marks()
     assert marks.retired > 40 and marks.events > 150
@@ -179,7 +179,7 @@ def test_a_history_part_must_start_where_the_archive_ends(tmp_path: Path) -> Non
     sched = played(tmp_path / "s.db", 0, 5, 60)
     part = sched.engine.history_since(HistoryMarks(1, 0, 0))
     with pytest.raises(ArchiveError, match=r"history part starts at HistoryMarks\(retired=1.*archive ends at"):
-        sched.store.archive.add(part, sched.owners)
+        sched.store.archive.add(part, {})
     sched.close()
 
 
@@ -207,7 +207,7 @@ def test_a_page_token_beyond_every_seq_gives_the_empty_page_with_or_without_the_
     assert archiving.engine.forgotten.retired > 0
     for after in (archiving.engine.submitted, 2**63 - 1, 2**63, 10**19 - 1):  # the service takes 19 digits
         for sched in (archiving, keeping):
-            page = reads.job_page(sched.engine, sched.store.archive, sched.owners.__getitem__, None, after, 5,
+            page = reads.job_page(sched.engine, sched.store.archive, namespace.tenant_of, None, after, 5,
                                   frozenset({"COMPLETED", "EXPIRED"}))
             assert page.jobs == [] and page.next_after is None
     archiving.close()

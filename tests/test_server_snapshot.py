@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server import reads, snapshot
+from server import namespace, reads, snapshot
 from server import store as store_module
 from server.scheduler import DurableScheduler, Refused, Unavailable
 from server.service import encode_reply
@@ -29,7 +29,7 @@ def open_with(path: Path, every: int, read_only: bool = False) -> DurableSchedul
 
 def everything(sched: DurableScheduler) -> dict[str, object]:
     """Every job, event and charge as the reads serve them (held and archived), and each job's owner."""
-    e, archive, owner = sched.engine, sched.store.archive, sched.owners.__getitem__
+    e, archive, owner = sched.engine, sched.store.archive, namespace.tenant_of
     jobs = reads.job_page(e, archive, owner, None, -1, 10**6, frozenset()).jobs
     events = reads.event_batch(e, archive, owner, 0, 10**6, None)[0]
     if e.forgotten.events:  # the archived part came first: the held part follows
@@ -109,7 +109,6 @@ def test_a_snapshot_holds_the_active_jobs_and_its_history_goes_to_the_archive_an
     run(sched, 8, 120)
     newest = sched.store.snapshots()[0]
     state = snapshot.load(newest.state)
-    assert set(state.owners) == set(state.engine.jobs)  # owners of the active jobs only
     assert len(state.engine.jobs) == state.engine.active_jobs  # no ended job in the state ...
     assert not state.engine.events and not state.engine.ledger.charges  # ... and no event or charge
     archive = sched.store.archive
@@ -117,9 +116,9 @@ def test_a_snapshot_holds_the_active_jobs_and_its_history_goes_to_the_archive_an
     retired = [j.id for j in archive.all_jobs()]
     assert len(retired) == len(set(retired)) == state.marks.retired  # each ended job archived once
     assert [ev.seq for ev in archive.all_events()] == list(range(state.marks.events))
-    # the engine holds only what came after the newest snapshot, and the owners of what it holds
+    # the engine holds only what came after the newest snapshot
     assert len(sched.engine.events) == sched.engine.history_marks().events - state.marks.events
-    assert not set(retired) & set(sched.engine.jobs) and set(sched.owners) == set(sched.engine.jobs)
+    assert not set(retired) & set(sched.engine.jobs)
     sched.close()
 
 

@@ -116,6 +116,15 @@ class _Ticket:
     error: BaseException | None = None
 
 
+def _previous_build_hash(t: _Ticket) -> str | None:
+    """The body hash the build before per-tenant job ids logged for this request, if a client of that build could have
+    sent it: a report in the caller's own namespace (that build's reports named no tenant: the service now fills in
+    the caller's own), hashed without its tenant. A retry of it after the upgrade gets its logged reply."""
+    if t.kind not in ("arrive", "complete") or t.body.get("tenant") != t.caller:
+        return None
+    return body_hash(t.kind, {k: v for k, v in t.body.items() if k != "tenant"})
+
+
 class DurableScheduler:
     """The engine behind one lock, its command log and request ids; replays the log on start."""
 
@@ -371,7 +380,7 @@ class DurableScheduler:
         if t.request_id:
             prior = self.store.request(t.caller, t.request_id)  # the log's index: no table in memory
             if prior is not None:
-                if prior[0] != t.hash:
+                if prior[0] != t.hash and prior[0] != _previous_build_hash(t):
                     raise Refused(f"request_id={t.request_id!r} was already used for a different {t.kind} "
                                   "request; use a new request id")
                 return prior[1], False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import sqlite3
 import tempfile
 import threading
@@ -29,6 +30,7 @@ from server.scheduler import (
     ReplayDiverged,
     Unavailable,
     apply_command,
+    body_hash,
 )
 from server.service import encode_reply, legacy_replies
 from server.store import CommandStore
@@ -321,6 +323,56 @@ def test_a_log_written_before_per_tenant_ids_replays_to_the_same_state(tmp_path:
     assert [again.engine.view(j) for j in again.engine.jobs] == views or every  # archived: in the archive
     assert again.owner("globex/g") == "globex" and again.engine.now == 2
     again.close()
+
+
+def _as_previous_build(path: Path) -> None:
+    """Rewrite the log at `path` as the build before per-tenant job ids wrote it: reports name no tenant (and their
+    body hash is that body's), rounds' events name no tenant."""
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        for seq, kind, text in db.execute("SELECT seq, kind, body FROM commands WHERE kind IN ('arrive', 'complete')"
+                                          ).fetchall():
+            body = {k: v for k, v in json.loads(text).items() if k != "tenant"}
+            db.execute("UPDATE commands SET body = ?, body_hash = ? WHERE seq = ?",
+                       (json.dumps(body, sort_keys=True), body_hash(kind, body), seq))
+        for seq, reply in db.execute("SELECT seq, reply FROM commands WHERE kind = 'advance'").fetchall():
+            report = pb.RoundReport.FromString(reply)
+            for event in report.events:
+                event.ClearField("tenant")
+            db.execute("UPDATE commands SET reply = ? WHERE seq = ?", (report.SerializeToString(deterministic=True), seq))
+
+
+ONE_ROUND = {"concurrency": 1, "value_steps": [[2, 10.0]], "outcomes": [[0, 1, 1.0]]}  # arrives at once, runs 1 round
+
+
+def _previous_build_log(path: Path) -> dict[str, bytes]:
+    """A log in the previous build's form: globex's job reported on by globex and by the operator; the replies."""
+    sched = open_scheduler(path)
+    sched.execute("acme", "r0", "submit", _submit("a"))
+    sched.execute("globex", "r1", "submit", {"job_id": "g", "tenant": "globex", "sow": ONE_ROUND})
+    replies = {"arrive": sched.execute("globex", "r2", "arrive", {"job_id": "g", "tenant": "globex", "signal": None}).reply,
+               "complete": sched.execute("operator", "r3", "complete", {"job_id": "g", "tenant": "globex"}).reply}
+    sched.execute("operator", "r4", "advance", {})
+    sched.close()
+    _as_previous_build(path)
+    return replies
+
+
+def test_a_retry_of_a_report_logged_by_the_previous_build_gets_its_logged_reply(tmp_path: Path) -> None:
+    # a client of that build resends the same request (its report names no tenant, so the service fills in the
+    # caller's own namespace); it was refused as "request_id already used for a different request"
+    path = tmp_path / "s.db"
+    replies = _previous_build_log(path)
+    sched = DurableScheduler(CONFIG, CommandStore(path, CONFIG.identity()), encode_reply, legacy=legacy_replies)
+    arrive = sched.execute("globex", "r2", "arrive", {"job_id": "g", "tenant": "globex", "signal": None})
+    complete = sched.execute("operator", "r3", "complete", {"job_id": "g", "tenant": "operator"})
+    assert (arrive, complete) == (Acknowledged(replies["arrive"], replayed=True),
+                                  Acknowledged(replies["complete"], replayed=True))
+    with pytest.raises(Refused, match="request_id='r3' was already used for a different complete request"):
+        sched.execute("operator", "r3", "complete", {"job_id": "h", "tenant": "operator"})  # another job
+    with pytest.raises(Refused, match="request_id='r2' was already used for a different arrive request"):
+        sched.execute("globex", "r2", "arrive", {"job_id": "g", "tenant": "globex", "signal": "1"})  # another signal
+    assert sched.store.count() == 5
+    sched.close()
 
 
 def test_a_tenant_at_its_max_active_jobs_is_refused_until_one_ends_and_replay_ignores_the_limit(

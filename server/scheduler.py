@@ -231,12 +231,15 @@ class DurableScheduler:
 
     def _replay(self) -> int:
         n = 0
+        tenants = dict.fromkeys(namespace.tenant_of(job) for job in self.engine.jobs)  # of the jobs held (ordered)
         for cmd in self.store.commands(after=self._seq):
             try:
-                result = apply_command(self.engine, cmd.kind, self._upgraded(cmd.kind, cmd.body))
+                result = apply_command(self.engine, cmd.kind, self._upgraded(cmd.kind, cmd.body, tenants))
             except (EngineError, ValidationError, ValueError, KeyError, TypeError) as exc:  # it was accepted once
                 raise ReplayDiverged(f"store {self.store.path}: replaying command {cmd.seq} ({cmd.kind}) failed with "
                                      f"{exc!r}; the log was written by different code") from exc
+            if cmd.kind == "submit":
+                tenants.setdefault(cmd.body["tenant"])
             if self._encode(cmd.kind, result) != cmd.reply and \
                     (self._legacy is None or cmd.reply not in self._legacy(cmd.kind, result)):
                 raise ReplayDiverged(f"store {self.store.path}: replaying command {cmd.seq} ({cmd.kind}) did not "
@@ -282,14 +285,17 @@ class DurableScheduler:
         self.metrics.snapshot(time.perf_counter() - started)
         log.info("snapshot", extra={"fields": {"seq": self._seq, "ms": round(1000 * (time.perf_counter() - started), 1)}})
 
-    def _upgraded(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    def _upgraded(self, kind: str, body: dict[str, Any], tenants: dict[str, None]) -> dict[str, Any]:
         """A logged report from before per-tenant job ids names no tenant; its job id was unique on the platform
-        then, so the one tenant holding a job of that id is the one it meant (its logged reply does not change)."""
+        then, so the one tenant holding a job of that id is the one it meant (its logged reply does not change).
+
+        A report was accepted only on an active job, which the engine holds: the tenant is among `tenants`, those of
+        the jobs held and submitted so far, whether or not the configuration still names it.
+        """
         if kind not in ("arrive", "complete") or "tenant" in body or not isinstance(body.get("job_id"), str):
             return body
-        for tenant in (*self.config.tenants, OPERATOR):
-            key = namespace.key(tenant, body["job_id"])
-            if self.owner(key) is not None:
+        for tenant in tenants:
+            if namespace.key(tenant, body["job_id"]) in self.engine.jobs:
                 return {**body, "tenant": tenant}
         return body
 

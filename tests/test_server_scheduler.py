@@ -375,6 +375,28 @@ def test_a_retry_of_a_report_logged_by_the_previous_build_gets_its_logged_reply(
     sched.close()
 
 
+def test_a_previous_build_log_replays_after_its_reports_tenant_left_the_configuration(tmp_path: Path) -> None:
+    # the tenant was looked for among the configured ones only: a log whose reports' tenant has since been removed
+    # failed to replay (KeyError 'tenant'), while the same log in the current form replays whatever the tenants
+    path, current = tmp_path / "s.db", tmp_path / "current.db"
+    _previous_build_log(path)
+    only_acme = dataclasses.replace(CONFIG, tenants=("acme",))
+    sched = open_scheduler(current)
+    for caller, rid, kind, body in [("acme", "r0", "submit", _submit("a")),
+                                    ("globex", "r1", "submit", {"job_id": "g", "tenant": "globex", "sow": ONE_ROUND}),
+                                    ("globex", "r2", "arrive", {"job_id": "g", "tenant": "globex", "signal": None}),
+                                    ("operator", "r3", "complete", {"job_id": "g", "tenant": "globex"}),
+                                    ("operator", "r4", "advance", {})]:
+        sched.execute(caller, rid, kind, body)
+    digest = sched.engine.digest()
+    sched.close()
+    for store in (current, path):
+        again = DurableScheduler(only_acme, CommandStore(store, only_acme.identity()), encode_reply,
+                                 legacy=legacy_replies)
+        assert (again.replayed, again.engine.digest()) == (5, digest)
+        again.close()
+
+
 def test_a_tenant_at_its_max_active_jobs_is_refused_until_one_ends_and_replay_ignores_the_limit(
         tmp_path: Path) -> None:
     limited = dataclasses.replace(CONFIG, max_active_jobs={"acme": 2})

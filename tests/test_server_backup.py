@@ -6,9 +6,11 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import server.backup
 from clients.cli import main
 from server.backup import backup_store
 from server.scheduler import DurableScheduler
@@ -72,3 +74,52 @@ def test_a_backup_never_overwrites_and_refuses_what_is_not_a_store(tmp_path: Pat
     assert not (tmp_path / "b.db").exists() and not (tmp_path / "b.db.partial").exists()
     assert main(["backup", "--store", str(tmp_path / "s.db"), "--out", str(tmp_path / "taken.db")]) == 2
     assert "sowsched backup: backup target" in capsys.readouterr().err
+
+
+def _stopped_store(path: Path) -> Path:
+    """A store holding one logged submit, its server stopped."""
+    with running(path) as srv:
+        client(srv, ACME).submit("j1", sow())
+    return path
+
+
+def test_a_backup_leaves_a_file_beside_its_target_alone(tmp_path: Path) -> None:
+    # its temporary copy was '<target>.partial', deleted first: an operator's file of that name was lost, and two
+    # backups to the same target removed each other's copy
+    store = _stopped_store(tmp_path / "s.db")
+    (tmp_path / "b.db.partial").write_text("an operator's own file")
+    backup_store(store, tmp_path / "b.db")
+    assert (tmp_path / "b.db.partial").read_text() == "an operator's own file"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("b.db")) == ["b.db", "b.db.partial"]
+
+
+def test_a_target_that_appears_during_the_backup_is_not_overwritten(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # 'never overwriting' was checked before the copy and the copy then renamed over whatever had appeared since
+    store, target = _stopped_store(tmp_path / "s.db"), tmp_path / "b.db"
+    check = server.backup._check_is_store
+
+    def racing(*args: Any) -> None:  # after the target was found free, before the copy is in place
+        check(*args)
+        target.write_text("written meanwhile")  # another backup, or anyone, takes the name
+
+    monkeypatch.setattr(server.backup, "_check_is_store", racing)
+    with pytest.raises(StoreError, match=r"backup target .*b.db exists; give a new file name"):
+        backup_store(store, target)
+    assert target.read_text() == "written meanwhile"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("b.")) == ["b.db"]  # no copy left behind
+
+
+def test_a_backup_into_a_missing_directory_names_it(tmp_path: Path) -> None:
+    # it said "unable to open database file"
+    store = _stopped_store(tmp_path / "s.db")
+    with pytest.raises(StoreError, match=r"backup target .*nowhere/b.db: the directory .*nowhere does not exist"):
+        backup_store(store, tmp_path / "nowhere" / "b.db")
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_backup_has_the_permissions_of_its_store(tmp_path: Path) -> None:
+    store = _stopped_store(tmp_path / "s.db")
+    store.chmod(0o600)  # the store holds pickles the server loads: the README says to give it the server's permissions
+    backup_store(store, tmp_path / "b.db")
+    assert (tmp_path / "b.db").stat().st_mode & 0o777 == 0o600

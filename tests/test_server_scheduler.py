@@ -422,6 +422,22 @@ def test_a_tenant_at_its_max_active_jobs_is_refused_until_one_ends_and_replay_ig
     again.close()
 
 
+def test_max_active_jobs_counts_in_batch_order_and_a_retry_at_the_limit_gets_its_logged_quote(tmp_path: Path) -> None:
+    limited = dataclasses.replace(CONFIG, max_active_jobs={"acme": 2})
+    sched = DurableScheduler(limited, CommandStore(tmp_path / "s.db", limited.identity()), encode_reply)
+    one_batch = _batch_of(sched, [("acme", "r1", _submit("a1")), ("acme", "r2", _submit("a2")),
+                                  ("operator", "r3", _submit("a3")), ("globex", "r4", _submit("g1", "globex")),
+                                  ("acme", "r1", _submit("a1"))])
+    first, second, third, other, retry = one_batch
+    assert isinstance(first, Acknowledged) and isinstance(second, Acknowledged) and isinstance(other, Acknowledged)
+    assert isinstance(third, LimitReached) and "tenant 'acme' has 2 active jobs" in str(third)
+    assert retry == Acknowledged(first.reply, replayed=True)
+    # at the limit, retries of accepted requests are answered from the log, not refused
+    assert sched.execute("acme", "r2", "submit", _submit("a2")) == Acknowledged(second.reply, replayed=True)
+    assert sched.store.count() == 3
+    sched.close()
+
+
 def test_a_snapshot_that_fails_in_any_way_never_fails_the_committed_command(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     sched = DurableScheduler(CONFIG, CommandStore(tmp_path / "s.db", CONFIG.identity()), encode_reply,

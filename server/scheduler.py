@@ -146,6 +146,7 @@ class DurableScheduler:
         self._queue_lock = threading.Lock()
         self.snapshot_every = snapshot_every
         self._seq = 0  # the last logged command applied
+        self._limited: dict[str, list[str]] | None = None  # see _limited_jobs
         self._archived = HistoryMarks(0, 0, 0)  # the engine history the store's archive holds
         try:
             self.restored_from = self._restore()  # snapshot seq, 0 for none
@@ -394,6 +395,8 @@ class DurableScheduler:
         if t.kind == "submit":
             self._check_limit(t.body["tenant"])
         result = apply_command(self.engine, t.kind, t.body, t.sow)
+        if t.kind == "submit" and (limited := self._limited_jobs(t.body["tenant"])) is not None:
+            limited.append(namespace.key(t.body["tenant"], t.body["job_id"]))
         reply = self._encode(t.kind, result)
         self._seq = self.store.append(t.kind, t.caller, t.request_id, t.body, t.hash, reply, self.engine.now,
                                       t.logged)
@@ -402,13 +405,30 @@ class DurableScheduler:
     def _check_limit(self, tenant: str) -> None:
         """Refuse a submission beyond the tenant's max_active_jobs (live commands only: a replay applies what was
         accepted, whatever the limit is now)."""
-        limit = self.config.max_active_jobs.get(tenant)
-        if limit is None:
+        jobs = self._limited_jobs(tenant)
+        if jobs is None:
             return
-        active = sum(1 for job in self.engine.jobs_after(-1, active_only=True) if namespace.tenant_of(job.id) == tenant)
+        limit = self.config.max_active_jobs[tenant]
+        if len(jobs) >= limit:  # fewer listed are fewer active; else drop the ended ones and count again
+            jobs[:] = [key for key in jobs if (job := self.engine.jobs.get(key)) is not None and job.state.active]
+        active = len(jobs)
         if active >= limit:
             raise LimitReached(f"tenant {tenant!r} has {active} active jobs, its limit max_active_jobs={limit}; "
                                "submit again when some have ended")
+
+    def _limited_jobs(self, tenant: str) -> list[str] | None:
+        """The keys of `tenant`'s jobs that may still be active when it has a max_active_jobs, else None: taken from
+        the engine's active jobs at the first live submission, then extended by each accepted one and pruned of the
+        ended ones when they reach the limit, so that a check reads the tenant's own jobs, not every active job."""
+        limits = self.config.max_active_jobs
+        if tenant not in limits:
+            return None
+        if self._limited is None:
+            self._limited = {name: [] for name in limits}
+            for job in self.engine.jobs_after(-1, active_only=True):
+                if (owner := namespace.tenant_of(job.id)) in limits:
+                    self._limited[owner].append(job.id)
+        return self._limited[tenant]
 
     def _authorize(self, caller: str, kind: str, body: dict[str, Any]) -> None:
         if caller in (OPERATOR, CLOCK):

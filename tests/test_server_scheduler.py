@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mechanism.engine import Engine, EngineError, UnknownJob
+from server import namespace
 from server.config import ServerConfig
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.scheduler import (
@@ -436,6 +437,51 @@ def test_max_active_jobs_counts_in_batch_order_and_a_retry_at_the_limit_gets_its
     assert sched.execute("acme", "r2", "submit", _submit("a2")) == Acknowledged(second.reply, replayed=True)
     assert sched.store.count() == 3
     sched.close()
+
+
+def test_the_max_active_jobs_check_reads_the_tenants_own_jobs_not_every_active_job(tmp_path: Path,
+                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # it split the key of every active job of the platform on every submission, under the writer's lock (with 4000
+    # active jobs a submission took 3.3 ms instead of 1.1 ms)
+    limited = dataclasses.replace(CONFIG, max_active_jobs={"acme": 100})
+    sched = DurableScheduler(limited, CommandStore(tmp_path / "s.db", limited.identity()), encode_reply)
+    for i in range(200):
+        sched.execute("globex", None, "submit", {"job_id": f"g{i}", "tenant": "globex", "sow": ONE_ROUND})
+    sched.execute("acme", None, "submit", {"job_id": "a0", "tenant": "acme", "sow": ONE_ROUND})
+    keys_split = []
+    tenant_of = namespace.tenant_of
+    monkeypatch.setattr(namespace, "tenant_of", lambda key: keys_split.append(key) or tenant_of(key))
+    for i in range(1, 21):
+        sched.execute("acme", None, "submit", {"job_id": f"a{i}", "tenant": "acme", "sow": ONE_ROUND})
+    assert len(keys_split) <= 20
+    sched.close()
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 60), every=st.sampled_from([0, 4]))
+def test_max_active_jobs_refuses_exactly_when_the_tenant_holds_its_limit_across_restarts(seed: int, n: int,
+                                                                                        every: int) -> None:
+    limited = dataclasses.replace(CONFIG, max_active_jobs={"acme": 2, "globex": 3})
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "s.db"
+        sched = DurableScheduler(limited, CommandStore(path, limited.identity()), encode_reply, snapshot_every=every)
+        for i, (caller, kind, body) in enumerate(random_commands(seed, n)):
+            if i % 15 == 14:  # a restart: from a snapshot or the whole log
+                sched.close()
+                sched = DurableScheduler(limited, CommandStore(path, limited.identity()), encode_reply,
+                                         snapshot_every=every)
+            tenant = body.get("tenant")
+            held = sum(1 for j in sched.engine.jobs.values() if j.state.active and j.id.startswith(f"{tenant}/"))
+            at_limit = kind == "submit" and held >= limited.max_active_jobs.get(tenant, n + 1)
+            try:
+                sched.execute(caller, f"r{i}", kind, body)
+            except LimitReached:
+                assert at_limit
+                continue
+            except (Refused, EngineError, ValueError):
+                continue
+            assert not at_limit
+        sched.close()
 
 
 def test_a_snapshot_that_fails_in_any_way_never_fails_the_committed_command(tmp_path: Path,

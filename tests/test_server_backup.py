@@ -123,3 +123,11 @@ def test_a_backup_has_the_permissions_of_its_store(tmp_path: Path) -> None:
     store.chmod(0o600)  # the store holds pickles the server loads: the README says to give it the server's permissions
     backup_store(store, tmp_path / "b.db")
     assert (tmp_path / "b.db").stat().st_mode & 0o777 == 0o600
+
+
+def test_the_backup_target_may_be_named_as_a_store_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # --store took sqlite:///PATH but --out read the same form as a path in a directory 'sqlite:' (exit 2)
+    store = _stopped_store(tmp_path / "s.db")
+    assert main(["backup", "--store", f"sqlite:///{store}", "--out", f"sqlite:///{tmp_path / 'b.db'}", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["out"] == str(tmp_path / "b.db")
+    assert (tmp_path / "b.db").is_file()

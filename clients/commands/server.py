@@ -48,7 +48,8 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("backup", help="copy a store consistently while its server runs (restore: serve the copy)")
     p.add_argument("--store", required=True, help="the store to copy: sqlite:///x.db or a path")
-    p.add_argument("--out", required=True, type=Path, help="the new file (an existing one is not overwritten)")
+    p.add_argument("--out", required=True,
+                   help="the new file, sqlite:///x.db or a path (an existing one is not overwritten)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=backup)
 
@@ -103,7 +104,7 @@ def backup(args: argparse.Namespace) -> int:
     from server.store import StoreError, store_path
 
     try:
-        result = backup_store(store_path(args.store), args.out)
+        result = backup_store(store_path(args.store), store_path(args.out))
     except (StoreError, OSError) as exc:
         print(f"sowsched backup: {exc}", file=sys.stderr)
         return 2

@@ -398,6 +398,24 @@ def test_a_previous_build_log_replays_after_its_reports_tenant_left_the_configur
         again.close()
 
 
+@pytest.mark.parametrize(("seq", "column", "old", "new"), [
+    (3, "body", '"job_id": "g"', '"job_id": "a"'),  # a report moved to another tenant's job
+    (3, "body", '"job_id": "g"', '"job_id": "nobody"'),  # to a job no tenant holds
+    (5, "reply", b'"\x01g', b'"\x01a'),  # a round's events moved to another job (job_id "g" -> "a")
+])
+def test_a_tampered_previous_build_log_is_still_refused(tmp_path: Path, seq: int, column: str, old: object,
+                                                        new: object) -> None:
+    path = tmp_path / "s.db"
+    _previous_build_log(path)
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        (value,), = db.execute(f"SELECT {column} FROM commands WHERE seq = ?", (seq,)).fetchall()
+        assert old in value
+        db.execute(f"UPDATE commands SET {column} = ? WHERE seq = ?", (value.replace(old, new), seq))
+    with pytest.raises(ReplayDiverged, match=rf"replaying command {seq} "):
+        DurableScheduler(CONFIG, CommandStore(path, CONFIG.identity()), encode_reply, snapshot_every=0,
+                         legacy=legacy_replies)
+
+
 def test_a_tenant_at_its_max_active_jobs_is_refused_until_one_ends_and_replay_ignores_the_limit(
         tmp_path: Path) -> None:
     limited = dataclasses.replace(CONFIG, max_active_jobs={"acme": 2})

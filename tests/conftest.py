@@ -1,12 +1,24 @@
-"""Shared fixtures: small platforms and seeded random SoWs for the mechanism tests."""
+"""Shared fixtures: small platforms and seeded random SoWs for the mechanism tests; every test starts with the
+`sowsched` loggers as the test before found them (a `serve` run in-process installs its JSON handler on stderr)."""
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
 from mechanism.platform import Platform
 from mechanism.sow import SoW
+
+
+@pytest.fixture(autouse=True)
+def _restore_sowsched_logging() -> Iterator[None]:
+    root = logging.getLogger("sowsched")
+    saved = (root.handlers[:], root.level, root.propagate)
+    yield
+    root.handlers[:], root.level, root.propagate = saved
 
 
 def small_platform(C: int = 4, samples: int | None = 4000, seed: int = 7, **kw: object) -> Platform:

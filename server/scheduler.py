@@ -392,8 +392,8 @@ class DurableScheduler:
                                   "request; use a new request id")
                 return prior[1], False
         self._authorize(t.caller, t.kind, t.body)
-        if t.kind == "submit":
-            self._check_limit(t.body["tenant"])
+        if t.kind == "submit" and self.owner(namespace.key(t.body["tenant"], t.body["job_id"])) is None:
+            self._check_limit(t.body["tenant"])  # (a taken id is ALREADY_EXISTS, whatever the limit)
         result = apply_command(self.engine, t.kind, t.body, t.sow)
         if t.kind == "submit" and (limited := self._limited_jobs(t.body["tenant"])) is not None:
             limited.append(namespace.key(t.body["tenant"], t.body["job_id"]))

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.engine import Engine, EngineError, UnknownJob
+from mechanism.engine import DuplicateJob, Engine, EngineError, UnknownJob
 from server import namespace
 from server.config import ServerConfig
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
@@ -427,6 +427,8 @@ def test_a_tenant_at_its_max_active_jobs_is_refused_until_one_ends_and_replay_ig
     for caller in ("acme", "operator"):  # the operator submitting for acme counts against acme's limit too
         with pytest.raises(LimitReached, match=r"tenant 'acme' has 2 active jobs, its limit max_active_jobs=2"):
             sched.execute(caller, None, "submit", {"job_id": "a3", "tenant": "acme", "sow": one_round})
+    with pytest.raises(DuplicateJob, match="'acme/a1' already exists"):  # a taken id, at the limit too
+        sched.execute("acme", None, "submit", {"job_id": "a1", "tenant": "acme", "sow": one_round})
     sched.execute("globex", None, "submit", {"job_id": "g1", "tenant": "globex", "sow": one_round})  # no limit
     assert sched.store.count() == 3  # the refusals logged nothing
     sched.execute("acme", None, "arrive", {"job_id": "a1", "tenant": "acme", "signal": None})

@@ -15,7 +15,11 @@ from clients.grpc_sim import RemoteSchedulerError, run_remote_simulation
 from clients.workloads import WORKLOADS, make_workload
 from mechanism.simulation import SimulationResult, Workload, run_simulation
 from server.app import ServerOptions, setup_logging, start_server
+from server.backup import BackupResult, backup_store
 from server.config import OPERATOR, ServerConfig
+from server.scheduler import DurableScheduler
+from server.service import encode_reply, legacy_replies
+from server.store import CommandStore, StoreError
 
 
 def tenant_of(job_id: str) -> str:
@@ -41,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = (args.store_dir or Path(tmp)) / "sowsched.db"
         try:
             print(run_demo(workload, store))
-        except RemoteSchedulerError as exc:  # e.g. a --store-dir that holds an earlier demo's log
+        except (RemoteSchedulerError, StoreError) as exc:  # e.g. a --store-dir with an earlier demo's log or backup
             print(f"python -m clients.demo: {exc}", file=sys.stderr)
             return 1
     return 0
@@ -62,6 +66,7 @@ def run_demo(workload: Workload, store: Path) -> str:
             lines.append(same_as_in_process(workload, result))
             lines += invoices(client, config.tenants)
             digest = client.status().state_digest
+            copy = backup_store(store, store.with_name(store.stem + "-backup.db"))  # while the server runs
     finally:
         server.stop()
     replay_started = time.perf_counter()
@@ -75,7 +80,20 @@ def run_demo(workload: Workload, store: Path) -> str:
     lines.append(f"state digest {digest[:16]}...; after a restart that replayed {restarted.scheduler.replayed} "
                  f"logged commands in {replay_s:.1f} s: {again[:16]}... "
                  f"({'identical' if again == digest else 'DIFFERENT'})")
+    lines.append(backup_line(config, copy, digest))
     return "\n".join(lines)
+
+
+def backup_line(config: ServerConfig, copy: BackupResult, digest: str) -> str:
+    """The online backup taken before the stop, replayed read-only: its digest must be the server's."""
+    replayed = DurableScheduler(config, CommandStore(copy.path, config.identity(), read_only=True), encode_reply,
+                                legacy=legacy_replies)
+    try:
+        theirs = replayed.engine.digest()
+    finally:
+        replayed.close()
+    return (f"online backup while serving (sowsched backup): {copy.path.name}, commands 1..{copy.last_seq}, "
+            f"{copy.bytes} bytes, replayed: {theirs[:16]}... ({'identical' if theirs == digest else 'DIFFERENT'})")
 
 
 def report(result: SimulationResult, elapsed: float) -> list[str]:

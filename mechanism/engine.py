@@ -19,7 +19,7 @@ import numpy as np
 from mechanism.events import Event
 from mechanism.failure import MonteCarloOracle, Residual
 from mechanism.failure_exact import DEFAULT_MAX_COMBINATIONS, ExactOracle
-from mechanism.history import History, HistoryLookup, HistoryMarks
+from mechanism.history import ChainPoint, History, HistoryLookup, HistoryMarks
 from mechanism.jobs import Job, JobState
 from mechanism.launch_plan import FailureEstimates, LaunchPlan, choose_plan
 from mechanism.ledger import Charge, Ledger
@@ -431,22 +431,33 @@ class Engine:
         h.update(self._event_chain)
         return h.hexdigest()
 
-    def verify_chains(self, forgotten_events: Iterable[Event] = (), forgotten_jobs: Iterable[Job] = ()) -> None:
-        """Recompute both chains (O(history)) from the forgotten events and retired jobs, in order, then the held
-        ones; raise if either differs or the forgotten ones are not exactly `forgotten`."""
-        events, n_events = bytes(CHAIN_BYTES), 0
+    def verify_chains(self, forgotten_events: Iterable[Event] = (), forgotten_jobs: Iterable[Job] = (),
+                      start: ChainPoint | None = None) -> ChainPoint:
+        """Recompute both chains (O(history after `start`)) from the forgotten events and retired jobs after
+        `start` (the beginning if None), in order, then the held ones; raise if either differs or the forgotten ones
+        do not end exactly at `forgotten`. Returns the chains at `forgotten`, a start for the next check."""
+        start = start or ChainPoint(HistoryMarks(0, 0, 0), bytes(CHAIN_BYTES), bytes(CHAIN_BYTES))
+        f = self.forgotten
+        if not f.covers(start.marks):
+            raise ValueError(f"chain point {start.marks} lies beyond the forgotten history {f}")
+        events, n_events, events_at_f = start.events, start.marks.events, start.events
         for event in itertools.chain(forgotten_events, self.events):
             if event.seq != n_events:
                 raise ValueError(f"event {event.seq} is where event {n_events} belongs")
             events, n_events = _chain(events, event.to_dict()), n_events + 1
-        retired, n_retired = bytes(CHAIN_BYTES), 0
+            if n_events == f.events:
+                events_at_f = events
+        retired, n_retired, retired_at_f = start.retired, start.marks.retired, start.retired
         for job in itertools.chain(forgotten_jobs, (self.jobs[i] for i in self.retired)):
             retired, n_retired = _chain(retired, self._job_state(job)), n_retired + 1
+            if n_retired == f.retired:
+                retired_at_f = retired
         marks = self.history_marks()
         unretired = self.submitted - marks.retired
         if events != self._event_chain or retired != self._retired_chain or unretired != len(self._active) \
                 or (n_events, n_retired) != (marks.events, marks.retired):
             raise ValueError("the engine's jobs or events do not reproduce its hash chains")
+        return ChainPoint(f, events_at_f, retired_at_f)
 
     # ---- history: what never changes again, for snapshots that do not grow with it ----
 

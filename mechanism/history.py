@@ -23,6 +23,16 @@ class HistoryMarks:
         return self.retired >= other.retired and self.events >= other.events and self.charges >= other.charges
 
 
+@dataclass(frozen=True)
+class ChainPoint:
+    """The engine's two hash chains after the first `marks.events` events and `marks.retired` retired jobs: a point
+    up to which a restore has already checked the archive, so the next one hashes only what came after."""
+
+    marks: HistoryMarks
+    events: bytes
+    retired: bytes
+
+
 @dataclass
 class History:
     """A consecutive piece of the append-only state, starting at `start`."""

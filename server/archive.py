@@ -170,23 +170,26 @@ class Archive:
         cur = self._run("read charges", lambda: self._db.execute(sql, tuple(args)))
         return (float(a) for (a,) in cur)
 
-    def all_events(self) -> Iterator[Event]:
-        """Every archived event in order, streamed (restores verify the event chain with it)."""
+    def all_events(self, start: int = 0) -> Iterator[Event]:
+        """Every archived event from seq `start` on, in order, streamed (restores verify the event chain with it)."""
         cur = self._run("read events", lambda: self._db.execute(
-            "SELECT record FROM archived_events WHERE seq < ? ORDER BY seq", (self.visible.events,)))
+            "SELECT record FROM archived_events WHERE seq >= ? AND seq < ? ORDER BY seq", (start, self.visible.events)))
         return (_event(record) for (record,) in cur)
 
-    def all_jobs(self) -> Iterator[Job]:
-        """Every archived job in retirement order, streamed (restores verify the retired chain with it)."""
+    def all_jobs(self, start: int = 0) -> Iterator[Job]:
+        """Every archived job from retirement `start` on, in retirement order, streamed (restores verify the retired
+        chain with it)."""
         cur = self._run("read jobs", lambda: self._db.execute(
-            "SELECT record FROM archived_jobs WHERE retired < ? ORDER BY retired", (self.visible.retired,)))
+            "SELECT record FROM archived_jobs WHERE retired >= ? AND retired < ? ORDER BY retired",
+            (start, self.visible.retired)))
         return (_job(record) for (record,) in cur)
 
-    def all_charges(self) -> Iterator[Charge]:
-        """Every archived charge in ledger order, streamed (restores check them against the completion events)."""
+    def all_charges(self, start: int = 0) -> Iterator[Charge]:
+        """Every archived charge from ledger index `start` on, in order, streamed (restores check them against the
+        completion events)."""
         cur = self._run("read charges", lambda: self._db.execute(
-            "SELECT job, round, start, duration, concurrency, amount FROM archived_charges WHERE idx < ? "
-            "ORDER BY idx", (self.visible.charges,)))
+            "SELECT job, round, start, duration, concurrency, amount FROM archived_charges WHERE idx >= ? AND idx < ? "
+            "ORDER BY idx", (start, self.visible.charges)))
         return (Charge(job, rnd, start, dur, conc, amount) for job, rnd, start, dur, conc, amount in cur)
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mechanism.engine import Engine, EngineError, JobView, Quote, RoundReport
-from mechanism.history import HistoryMarks
+from mechanism.engine import CHAIN_BYTES, Engine, EngineError, JobView, Quote, RoundReport
+from mechanism.history import ChainPoint, HistoryMarks
 from mechanism.sow import SoW
 from server import namespace, snapshot
 from server.archive import ArchiveError, ChargeCheck
@@ -207,9 +207,11 @@ class DurableScheduler:
                 if ok:
                     archive.show(state.marks)
                     engine.archive = archive
+                    start = self._checked_before(state.marks)
                     charges = ChargeCheck()
-                    engine.verify_chains(charges.events(archive.all_events()), archive.all_jobs())
-                    charges.charges(archive.all_charges())
+                    checked = engine.verify_chains(charges.events(archive.all_events(start.marks.events)),
+                                                   archive.all_jobs(start.marks.retired), start)
+                    charges.charges(archive.all_charges(start.marks.charges))
                     ok = engine.digest() == snap.digest and charges.agree
             except Exception as exc:  # a damaged snapshot only costs a longer replay
                 log.warning("snapshot unreadable", extra={"fields": {"seq": snap.seq, "error": repr(exc)}})
@@ -221,10 +223,19 @@ class DurableScheduler:
             self.engine, self._seq = engine, state.seq
             self._archived = state.marks
             self._discard_after(code, snap.seq, state.marks)
+            self.store.save_verified_point(checked)  # the next restore hashes only what is archived after it
             return snap.seq
         archive.show(HistoryMarks(0, 0, 0))
         self._discard_after(code, 0, HistoryMarks(0, 0, 0))
         return 0
+
+    def _checked_before(self, marks: HistoryMarks) -> ChainPoint:
+        """Where an earlier restore left off checking the archive, if that lies within `marks`; else the beginning.
+        The rows before it were checked then; a read-only open (`sowsched state-digest --store`) checks them all."""
+        point = None if self.store.read_only else self.store.verified_point()  # a reader (an audit) checks it all
+        if point is None or not marks.covers(point.marks):
+            return ChainPoint(HistoryMarks(0, 0, 0), bytes(CHAIN_BYTES), bytes(CHAIN_BYTES))
+        return point
 
     def _discard_after(self, code: str, seq: int, marks: HistoryMarks) -> None:
         if not self.store.read_only:  # a reader leaves the writer's snapshots and archive alone

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mechanism.history import History, HistoryMarks
+from mechanism.history import ChainPoint, History, HistoryMarks
 from server.archive import SCHEMA as ARCHIVE_SCHEMA
 from server.archive import Archive, ArchiveError
 
@@ -43,6 +43,14 @@ CREATE TABLE IF NOT EXISTS snapshots (
     taken_at REAL NOT NULL
 );
 DROP TABLE IF EXISTS history;  -- pickled history parts, before the archive tables
+CREATE TABLE IF NOT EXISTS verified (  -- how far a restore has checked the archive's hash chains (ChainPoint)
+    id INTEGER PRIMARY KEY CHECK (id = 0),
+    retired INTEGER NOT NULL,
+    events INTEGER NOT NULL,
+    charges INTEGER NOT NULL,
+    event_chain BLOB NOT NULL,
+    retired_chain BLOB NOT NULL
+);
 """ + ARCHIVE_SCHEMA
 SNAPSHOTS_KEPT = 2
 COMMANDS_READ = 1000  # logged commands a replay reads per statement
@@ -252,11 +260,37 @@ class CommandStore:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.execute("DELETE FROM snapshots WHERE code = ? AND seq > ?", (code, seq))
             self.archive.truncate(marks)
+            self._db.execute("DELETE FROM verified WHERE retired > ? OR events > ? OR charges > ?",
+                             (marks.retired, marks.events, marks.charges))  # it checked rows now dropped
             self._db.execute("COMMIT")
         except (sqlite3.Error, ArchiveError) as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise StoreError(f"store {self.path}: cannot discard snapshots after command {seq}: {exc}") from None
+
+    def verified_point(self) -> ChainPoint | None:
+        """How far a restore has checked the archive (None: nowhere yet, or a store from before this table)."""
+        try:
+            row = self._db.execute("SELECT retired, events, charges, event_chain, retired_chain FROM verified "
+                                   "WHERE id = 0").fetchone()
+        except sqlite3.Error:  # a read-only open of a store no server of this code has opened
+            return None
+        if row is None:
+            return None
+        retired, events, charges, event_chain, retired_chain = row
+        return ChainPoint(HistoryMarks(int(retired), int(events), int(charges)), bytes(event_chain),
+                          bytes(retired_chain))
+
+    def save_verified_point(self, point: ChainPoint) -> None:
+        """Record that the archive up to `point.marks` reproduces the chains in `point` (a reader records nothing)."""
+        if self.read_only:
+            return
+        m = point.marks
+        try:
+            self._db.execute("INSERT OR REPLACE INTO verified VALUES (0, ?, ?, ?, ?, ?)",
+                             (m.retired, m.events, m.charges, point.events, point.retired))
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {self.path}: cannot record the checked archive: {exc}") from None
 
     def snapshots(self) -> list[Snapshot]:
         """The kept snapshots, newest first."""

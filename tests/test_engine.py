@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import pickle
 from dataclasses import dataclass
 from typing import Any
@@ -419,6 +420,29 @@ def test_an_engine_that_forgets_its_history_into_an_archive_acts_bit_for_bit_lik
     assert back.digest() == keep.digest() and back.forgotten == keep.history_marks()
     assert back.submit("next", sow) == keep.submit("next", sow) and back.advance() == keep.advance()
     assert back.digest() == keep.digest()
+
+
+def test_checking_the_chains_from_an_earlier_checked_point_agrees_with_checking_from_the_start() -> None:
+    p = small_platform(C=4, samples=300, seed=12)
+    e, archive = Engine(p), MemoryArchive()
+    e.archive = archive
+    points = []
+    for block in range(3):
+        _drive(e, np.random.default_rng(100 + block), 8 * block, 8)
+        archive.add(e.history_since(archive.marks))
+        e.forget_history(archive.marks)
+        points.append(e.verify_chains(archive.events, archive.jobs))  # from the start
+        assert points[-1].marks == e.forgotten
+    first = points[0]
+    rest = (archive.events[first.marks.events:], archive.jobs[first.marks.retired:])
+    assert e.verify_chains(*rest, start=first) == points[-1]  # only what was archived after the first check
+    with pytest.raises(ValueError, match="do not reproduce its hash chains"):
+        e.verify_chains(*rest, start=dataclasses.replace(first, events=bytes(32)))  # a point that is not the chain's
+    with pytest.raises(ValueError, match=r"event \d+ is where event \d+ belongs"):
+        e.verify_chains(archive.events, archive.jobs, start=first)  # rows from the start after a later point
+    later = dataclasses.replace(first, marks=HistoryMarks(10**6, 0, 0))
+    with pytest.raises(ValueError, match="lies beyond the forgotten history"):
+        e.verify_chains(start=later)
 
 
 def test_forgetting_and_archiving_history_refuse_what_is_not_held_or_not_next() -> None:

@@ -265,3 +265,58 @@ def test_restarts_between_any_commands_and_with_any_interval_answer_like_a_serve
         assert restarted.engine.view(job_id) == kept.engine.view(job_id) and restarted.owner(job_id) == kept.owner(job_id)
     restarted.close()
     kept.close()
+
+
+def test_a_restart_hashes_only_the_archive_after_the_point_the_last_restart_checked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.db"
+    sched = open_with(path, 10)
+    run(sched, 8, 120)
+    sched.close()
+    starts: list[int] = []
+    real = store_module.Archive.all_events
+
+    def spy(self: store_module.Archive, start: int = 0) -> Any:
+        starts.append(start)
+        return real(self, start)
+
+    monkeypatch.setattr(store_module.Archive, "all_events", spy)
+    first = open_with(path, 10)  # no point yet: the whole archive
+    checked = first.store.verified_point()
+    assert checked is not None and checked.marks == first.engine.forgotten and checked.marks.events > 0
+    digest = first.engine.digest()
+    run(first, 9, 60)  # more history, archived at later snapshots
+    later = first.engine.digest()
+    first.close()
+    second = open_with(path, 10)
+    assert starts == [0, checked.marks.events] and second.engine.digest() == later  # only the new part hashed
+    assert second.store.verified_point().marks == second.engine.forgotten  # type: ignore[union-attr]
+    second.close()
+    assert digest != later
+
+
+def test_a_restart_catches_a_damaged_row_after_the_checked_point_and_an_audit_one_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    sched = open_with(path, 10)
+    run(sched, 8, 120)
+    sched.close()
+    first = open_with(path, 10)
+    checked, checked_seq = first.store.verified_point(), first.restored_from
+    assert checked is not None
+    run(first, 9, 60)
+    digest, newest = first.engine.digest(), first.snapshot_seq
+    first.close()
+    damage = "UPDATE archived_events SET record = replace(record, '\"round\": ', '\"round\": 1') WHERE seq = ?"
+    with sqlite3.connect(path) as db:  # an event archived after the checked point
+        db.execute(damage, (checked.marks.events,))
+    again = open_with(path, 10)  # hashed at restart: the newest snapshot is refused, the one at the point is used
+    assert (again.restored_from, again.engine.digest()) == (checked_seq, digest) and checked_seq < newest
+    again.close()
+    with sqlite3.connect(path) as db:  # an event before the checked point: a restart trusts it (it was checked)...
+        db.execute(damage, (checked.marks.events - 1,))
+    trusting = open_with(path, 10)  # (the replay above snapshotted again as it went)
+    assert trusting.restored_from >= checked_seq > 0 and trusting.engine.digest() == digest
+    trusting.close()
+    reader = open_with(path, 10, read_only=True)  # ... an audit (state-digest --store) hashes every row: caught
+    assert (reader.restored_from, reader.engine.digest()) == (0, digest)  # every snapshot refused, the log replayed
+    reader.close()

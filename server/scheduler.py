@@ -223,11 +223,19 @@ class DurableScheduler:
             self.engine, self._seq = engine, state.seq
             self._archived = state.marks
             self._discard_after(code, snap.seq, state.marks)
-            self.store.save_verified_point(checked)  # the next restore hashes only what is archived after it
+            self._record_checked(checked)
             return snap.seq
         archive.show(HistoryMarks(0, 0, 0))
         self._discard_after(code, 0, HistoryMarks(0, 0, 0))
         return 0
+
+    def _record_checked(self, point: ChainPoint) -> None:
+        """Let the next restore hash only what is archived after `point`. A write that fails (a full disk) costs only
+        that restore's time: the row left in place is an earlier point, still true of the rows before it, or none."""
+        try:
+            self.store.save_verified_point(point)
+        except StoreError as exc:
+            log.warning("checked point not recorded", extra={"fields": {"marks": str(point.marks), "error": str(exc)}})
 
     def _checked_before(self, marks: HistoryMarks) -> ChainPoint:
         """Where an earlier restore left off checking the archive, if that lies within `marks`; else the beginning.

@@ -320,3 +320,27 @@ def test_a_restart_catches_a_damaged_row_after_the_checked_point_and_an_audit_on
     reader = open_with(path, 10, read_only=True)  # ... an audit (state-digest --store) hashes every row: caught
     assert (reader.restored_from, reader.engine.digest()) == (0, digest)  # every snapshot refused, the log replayed
     reader.close()
+
+
+def test_a_restart_whose_checked_point_cannot_be_recorded_still_starts_and_the_old_point_stays_valid(
+        tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    sched = open_with(path, 10)
+    run(sched, 8, 120)
+    sched.close()
+    first = open_with(path, 10)
+    checked = first.store.verified_point()
+    run(first, 9, 60)
+    digest, newest = first.engine.digest(), first.snapshot_seq
+    first.close()
+    with sqlite3.connect(path) as db:  # the point's row cannot be written (as on a full disk)
+        db.execute("CREATE TRIGGER full BEFORE INSERT ON verified BEGIN SELECT RAISE(FAIL, 'disk is full'); END")
+    again = open_with(path, 10)  # an optimisation that failed: only the next restart is slower
+    assert (again.restored_from, again.engine.digest()) == (newest, digest)
+    assert again.store.verified_point() == checked  # the earlier point, still true of the rows before it
+    again.close()
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TRIGGER full")
+    later = open_with(path, 10)
+    assert later.engine.digest() == digest and later.store.verified_point().marks == later.engine.forgotten  # type: ignore[union-attr]
+    later.close()

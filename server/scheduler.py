@@ -27,6 +27,7 @@ Result = Quote | JobView | RoundReport
 Encoder = Callable[[str, Result], bytes]  # (kind, result) -> the reply as sent
 LegacyEncoder = Callable[[str, Result], tuple[bytes, ...]]  # the replies earlier builds logged for the same result
 SNAPSHOT_EVERY = 1000  # logged commands between snapshots
+_BEGINNING = ChainPoint(HistoryMarks(0, 0, 0), bytes(CHAIN_BYTES), bytes(CHAIN_BYTES))  # the chains before any history
 
 log = logging.getLogger("sowsched.scheduler")
 
@@ -199,6 +200,7 @@ class DurableScheduler:
         for snap in self.store.snapshots():
             if snap.code != code:
                 continue
+            checked: ChainPoint | None = None  # the point the archive was checked to, once it agrees
             try:
                 state = snapshot.load(snap.state)
                 engine = state.engine
@@ -207,16 +209,12 @@ class DurableScheduler:
                 if ok:
                     archive.show(state.marks)
                     engine.archive = archive
-                    start = self._checked_before(state.marks)
-                    charges = ChargeCheck()
-                    checked = engine.verify_chains(charges.events(archive.all_events(start.marks.events)),
-                                                   archive.all_jobs(start.marks.retired), start)
-                    charges.charges(archive.all_charges(start.marks.charges))
-                    ok = engine.digest() == snap.digest and charges.agree
+                    checked = self._check_archive(engine, self._checked_before(state.marks))
+                    ok = engine.digest() == snap.digest
             except Exception as exc:  # a damaged snapshot only costs a longer replay
                 log.warning("snapshot unreadable", extra={"fields": {"seq": snap.seq, "error": repr(exc)}})
                 continue
-            if not ok:
+            if not ok or checked is None:
                 log.warning("snapshot does not match its digest or the archive",
                             extra={"fields": {"seq": snap.seq}})
                 continue
@@ -228,6 +226,29 @@ class DurableScheduler:
         archive.show(HistoryMarks(0, 0, 0))
         self._discard_after(code, 0, HistoryMarks(0, 0, 0))
         return 0
+
+    def _check_archive(self, engine: Engine, start: ChainPoint) -> ChainPoint | None:
+        """Check the archive before the engine's forgotten marks against its chains and announced charges from
+        `start`; the point at those marks, or None if the charges disagree (a chain that differs raises). A check from
+        a recorded point that fails is redone from the beginning: a damaged point row must not cost good snapshots."""
+        try:
+            checked = self._check_archive_from(engine, start)
+        except ValueError as exc:
+            checked, failure = None, repr(exc)
+        else:
+            failure = "the archived charges are not the announced ones"
+        if checked is not None or start.marks == HistoryMarks(0, 0, 0):
+            return checked
+        log.warning("archive check from the recorded point failed; checking from the beginning",
+                    extra={"fields": {"marks": str(start.marks), "error": failure}})
+        return self._check_archive_from(engine, _BEGINNING)
+
+    def _check_archive_from(self, engine: Engine, start: ChainPoint) -> ChainPoint | None:
+        archive, charges = self.store.archive, ChargeCheck()
+        checked = engine.verify_chains(charges.events(archive.all_events(start.marks.events)),
+                                       archive.all_jobs(start.marks.retired), start)
+        charges.charges(archive.all_charges(start.marks.charges))
+        return checked if charges.agree else None
 
     def _record_checked(self, point: ChainPoint) -> None:
         """Let the next restore hash only what is archived after `point`. A write that fails (a full disk) costs only
@@ -242,7 +263,7 @@ class DurableScheduler:
         The rows before it were checked then; a read-only open (`sowsched state-digest --store`) checks them all."""
         point = None if self.store.read_only else self.store.verified_point()  # a reader (an audit) checks it all
         if point is None or not marks.covers(point.marks):
-            return ChainPoint(HistoryMarks(0, 0, 0), bytes(CHAIN_BYTES), bytes(CHAIN_BYTES))
+            return _BEGINNING
         return point
 
     def _discard_after(self, code: str, seq: int, marks: HistoryMarks) -> None:

@@ -344,3 +344,22 @@ def test_a_restart_whose_checked_point_cannot_be_recorded_still_starts_and_the_o
     later = open_with(path, 10)
     assert later.engine.digest() == digest and later.store.verified_point().marks == later.engine.forgotten  # type: ignore[union-attr]
     later.close()
+
+
+def test_a_damaged_checked_point_costs_a_full_hash_of_the_archive_not_the_snapshots(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    sched = open_with(path, 10)
+    run(sched, 8, 120)
+    sched.close()
+    first = open_with(path, 10)
+    checked = first.store.verified_point()
+    assert checked is not None
+    run(first, 9, 60)
+    digest, newest, replayed = first.engine.digest(), first.snapshot_seq, first.log_seq - first.snapshot_seq
+    first.close()
+    with sqlite3.connect(path) as db:  # the recorded chain, not the archive, is wrong
+        db.execute("UPDATE verified SET event_chain = ?", (bytes(len(checked.events)),))
+    again = open_with(path, 10)  # the archive still reproduces the newest snapshot's chains from the beginning
+    assert (again.restored_from, again.replayed, again.engine.digest()) == (newest, replayed, digest)
+    assert again.store.verified_point().marks == again.engine.forgotten  # type: ignore[union-attr]
+    again.close()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import pickle
 import sqlite3
 import zlib
@@ -13,8 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mechanism.engine import CHAIN_BYTES, Engine
 from server import namespace, reads, snapshot
 from server import store as store_module
+from server.backup import backup_store
 from server.scheduler import DurableScheduler, Refused, Unavailable
 from server.service import encode_reply
 from server.store import CommandStore, Snapshot
@@ -363,3 +367,75 @@ def test_a_damaged_checked_point_costs_a_full_hash_of_the_archive_not_the_snapsh
     assert (again.restored_from, again.replayed, again.engine.digest()) == (newest, replayed, digest)
     assert again.store.verified_point().marks == again.engine.forgotten  # type: ignore[union-attr]
     again.close()
+
+
+def chains_before(path: Path, events: int, retired: int) -> tuple[bytes, bytes]:
+    """The engine's two hash chains recomputed from the archive rows before the marks, by reading the file."""
+    def chain(previous: bytes, record: dict[str, Any]) -> bytes:  # one link: SHA-256(previous + canonical JSON)
+        return hashlib.sha256(previous + json.dumps(record, sort_keys=True).encode()).digest()
+
+    with sqlite3.connect(path) as db:
+        event_chain = bytes(CHAIN_BYTES)
+        for (record,) in db.execute("SELECT record FROM archived_events WHERE seq < ? ORDER BY seq", (events,)):
+            event_chain = chain(event_chain, json.loads(record))
+        retired_chain = bytes(CHAIN_BYTES)
+        for (record,) in db.execute("SELECT record FROM archived_jobs WHERE retired < ? ORDER BY retired", (retired,)):
+            job = pickle.loads(record)
+            retired_chain = chain(retired_chain, {**Engine.view_of(job).to_dict(),
+                                                  "pending_completion": job.pending_completion})
+    return event_chain, retired_chain
+
+
+def assert_point_true(path: Path) -> None:
+    """The recorded point, if any, holds the chains the archive rows before its marks reproduce."""
+    store = CommandStore(path, CONFIG.identity(), read_only=True)
+    point = store.verified_point()
+    store.close()
+    if point is not None:
+        assert (point.events, point.retired) == chains_before(path, point.marks.events, point.marks.retired)
+
+
+STEPS = st.lists(st.one_of(st.tuples(st.just("run"), st.integers(1, 30)),
+                           st.tuples(st.just("restart"), st.sampled_from([0, 2, 5])),
+                           st.tuples(st.just("damage"), st.just(0)),  # the newest snapshot unreadable
+                           st.tuples(st.just("fail"), st.just(0)),  # snapshots fail until the next step
+                           st.tuples(st.just("backup"), st.just(0))),  # serve an online backup from now on
+                 min_size=1, max_size=7)
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), steps=STEPS)
+def test_any_run_of_restarts_fallbacks_and_backups_keeps_the_checked_point_true_and_agrees_with_an_audit(
+        tmp_path_factory: pytest.TempPathFactory, seed: int, steps: list[tuple[str, int]]) -> None:
+    root = tmp_path_factory.mktemp("points")
+    path, every = root / "s.db", 2
+    sched = open_with(path, every)
+    for i, (step, arg) in enumerate(steps):
+        sched.store._db.execute("DROP TRIGGER IF EXISTS full")
+        if step == "run":  # jobs that live, complete and are billed (charges in the archive)
+            for j, (caller, kind, body) in enumerate(lifecycle_commands(seed + i, arg, sched.engine)):
+                if kind == "submit":
+                    body = {**body, "job_id": f"{i}-{body['job_id']}"}
+                outcome(sched, 100 * i + j, caller, kind, body)
+        elif step == "damage":
+            sched.store._db.execute("UPDATE snapshots SET state = x'00' WHERE seq = (SELECT MAX(seq) FROM snapshots)")
+        elif step == "fail":  # as on a full disk
+            sched.store._db.execute("CREATE TRIGGER full BEFORE INSERT ON snapshots BEGIN SELECT RAISE(FAIL, 'full'); END")
+        elif step == "backup":
+            copy = root / f"backup{i}.db"
+            backup_store(path, copy)
+            sched.close()
+            path = copy
+            sched = open_with(path, every)
+        else:  # a restart, after an audit of the store as it was left
+            sched.close()
+            every = arg
+            audit, full = open_with(path, 2, read_only=True), open_with(path, 0, read_only=True)
+            sched = open_with(path, every)
+            assert sched.engine.digest() == full.engine.digest() == audit.engine.digest()
+            if every:  # the same snapshot the audit's check of every row accepts
+                assert sched.restored_from == audit.restored_from
+            audit.close()
+            full.close()
+        assert_point_true(path)
+    sched.close()

@@ -55,6 +55,11 @@ def backup_store(source: Path, target: Path) -> BackupResult:
                     raise StoreError(f"backup of {source}: the copy fails integrity_check: {check}")
                 last = int(dst.execute("SELECT COALESCE(MAX(seq), 0) FROM commands").fetchone()[0])
                 snapshots = int(dst.execute("SELECT COUNT(*) FROM snapshots").fetchone()[0])
+                # The first restart of a copy hashes its whole archive: rows checked in another file prove nothing
+                # about this one (a store from before the table has none to clear).
+                if dst.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'verified'").fetchone():
+                    dst.execute("DELETE FROM verified")
+                    dst.commit()
                 dst.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # one self-contained file
         partial.chmod(stat.S_IMODE(source.stat().st_mode))  # as private as the store (it holds pickles it loads)
         _publish(partial, target)

@@ -131,3 +131,21 @@ def test_the_backup_target_may_be_named_as_a_store_is(tmp_path: Path, capsys: py
     assert main(["backup", "--store", f"sqlite:///{store}", "--out", f"sqlite:///{tmp_path / 'b.db'}", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["out"] == str(tmp_path / "b.db")
     assert (tmp_path / "b.db").is_file()
+
+
+def test_a_copy_does_not_inherit_the_point_its_store_was_checked_to(tmp_path: Path) -> None:
+    # the store's first restart records how far it hashed its archive; the copy's rows were never hashed
+    with running(tmp_path / "s.db", snapshot_every=3) as srv:
+        acme = client(srv, ACME)
+        for i in range(7):
+            acme.submit(f"j{i}", sow(outcomes=[[0, 1, 1.0]]))
+            acme.report_arrival(f"j{i}")
+            acme.report_completion(f"j{i}")
+            client(srv).advance()
+    with running(tmp_path / "s.db", snapshot_every=3) as again:  # a restart: it records its checked point
+        assert again.scheduler.store.verified_point() is not None
+        copy = backup_store(tmp_path / "s.db", tmp_path / "b.db")
+    with sqlite3.connect(copy.path) as db:
+        assert db.execute("SELECT COUNT(*) FROM verified").fetchone() == (0,)
+    with running(copy.path, snapshot_every=3) as restored:  # its first restart hashes every row, then records
+        assert restored.scheduler.restored_from > 0 and restored.scheduler.store.verified_point() is not None

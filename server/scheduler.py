@@ -432,7 +432,8 @@ class DurableScheduler:
                                   "request; use a new request id")
                 return prior[1], False
         self._authorize(t.caller, t.kind, t.body)
-        if t.kind == "submit" and self.owner(namespace.key(t.body["tenant"], t.body["job_id"])) is None:
+        if t.kind == "submit" and t.body["tenant"] in self.config.max_active_jobs \
+                and self.owner(namespace.key(t.body["tenant"], t.body["job_id"])) is None:
             self._check_limit(t.body["tenant"])  # (a taken id is ALREADY_EXISTS, whatever the limit)
         result = apply_command(self.engine, t.kind, t.body, t.sow)
         if t.kind == "submit" and (limited := self._limited_jobs(t.body["tenant"])) is not None:

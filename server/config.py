@@ -48,7 +48,7 @@ class TenantConfig(TokenSource):
     # At most this many of the tenant's jobs active (submitted, waiting or running) at once; none: no limit.
     # Every active job raises the expected usage y and so everyone's prices until it ends, including SoWs that
     # never arrive (they cost their tenant nothing): the limit bounds what one tenant can do to the others.
-    max_active_jobs: int | None = Field(default=None, ge=1)
+    max_active_jobs: int | None = Field(default=None, ge=1, strict=True)  # strict: `true` or "3" is refused
 
     @field_validator("name")
     @classmethod

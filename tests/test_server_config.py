@@ -63,6 +63,10 @@ def test_a_file_round_trips(tmp_path: Path) -> None:
      r"tenants.0.max_active_jobs \(value 0\).*greater than or equal to 1"),
     (with_(tenants=[{"name": "a", "token": "tok-tok-1", "max_active_jobs": "many"}]),
      r"tenants.0.max_active_jobs \(value 'many'\).*valid integer"),
+    (with_(tenants=[{"name": "a", "token": "tok-tok-1", "max_active_jobs": True}]),
+     r"tenants.0.max_active_jobs \(value True\).*valid integer"),
+    (with_(tenants=[{"name": "a", "token": "tok-tok-1", "max_active_jobs": "3"}]),
+     r"tenants.0.max_active_jobs \(value '3'\).*valid integer"),
 ])
 def test_invalid_configurations_are_rejected_naming_the_field(data: dict[str, Any], match: str) -> None:
     with pytest.raises(ConfigError, match=match):

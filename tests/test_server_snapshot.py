@@ -271,6 +271,15 @@ def test_restarts_between_any_commands_and_with_any_interval_answer_like_a_serve
     kept.close()
 
 
+def restarted_once(path: Path) -> DurableScheduler:
+    """A store that ran 120 random commands with a snapshot every 10, reopened once (that restart checked its
+    archive and recorded the point it reached)."""
+    sched = open_with(path, 10)
+    run(sched, 8, 120)
+    sched.close()
+    return open_with(path, 10)
+
+
 def test_a_restart_hashes_only_the_archive_after_the_point_the_last_restart_checked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "s.db"
@@ -301,10 +310,7 @@ def test_a_restart_hashes_only_the_archive_after_the_point_the_last_restart_chec
 
 def test_a_restart_catches_a_damaged_row_after_the_checked_point_and_an_audit_one_before_it(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    sched = open_with(path, 10)
-    run(sched, 8, 120)
-    sched.close()
-    first = open_with(path, 10)
+    first = restarted_once(path)
     checked, checked_seq = first.store.verified_point(), first.restored_from
     assert checked is not None
     run(first, 9, 60)
@@ -329,10 +335,7 @@ def test_a_restart_catches_a_damaged_row_after_the_checked_point_and_an_audit_on
 def test_a_restart_whose_checked_point_cannot_be_recorded_still_starts_and_the_old_point_stays_valid(
         tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    sched = open_with(path, 10)
-    run(sched, 8, 120)
-    sched.close()
-    first = open_with(path, 10)
+    first = restarted_once(path)
     checked = first.store.verified_point()
     run(first, 9, 60)
     digest, newest = first.engine.digest(), first.snapshot_seq
@@ -352,10 +355,7 @@ def test_a_restart_whose_checked_point_cannot_be_recorded_still_starts_and_the_o
 
 def test_a_damaged_checked_point_costs_a_full_hash_of_the_archive_not_the_snapshots(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    sched = open_with(path, 10)
-    run(sched, 8, 120)
-    sched.close()
-    first = open_with(path, 10)
+    first = restarted_once(path)
     checked = first.store.verified_point()
     assert checked is not None
     run(first, 9, 60)

@@ -20,6 +20,7 @@ from mechanism.sow import SoW
 from server import namespace, snapshot
 from server.archive import ArchiveError, ChargeCheck
 from server.config import CLOCK, OPERATOR, Principal, ServerConfig
+from server.limits import ActiveLimits
 from server.metrics import NO_METRICS, Observer
 from server.store import CommandStore, Snapshot, StoreError
 
@@ -147,7 +148,7 @@ class DurableScheduler:
         self._queue_lock = threading.Lock()
         self.snapshot_every = snapshot_every
         self._seq = 0  # the last logged command applied
-        self._limited: dict[str, list[str]] | None = None  # see _limited_jobs
+        self.limits = ActiveLimits(config.max_active_jobs)  # checked on live submissions only, not on replay
         self._archived = HistoryMarks(0, 0, 0)  # the engine history the store's archive holds
         try:
             self.restored_from = self._restore()  # snapshot seq, 0 for none
@@ -433,43 +434,17 @@ class DurableScheduler:
                 return prior[1], False
         self._authorize(t.caller, t.kind, t.body)
         if t.kind == "submit" and t.body["tenant"] in self.config.max_active_jobs \
-                and self.owner(namespace.key(t.body["tenant"], t.body["job_id"])) is None:
-            self._check_limit(t.body["tenant"])  # (a taken id is ALREADY_EXISTS, whatever the limit)
+                and self.owner(namespace.key(t.body["tenant"], t.body["job_id"])) is None:  # a taken id: ALREADY_EXISTS
+            refusal = self.limits.refusal(self.engine, t.body["tenant"])
+            if refusal is not None:
+                raise LimitReached(refusal)
         result = apply_command(self.engine, t.kind, t.body, t.sow)
-        if t.kind == "submit" and (limited := self._limited_jobs(t.body["tenant"])) is not None:
-            limited.append(namespace.key(t.body["tenant"], t.body["job_id"]))
+        if t.kind == "submit":
+            self.limits.admitted(self.engine, namespace.key(t.body["tenant"], t.body["job_id"]))
         reply = self._encode(t.kind, result)
         self._seq = self.store.append(t.kind, t.caller, t.request_id, t.body, t.hash, reply, self.engine.now,
                                       t.logged)
         return reply, True
-
-    def _check_limit(self, tenant: str) -> None:
-        """Refuse a submission beyond the tenant's max_active_jobs (live commands only: a replay applies what was
-        accepted, whatever the limit is now)."""
-        jobs = self._limited_jobs(tenant)
-        if jobs is None:
-            return
-        limit = self.config.max_active_jobs[tenant]
-        if len(jobs) >= limit:  # fewer listed are fewer active; else drop the ended ones and count again
-            jobs[:] = [key for key in jobs if (job := self.engine.jobs.get(key)) is not None and job.state.active]
-        active = len(jobs)
-        if active >= limit:
-            raise LimitReached(f"tenant {tenant!r} has {active} active jobs, its limit max_active_jobs={limit}; "
-                               "submit again when some have ended")
-
-    def _limited_jobs(self, tenant: str) -> list[str] | None:
-        """The keys of `tenant`'s jobs that may still be active when it has a max_active_jobs, else None: taken from
-        the engine's active jobs at the first live submission, then extended by each accepted one and pruned of the
-        ended ones when they reach the limit, so that a check reads the tenant's own jobs, not every active job."""
-        limits = self.config.max_active_jobs
-        if tenant not in limits:
-            return None
-        if self._limited is None:
-            self._limited = {name: [] for name in limits}
-            for job in self.engine.jobs_after(-1, active_only=True):
-                if (owner := namespace.tenant_of(job.id)) in limits:
-                    self._limited[owner].append(job.id)
-        return self._limited[tenant]
 
     def _authorize(self, caller: str, kind: str, body: dict[str, Any]) -> None:
         if caller in (OPERATOR, CLOCK):

@@ -87,6 +87,8 @@ class ServerStatus:
     events: int
     active_jobs: int
     state_digest: str
+    own_active_jobs: int = 0  # the caller's own active jobs
+    own_max_active_jobs: int | None = None  # the caller's max_active_jobs; None: no limit
 
 
 @dataclass(frozen=True)
@@ -266,7 +268,8 @@ class SchedulerClient:
         r = self._call(self.stub.GetPlatform, pb.GetPlatformRequest())
         return ServerStatus(platform=Platform.model_validate(json.loads(r.platform_json)), samples=r.samples,
                             oracle=r.oracle, clock=r.clock, round_seconds=r.round_seconds, now=r.now,
-                            events=r.events, active_jobs=r.active_jobs, state_digest=r.state_digest)
+                            events=r.events, active_jobs=r.active_jobs, state_digest=r.state_digest,
+                            own_active_jobs=r.own_active_jobs, own_max_active_jobs=r.own_max_active_jobs or None)
 
     def echo(self, payload: bytes = b"") -> bytes:
         return self._call(self.stub.Echo, pb.EchoRequest(payload=payload)).payload

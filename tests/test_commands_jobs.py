@@ -380,3 +380,20 @@ def test_a_submission_beyond_the_tenants_limit_exits_75(tmp_path: Path, capsys: 
         assert "RESOURCE_EXHAUSTED: tenant 'acme' has 1 active jobs" in capsys.readouterr().err
     finally:
         srv.stop(0)
+
+
+def test_status_shows_the_platform_and_the_callers_own_jobs_and_limit(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    limited = dataclasses.replace(config(), max_active_jobs={"acme": 5})
+    srv = start_server(limited, ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0"))
+    try:
+        client(srv, ACME).submit("j1", sow())
+        out = run_json(capsys, cli(srv, ACME, "status"))
+        assert (out["own_active_jobs"], out["own_max_active_jobs"], out["round"]) == (1, 5, 0)
+        assert "state_digest" not in out and out["platform"]["C"] == limited.platform.C
+        assert main(cli(srv, ACME, "status")) == 0
+        assert capsys.readouterr().out.splitlines()[1] == "your active jobs: 1 (limit 5)"
+        operator = run_json(capsys, cli(srv, OP, "status"))
+        assert (operator["own_max_active_jobs"], operator["active_jobs"]) == (None, 1) and operator["state_digest"]
+    finally:
+        srv.stop(0)

@@ -703,3 +703,20 @@ def test_a_submission_beyond_the_tenants_max_active_jobs_is_resource_exhausted(t
         assert [j.view.id for j in acme.list_jobs()] == ["j1"]
     finally:
         srv.stop(0)
+
+
+def test_get_platform_tells_each_caller_its_own_active_jobs_and_limit(tmp_path: Path) -> None:
+    limited = dataclasses.replace(config(), max_active_jobs={"acme": 3})
+    srv = start_server(limited, ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0"))
+    try:
+        acme, globex, op = client(srv, ACME), client(srv, GLOBEX), client(srv, OP)
+        acme.submit("j1", sow(outcomes=[[0, 1, 1.0]]))
+        acme.submit("j2", sow(outcomes=[[1, 1, 1.0]]))
+        globex.submit("j1", sow())
+        assert (acme.status().own_active_jobs, acme.status().own_max_active_jobs) == (2, 3)
+        assert (globex.status().own_active_jobs, globex.status().own_max_active_jobs) == (1, None)
+        assert (op.status().own_active_jobs, op.status().active_jobs) == (0, 3)  # its own namespace; all
+        op.advance()  # acme's j1 never arrived at its only arrival: it expires
+        assert acme.status().own_active_jobs == 1
+    finally:
+        srv.stop(0)

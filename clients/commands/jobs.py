@@ -87,6 +87,7 @@ def register(sub: Any) -> None:
     p.add_argument("--from-seq", type=int64, default=0, help="first event sequence number (resume point)")
     p.add_argument("--no-follow", action="store_true", help="stop after the events that exist now")
     p.add_argument("--limit", type=int, default=0, help="stop after this many events (0: no limit)")
+    _command(sub, "status", "the platform, its clock and round, and your own active jobs and limit", status)
     p = _command(sub, "invoice", "a tenant's charges with the quote each came from", invoice)
     p.add_argument("--tenant", default="", help="operator only: whose invoice")
     p.add_argument("--from-round", type=int64, default=None, help="only charges billed in this round or later")
@@ -238,6 +239,23 @@ def arrive(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
 def complete(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
     s = client.report_completion(args.job, request_id=args.request_id, tenant=args.tenant)
     return {**s.view.to_dict(), "tenant": s.tenant, "text": f"job {s.view.id}: {s.view.state}, completion reported"}
+
+
+def status(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    s = client.status()
+    p = s.platform
+    limit = "no limit" if s.own_max_active_jobs is None else f"limit {s.own_max_active_jobs}"
+    clock = s.clock if s.clock == "simulated" else f"{s.clock}, {s.round_seconds:g} s a round"
+    text = [f"platform C={p.C} C_m={p.C_m} D_m={p.D_m} S_m={p.S_m} H={p.H:g}; oracle {s.oracle} with {s.samples} "
+            f"samples; clock {clock}; round {s.now}",
+            f"your active jobs: {s.own_active_jobs} ({limit})"]
+    out: dict[str, Any] = {"platform": p.model_dump(mode="json"), "samples": s.samples, "oracle": s.oracle,
+                           "clock": s.clock, "round_seconds": s.round_seconds, "round": s.now,
+                           "own_active_jobs": s.own_active_jobs, "own_max_active_jobs": s.own_max_active_jobs}
+    if s.state_digest:  # the operator's platform-wide view
+        text.append(f"platform-wide: {s.active_jobs} active jobs, {s.events} events, state digest {s.state_digest}")
+        out.update(active_jobs=s.active_jobs, events=s.events, state_digest=s.state_digest)
+    return {**out, "text": "\n".join(text)}
 
 
 def job(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:

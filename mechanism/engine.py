@@ -30,6 +30,7 @@ from mechanism.sow import Signal, SoW
 OracleKind = Literal["mc", "exact"]
 MAX_JOB_ID = 256  # characters; the server keys jobs by tenant and the tenant's own id (at most 64 + 1 + 128)
 CHAIN_BYTES = 32  # SHA-256
+CHAIN_START = ChainPoint(HistoryMarks(0, 0, 0), bytes(CHAIN_BYTES), bytes(CHAIN_BYTES))  # before any history
 
 
 def check_job_id(job_id: str, bound: int = MAX_JOB_ID) -> None:
@@ -436,7 +437,7 @@ class Engine:
         """Recompute both chains (O(history after `start`)) from the forgotten events and retired jobs after
         `start` (the beginning if None), in order, then the held ones; raise if either differs or the forgotten ones
         do not end exactly at `forgotten`. Returns the chains at `forgotten`, a start for the next check."""
-        start = start or ChainPoint(HistoryMarks(0, 0, 0), bytes(CHAIN_BYTES), bytes(CHAIN_BYTES))
+        start = start or CHAIN_START
         f = self.forgotten
         if not f.covers(start.marks):
             raise ValueError(f"chain point {start.marks} lies beyond the forgotten history {f}")

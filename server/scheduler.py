@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mechanism.engine import CHAIN_BYTES, Engine, EngineError, JobView, Quote, RoundReport
+from mechanism.engine import CHAIN_START, Engine, EngineError, JobView, Quote, RoundReport
 from mechanism.history import ChainPoint, HistoryMarks
 from mechanism.sow import SoW
 from server import namespace, snapshot
@@ -28,7 +28,6 @@ Result = Quote | JobView | RoundReport
 Encoder = Callable[[str, Result], bytes]  # (kind, result) -> the reply as sent
 LegacyEncoder = Callable[[str, Result], tuple[bytes, ...]]  # the replies earlier builds logged for the same result
 SNAPSHOT_EVERY = 1000  # logged commands between snapshots
-_BEGINNING = ChainPoint(HistoryMarks(0, 0, 0), bytes(CHAIN_BYTES), bytes(CHAIN_BYTES))  # the chains before any history
 
 log = logging.getLogger("sowsched.scheduler")
 
@@ -82,7 +81,8 @@ def body_hash(kind: str, body: dict[str, Any], logged: str | None = None) -> str
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-JOB_COMMANDS = ("submit", "arrive", "complete")  # commands on one job, named by (tenant, job_id)
+REPORTS = ("arrive", "complete")  # reports on a job: before per-tenant ids they named no tenant
+JOB_COMMANDS = ("submit", *REPORTS)  # commands on one job, named by (tenant, job_id)
 
 
 def apply_command(engine: Engine, kind: str, body: dict[str, Any], sow: SoW | None = None) -> Result:
@@ -122,7 +122,7 @@ def _previous_build_hash(t: _Ticket) -> str | None:
     """The body hash the build before per-tenant job ids logged for this request, if a client of that build could have
     sent it: a report in the caller's own namespace (that build's reports named no tenant: the service now fills in
     the caller's own), hashed without its tenant. A retry of it after the upgrade gets its logged reply."""
-    if t.kind not in ("arrive", "complete") or t.body.get("tenant") != t.caller:
+    if t.kind not in REPORTS or t.body.get("tenant") != t.caller:
         return None
     return body_hash(t.kind, {k: v for k, v in t.body.items() if k != "tenant"})
 
@@ -242,7 +242,7 @@ class DurableScheduler:
             return checked
         log.warning("archive check from the recorded point failed; checking from the beginning",
                     extra={"fields": {"marks": str(start.marks), "error": failure}})
-        return self._check_archive_from(engine, _BEGINNING)
+        return self._check_archive_from(engine, CHAIN_START)
 
     def _check_archive_from(self, engine: Engine, start: ChainPoint) -> ChainPoint | None:
         archive, charges = self.store.archive, ChargeCheck()
@@ -264,7 +264,7 @@ class DurableScheduler:
         The rows before it were checked then; a read-only open (`sowsched state-digest --store`) checks them all."""
         point = None if self.store.read_only else self.store.verified_point()  # a reader (an audit) checks it all
         if point is None or not marks.covers(point.marks):
-            return _BEGINNING
+            return CHAIN_START
         return point
 
     def _discard_after(self, code: str, seq: int, marks: HistoryMarks) -> None:
@@ -334,7 +334,7 @@ class DurableScheduler:
         A report was accepted only on an active job, which the engine holds: the tenant is among `tenants`, those of
         the jobs held and submitted so far, whether or not the configuration still names it.
         """
-        if kind not in ("arrive", "complete") or "tenant" in body or not isinstance(body.get("job_id"), str):
+        if kind not in REPORTS or "tenant" in body or not isinstance(body.get("job_id"), str):
             return body
         for tenant in tenants:
             if namespace.key(tenant, body["job_id"]) in self.engine.jobs:

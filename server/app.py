@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 import server.gen  # noqa: F401
-from server.config import ServerConfig
+from server.config import ConfigError, ServerConfig
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
 from server.metrics import MAX_PORT, NO_METRICS, MetricsEndpoint, Observer, ServerMetrics, parse_address
@@ -112,7 +113,8 @@ class RunningServer:
 
     def __init__(self, grpc_server: grpc.Server, port: int, scheduler: DurableScheduler, service: SchedulerService,
                  health_servicer: health.HealthServicer, clock: WallClock | None, grace: float,
-                 metrics: MetricsEndpoint | None = None) -> None:
+                 metrics: MetricsEndpoint | None = None, observer: Observer = NO_METRICS,
+                 loopback: bool = True) -> None:
         self.grpc_server = grpc_server
         self.port = port
         self.scheduler = scheduler
@@ -122,6 +124,8 @@ class RunningServer:
         self._grace = grace
         self._stopped = threading.Event()
         self._metrics = metrics
+        self._observer = observer
+        self._loopback = loopback  # listening on loopback only: a configuration without tokens may serve
 
     @property
     def metrics_port(self) -> int | None:
@@ -147,11 +151,44 @@ class RunningServer:
     def wait(self) -> None:
         self.grpc_server.wait_for_termination()
 
+    def reload(self, load: Callable[[], ServerConfig]) -> bool:
+        """Take a re-read configuration (SIGHUP): its tokens, tenants and max_active_jobs apply from the next call,
+        and event streams whose token it no longer holds end with UNAUTHENTICATED. A configuration that does not
+        load, changes the platform or the oracle, or has no tokens while the server listens beyond loopback is
+        refused (logged, counted): the old one stays. True if applied."""
+        old = self.scheduler.config
+        try:
+            new = load()
+            if not new.auth_enabled and not self._loopback:
+                raise ConfigError("the new configuration has no tokens, and a server without them listens only on "
+                                  "loopback")
+            self.scheduler.reconfigure(new)
+        except ConfigError as exc:
+            self._observer.config_reload("refused")
+            log.error("configuration reload refused; the previous one stays", extra={"fields": {"error": str(exc)}})
+            return False
+        self._observer.config_reload("applied")
+        log.info("configuration reloaded", extra={"fields": config_changes(old, new)})
+        return True
+
+
+def config_changes(old: ServerConfig, new: ServerConfig) -> dict[str, Any]:
+    """What a reload changed, for the log: tenants added and removed, whose tokens changed (never the tokens)."""
+    def holders(cfg: ServerConfig) -> dict[str, str]:
+        return {name: token for token, name in cfg.tokens.items()}
+
+    before, after = holders(old), holders(new)
+    return {"tenants_added": sorted(set(new.tenants) - set(old.tenants)),
+            "tenants_removed": sorted(set(old.tenants) - set(new.tenants)),
+            "tokens_changed": sorted(n for n in before.keys() & after.keys() if before[n] != after[n]),
+            "max_active_jobs": dict(sorted(new.max_active_jobs.items())), "auth": new.auth_enabled}
+
 
 def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     """Replay the log, bind, and start serving; the returned server knows its port (listen on :0 to pick one)."""
     host = options.listen.rsplit(":", 1)[0]
-    if not config.auth_enabled and host not in LOOPBACK:
+    loopback = host in LOOPBACK
+    if not config.auth_enabled and not loopback:
         raise StartupError(f"listen={options.listen!r}: without tokens in the configuration the server only "
                          "listens on loopback; add [operator] and [[tenants]] tokens")
     if options.clock == "wall" and not options.round_seconds > 0:
@@ -195,7 +232,7 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
                                           "auth": config.auth_enabled,
                                           "metrics_port": None if endpoint is None else endpoint.port}})
     return RunningServer(grpc_server, port, scheduler, service, health_servicer, ticker, options.grace_seconds,
-                         endpoint)
+                         endpoint, observer, loopback)
 
 
 def _max_watchers(options: ServerOptions) -> int:
@@ -277,18 +314,36 @@ def _bind(grpc_server: grpc.Server, options: ServerOptions) -> int:
     return port
 
 
-def serve_until_signalled(config: ServerConfig, options: ServerOptions, port_file: Path | None = None) -> int:
-    """Run until SIGTERM or SIGINT, then shut down cleanly (the command in flight completes and is logged)."""
-    done = threading.Event()
+def serve_until_signalled(config: ServerConfig, options: ServerOptions, port_file: Path | None = None,
+                          reload: Callable[[], ServerConfig] | None = None) -> int:
+    """Run until SIGTERM or SIGINT, then shut down cleanly (the command in flight completes and is logged). With
+    `reload` (it re-reads platform.toml), SIGHUP swaps in the configuration it returns (RunningServer.reload)."""
+    done, wake, reload_asked = threading.Event(), threading.Event(), threading.Event()
+
+    def on_hangup(signum: int, frame: object) -> None:
+        reload_asked.set()
+        wake.set()
+
+    if reload is not None:  # before the replay: a SIGHUP during it is served after, not the default (terminate)
+        signal.signal(signal.SIGHUP, on_hangup)
     running = start_server(config, options)
     if port_file is not None:
         tmp = port_file.with_suffix(port_file.suffix + ".tmp")
         tmp.write_text(str(running.port))
         tmp.replace(port_file)
+
+    def on_stop(signum: int, frame: object) -> None:
+        done.set()
+        wake.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, frame: done.set())
-    while not done.wait(1.0):
-        pass
+        signal.signal(sig, on_stop)
+    while not done.is_set():
+        wake.wait(1.0)
+        wake.clear()
+        if reload_asked.is_set() and not done.is_set() and reload is not None:
+            reload_asked.clear()
+            running.reload(reload)
     log.info("signal received: shutting down", extra={"fields": {"grace_s": options.grace_seconds}})
     running.stop()
     return 0

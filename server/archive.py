@@ -131,6 +131,12 @@ class Archive:
                           "SELECT tenant FROM archived_jobs WHERE id = ? AND retired < ?", (job_id, self.visible.retired))
         return str(rows[0][0]) if rows else None
 
+    def holds_tenant(self, tenant: str) -> bool:
+        """Whether `tenant` owns an archived job (one index probe)."""
+        return bool(self._rows(f"look up the jobs of tenant {tenant!r}",
+                               "SELECT 1 FROM archived_jobs WHERE tenant = ? AND retired < ? LIMIT 1",
+                               (tenant, self.visible.retired)))
+
     def jobs(self, after: int, limit: int, tenant: str | None = None,
              states: frozenset[str] = frozenset()) -> list[tuple[Job, str]]:
         """Up to `limit` (job, tenant) with a seq above `after`, in submission order, of `tenant` (all if None) and

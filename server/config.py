@@ -20,27 +20,46 @@ TENANT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
 class TokenSource(BaseModel):
-    """A bearer token, given inline (`token`) or read from an environment variable (`token_env`)."""
+    """A bearer token, given inline (`token`), read from an environment variable (`token_env`) or from a file
+    (`token_file`: a mounted secret; re-read when the server reloads its configuration on SIGHUP, so it can rotate
+    without a restart, which a variable of the running process cannot)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     token: str | None = Field(default=None, min_length=8)
     token_env: str | None = Field(default=None, min_length=1)
+    token_file: str | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _one_source(self) -> TokenSource:
-        if (self.token is None) == (self.token_env is None):
-            raise ValueError("give exactly one of token (at least 8 characters) or token_env")
+        if sum(x is not None for x in (self.token, self.token_env, self.token_file)) != 1:
+            raise ValueError("give exactly one of token (at least 8 characters), token_env or token_file")
         return self
 
-    def resolve(self, where: str) -> str:
+    def resolve(self, where: str, base: Path) -> str:
+        """The token; `base` is the directory a relative token_file is read from (the configuration file's)."""
         if self.token is not None:
             return self.token
+        if self.token_file is not None:
+            return _token_from_file(where, base / self.token_file)
         assert self.token_env is not None
         value = os.environ.get(self.token_env, "")
         if len(value) < 8:
             raise ConfigError(f"{where}.token_env={self.token_env!r}: the variable is unset or shorter than 8 characters")
         return value
+
+
+def _token_from_file(where: str, path: Path) -> str:
+    """The file's text without surrounding white space (a trailing newline is usual); at least 8 characters."""
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ConfigError(f"{where}.token_file={str(path)!r}: cannot read the token ({reason})") from None
+    if len(value) < 8 or any(c.isspace() for c in value):
+        raise ConfigError(f"{where}.token_file={str(path)!r}: the token has {len(value)} characters, below the bound "
+                          "8, or holds white space inside")
+    return value
 
 
 class TenantConfig(TokenSource):
@@ -128,9 +147,10 @@ class ServerConfig:
         return Principal(found) if found is not None else None
 
 
-def parse_config(data: dict[str, Any], resolve_tokens: bool = True) -> ServerConfig:
+def parse_config(data: dict[str, Any], resolve_tokens: bool = True, base: Path = Path(".")) -> ServerConfig:
     """Validate a decoded platform.toml document; without `resolve_tokens` no token is read (offline tools that
-    only replay a store need the platform, not the secrets in the environment)."""
+    only replay a store need the platform, not the secrets in the environment). Relative token files are read
+    from `base`."""
     try:
         doc = ConfigFile.model_validate(data)
     except ValidationError as exc:
@@ -141,9 +161,9 @@ def parse_config(data: dict[str, Any], resolve_tokens: bool = True) -> ServerCon
         return ServerConfig(platform=doc.platform, oracle=doc.server.oracle, tokens=tokens,
                             tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits)
     if doc.operator is not None:
-        tokens[doc.operator.resolve("operator")] = OPERATOR
+        tokens[doc.operator.resolve("operator", base)] = OPERATOR
     for i, t in enumerate(doc.tenants):
-        token = t.resolve(f"tenants[{i}]")
+        token = t.resolve(f"tenants[{i}]", base)
         if token in tokens:
             raise ConfigError(f"tenants[{i}] ({t.name!r}) reuses the token of {tokens[token]!r}")
         tokens[token] = t.name
@@ -160,7 +180,7 @@ def load_config(path: str | Path, resolve_tokens: bool = True) -> ServerConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
     try:
-        return parse_config(data, resolve_tokens)
+        return parse_config(data, resolve_tokens, p.parent)
     except ConfigError as exc:
         raise ConfigError(f"{p}: {exc}") from None
 

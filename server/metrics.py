@@ -36,6 +36,9 @@ class Observer:
     def settle(self, seconds: float) -> None:
         """One settler pass that did oracle work, holding the writer for `seconds`."""
 
+    def config_reload(self, outcome: str) -> None:
+        """One configuration reload (SIGHUP) that was `applied` or `refused` (the old configuration stays)."""
+
 
 NO_METRICS = Observer()
 
@@ -120,6 +123,8 @@ class ServerMetrics(Observer):
                                           registry=reg, buckets=BUCKETS)
         self.settle_seconds = Histogram("sowsched_settle_seconds", "Settler passes that did oracle work: time "
                                         "holding the writer.", registry=reg, buckets=BUCKETS)
+        self.config_reloads_total = Counter("sowsched_config_reloads", "Configuration reloads (SIGHUP), by outcome "
+                                            "(applied, refused).", ("outcome",), registry=reg)
 
     def watch(self, scheduler: DurableScheduler) -> None:
         """Report the scheduler's round, active jobs, log and snapshot sequence numbers at every scrape."""
@@ -144,3 +149,6 @@ class ServerMetrics(Observer):
 
     def settle(self, seconds: float) -> None:
         self.settle_seconds.observe(seconds)
+
+    def config_reload(self, outcome: str) -> None:
+        self.config_reloads_total.labels(outcome).inc()

@@ -19,7 +19,7 @@ from mechanism.history import ChainPoint, HistoryMarks
 from mechanism.sow import SoW
 from server import namespace, snapshot
 from server.archive import ArchiveError, ChargeCheck
-from server.config import CLOCK, OPERATOR, Principal, ServerConfig
+from server.config import CLOCK, OPERATOR, ConfigError, Principal, ServerConfig
 from server.limits import ActiveLimits
 from server.metrics import NO_METRICS, Observer
 from server.store import CommandStore, Snapshot, StoreError
@@ -125,6 +125,16 @@ def _previous_build_hash(t: _Ticket) -> str | None:
     if t.kind not in REPORTS or t.body.get("tenant") != t.caller:
         return None
     return body_hash(t.kind, {k: v for k, v in t.body.items() if k != "tenant"})
+
+
+def _identity_changes(old: dict[str, Any], new: dict[str, Any]) -> Iterator[str]:
+    """The fields (`platform.C`, `oracle`, ...) in which two log identities differ, each with both values."""
+    for key in sorted(old.keys() | new.keys()):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            yield from (f"{key}.{inner}" for inner in _identity_changes(a, b))
+        elif a != b:
+            yield f"{key} ({a!r} -> {b!r})"
 
 
 class DurableScheduler:
@@ -340,6 +350,26 @@ class DurableScheduler:
             if namespace.key(tenant, body["job_id"]) in self.engine.jobs:
                 return {**body, "tenant": tenant}
         return body
+
+    def known_tenant(self, name: str) -> bool:
+        """A tenant the operator may name: configured now, or owning jobs (held or archived) from when it was (a
+        tenant taken out of the configuration keeps its jobs, events and invoice)."""
+        if name in self.config.tenants or name == OPERATOR:
+            return True
+        with self.reading() as engine:
+            return any(namespace.tenant_of(key) == name for key in engine.jobs) or self.store.archive.holds_tenant(name)
+
+    def reconfigure(self, config: ServerConfig) -> None:
+        """Serve with new tokens, tenants and limits (platform.toml reloaded); the platform and the oracle are the
+        ones the log was written with and cannot change while it is in use."""
+        changed = sorted(_identity_changes(self.config.identity(), config.identity()))
+        if changed:
+            raise ConfigError(f"{', '.join(changed)} changed: the log was written with the old value{'s' * (len(changed) > 1)}; "
+                          "a platform or oracle change needs a new store")
+        with self._lock:
+            self.config = config
+            self.limits = ActiveLimits(config.max_active_jobs)
+            self.changed.notify_all()  # event streams re-check their callers' tokens now
 
     def owner(self, job_id: str) -> str | None:
         """The tenant of any job, held or archived; None for an unknown id."""

@@ -91,6 +91,19 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     # ---- plumbing ----
 
+    def _configured(self, tenant: str) -> None:
+        """Refuse a tenant the configuration does not name (new jobs are for configured tenants only)."""
+        tenants = self.scheduler.config.tenants
+        if tenant not in tenants and tenant != OPERATOR:
+            raise Refused(f"tenant={tenant!r} is not configured (configured: {', '.join(tenants) or 'none'})")
+
+    def _known(self, tenant: str) -> None:
+        """Refuse a tenant that is neither configured nor owner of any job (a typo, not a tenant taken out since)."""
+        if not self.scheduler.known_tenant(tenant):
+            tenants = self.scheduler.config.tenants
+            raise Refused(f"tenant={tenant!r} is not configured and owns no jobs (configured: "
+                          f"{', '.join(tenants) or 'none'})")
+
     def _call(self, context: grpc.ServicerContext, method: str, body: Callable[[Principal], T]) -> T:
         """Authenticate, run `body`, log one structured line, and turn refusals into status codes."""
         started = time.perf_counter()
@@ -153,7 +166,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     def SubmitSoW(self, request: pb.SubmitSoWRequest, context: grpc.ServicerContext) -> pb.Quote:
         def body(p: Principal) -> pb.Quote:
-            tenant = _named_tenant(p, request.tenant, self.scheduler.config.tenants, "submit for")
+            tenant = _named_tenant(p, request.tenant, self._configured, "submit for")
             check_job_id(request.job_id, MAX_JOB_ID)
             sow = SoW.parse(convert.sow_to_dict(request.sow), self.scheduler.config.platform)
             data = {"job_id": request.job_id, "tenant": tenant, "sow": sow.model_dump(mode="json")}
@@ -162,7 +175,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     def ReportArrival(self, request: pb.ReportArrivalRequest, context: grpc.ServicerContext) -> pb.Job:
         def body(p: Principal) -> pb.Job:
-            tenant = _named_tenant(p, request.tenant, self.scheduler.config.tenants, "report on the jobs of")
+            tenant = _named_tenant(p, request.tenant, self._known, "report on the jobs of")
             check_job_id(request.job_id, MAX_JOB_ID)
             data = {"job_id": request.job_id, "tenant": tenant,
                     "signal": request.signal if request.HasField("signal") else None}
@@ -171,7 +184,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     def ReportCompletion(self, request: pb.ReportCompletionRequest, context: grpc.ServicerContext) -> pb.Job:
         def body(p: Principal) -> pb.Job:
-            tenant = _named_tenant(p, request.tenant, self.scheduler.config.tenants, "report on the jobs of")
+            tenant = _named_tenant(p, request.tenant, self._known, "report on the jobs of")
             check_job_id(request.job_id, MAX_JOB_ID)
             data = {"job_id": request.job_id, "tenant": tenant}
             return pb.Job.FromString(self._command(p, request.request_id, "complete", data))
@@ -206,7 +219,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     def GetJob(self, request: pb.GetJobRequest, context: grpc.ServicerContext) -> pb.Job:
         def body(p: Principal) -> pb.Job:
-            tenant = _named_tenant(p, request.tenant, self.scheduler.config.tenants, "read the jobs of")
+            tenant = _named_tenant(p, request.tenant, self._known, "read the jobs of")
             check_job_id(request.job_id, MAX_JOB_ID)
             with self.scheduler.reading() as engine:
                 return convert.job_to_proto(engine.view(namespace.key(tenant, request.job_id)))
@@ -215,8 +228,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def ListJobs(self, request: pb.ListJobsRequest, context: grpc.ServicerContext) -> pb.ListJobsResponse:
         def body(p: Principal) -> pb.ListJobsResponse:
             tenant = _visible_tenant(p, request.tenant)
-            if tenant and tenant not in self.scheduler.config.tenants and tenant != OPERATOR:
-                raise Refused(f"tenant={tenant!r} is not configured")
+            if tenant:
+                self._known(tenant)
             size = _page_size(request.page_size)
             after = _page_token(request.page_token)
             states = set(request.states)
@@ -251,8 +264,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def GetInvoice(self, request: pb.GetInvoiceRequest, context: grpc.ServicerContext) -> pb.Invoice:
         def body(p: Principal) -> pb.Invoice:
             tenant = _visible_tenant(p, request.tenant) or p.name
-            if tenant not in self.scheduler.config.tenants and tenant != OPERATOR:
-                raise Refused(f"tenant={tenant!r} is not configured")
+            self._known(tenant)
             size, after = _page_size(request.page_size), _page_token(request.page_token)
             from_round = request.from_round if request.HasField("from_round") else None
             to_round = request.to_round if request.HasField("to_round") else None
@@ -310,6 +322,11 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         sched = self.scheduler
         broken = None
         while context.is_active() and not self.stopping.is_set():
+            if self._principal(context) != principal:  # the configuration was reloaded without this token
+                log.info("stream closed: token revoked", extra={"fields": {"caller": principal.name, "seq": seq}})
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, f"the token no longer authenticates "
+                              f"{principal.name!r} (the server's configuration changed); resume from_seq={seq} "
+                              "with a valid token")
             with sched.changed:
                 broken = sched.broken
                 if broken is not None:  # a failed batch's events are in the engine, not in the log: send none
@@ -338,15 +355,15 @@ def platform_info(engine: Engine, clock: Clock) -> pb.PlatformInfo:
                            platform_json=pl.model_dump_json())
 
 
-def _named_tenant(p: Principal, requested: str, tenants: tuple[str, ...], verb: str) -> str:
+def _named_tenant(p: Principal, requested: str, check: Callable[[str], None], verb: str) -> str:
     """The namespace a job id is read in (server/namespace.py): a tenant's own, or for the operator the tenant it
-    names (its own when it names none)."""
+    names (its own when it names none), which `check` refuses if it is unknown."""
     if not p.is_operator:
         if requested and requested != p.name:
             raise PermissionDenied(f"tenant {p.name!r} cannot {verb} tenant {requested!r}")
         return p.name
-    if requested and requested not in tenants and requested != OPERATOR:
-        raise Refused(f"tenant={requested!r} is not configured (configured: {', '.join(tenants) or 'none'})")
+    if requested:
+        check(requested)
     return requested or OPERATOR
 
 

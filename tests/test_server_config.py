@@ -48,7 +48,7 @@ def test_a_file_round_trips(tmp_path: Path) -> None:
     (with_(platform={**PLATFORM, "C_m": 9}), r"C_m=9 exceeds the bound C=8"),
     (with_(platform={**PLATFORM, "C": 0}), r"platform.C \(value 0\).*greater than or equal to 1"),
     (with_(tenants=[{"name": "acme", "token": "short"}]), r"tenants.0.token \(value 'short'\).*at least 8"),
-    (with_(tenants=[{"name": "acme"}]), r"give exactly one of token .* or token_env"),
+    (with_(tenants=[{"name": "acme"}]), r"give exactly one of token \(at least 8 characters\), token_env or token_file"),
     (with_(tenants=[{"name": "operator", "token": "tok-tok-tok"}]), r"name='operator' is reserved"),
     # wall-clock rounds are logged as the caller 'clock', which the scheduler lets act on every job
     (with_(tenants=[{"name": "clock", "token": "tok-tok-tok"}]), r"name='clock' is reserved for the wall clock"),
@@ -77,6 +77,34 @@ def test_a_token_from_an_unset_variable_is_rejected(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv("NO_SUCH_TOKEN", raising=False)
     with pytest.raises(ConfigError, match=r"operator\.token_env='NO_SUCH_TOKEN': the variable is unset"):
         parse_config(with_(operator={"token_env": "NO_SUCH_TOKEN"}))
+
+
+def test_a_token_file_is_read_relative_to_the_configuration_file_without_its_newline(tmp_path: Path) -> None:
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "acme").write_text("acme-from-a-file\n")
+    path = tmp_path / "platform.toml"
+    path.write_text(toml_text(PLATFORM).replace(f'token = "{ACME}"', 'token_file = "secrets/acme"'))
+    cfg = load_config(path)
+    assert cfg.authenticate("acme-from-a-file").name == "acme"  # type: ignore[union-attr]
+    assert cfg.authenticate(ACME) is None
+    assert load_config(path, resolve_tokens=False).tokens == {}  # offline tools read no secret
+
+
+@pytest.mark.parametrize(("content", "match"), [
+    (None, r"tenants\[0\]\.token_file='.*/acme': cannot read the token \(No such file or directory\)"),
+    ("short\n", r"tenants\[0\]\.token_file='.*/acme': the token has 5 characters, below the bound 8"),
+    ("two words here\n", r"the token has 14 characters.*or holds white space inside"),
+    (b"\xff\xfe-not-text", r"cannot read the token \(not UTF-8 text\)"),
+])
+def test_a_bad_token_file_is_refused_naming_the_tenant_the_file_and_the_bound(
+        tmp_path: Path, content: str | bytes | None, match: str) -> None:
+    if isinstance(content, bytes):
+        (tmp_path / "acme").write_bytes(content)
+    elif content is not None:
+        (tmp_path / "acme").write_text(content)
+    data = with_(tenants=[{"name": "acme", "token_file": "acme"}])
+    with pytest.raises(ConfigError, match=match):
+        parse_config(data, base=tmp_path)
 
 
 def test_file_errors_name_the_file_and_line(tmp_path: Path) -> None:

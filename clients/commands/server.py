@@ -17,7 +17,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("serve", help="run the gRPC server (durable SQLite command log, replayed on start)")
     p.add_argument("--listen", default="127.0.0.1:50051", help="HOST:PORT (port 0 picks a free one)")
     p.add_argument("--store", required=True, help="sqlite:///relative.db, sqlite:////absolute.db or a path")
-    p.add_argument("--config", required=True, type=Path, help="platform.toml (platform, operator, tenants)")
+    p.add_argument("--config", required=True, type=Path,
+                   help="platform.toml (platform, operator, tenants); SIGHUP re-reads its tokens, tenants and limits")
     p.add_argument("--clock", choices=("simulated", "wall"), default="simulated",
                    help="simulated: AdvanceRound plays a round; wall: a round every --round-seconds")
     p.add_argument("--round-seconds", type=float, default=60.0, help="seconds per round with --clock wall")
@@ -93,7 +94,7 @@ def serve(args: argparse.Namespace) -> int:
                                 snapshot_every=args.snapshot_every, metrics_listen=args.metrics_listen,
                                 min_ping_interval=args.min_ping_interval, keepalive_time=args.keepalive_time,
                                 keepalive_timeout=args.keepalive_timeout)
-        return serve_until_signalled(config, options, args.port_file)
+        return serve_until_signalled(config, options, args.port_file, reload=lambda: load_config(args.config))
     except (ConfigError, StoreError, StartupError, OSError) as exc:
         print(f"sowsched serve: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,218 @@
+"""Reloading platform.toml (SIGHUP): tokens, tenants and limits change without a restart; nothing else may."""
+
+from __future__ import annotations
+
+import copy
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clients.client import RpcFailure
+from server.app import RunningServer, ServerOptions, start_server
+from server.config import ConfigError, ServerConfig, parse_config
+from tests.grpc_support import ACME, CONFIG, GLOBEX, OP, ServerProcess, client, running, sow
+
+ACME2 = "acme-token-rotated-2"
+
+
+def edited(**changes: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(CONFIG)
+    doc.update(changes)
+    return doc
+
+
+def reload(srv: RunningServer, doc: dict[str, Any]) -> bool:
+    return srv.reload(lambda: parse_config(doc))
+
+
+def code_of(call: Any) -> str:
+    with pytest.raises(RpcFailure) as info:
+        call()
+    return info.value.code
+
+
+def test_a_rotated_token_replaces_the_old_one_at_once_and_leaves_other_tenants_alone(tmp_path: Path) -> None:
+    with running(tmp_path / "log.db") as srv:
+        old, new, globex = client(srv, ACME), client(srv, ACME2), client(srv, GLOBEX)
+        old.submit("a1", sow())
+        assert reload(srv, edited(tenants=[{"name": "acme", "token": ACME2}, {"name": "globex", "token": GLOBEX}]))
+        assert code_of(lambda: old.get_job("a1")) == "UNAUTHENTICATED"
+        assert new.get_job("a1").view.id == "a1"  # the same tenant: its jobs stay its own
+        assert globex.status().own_active_jobs == 0
+
+
+def test_a_platform_or_oracle_change_is_refused_naming_each_field_and_the_old_configuration_stays(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with running(tmp_path / "log.db") as srv:
+        before = srv.scheduler.config
+        doc = edited(platform={**CONFIG["platform"], "C": 16, "seed": 4},
+                     server={"oracle": "exact"}, tenants=[{"name": "acme", "token": ACME2}])
+        assert not reload(srv, doc)
+        assert srv.scheduler.config is before
+        assert client(srv, ACME).status().own_active_jobs == 0  # the old token still works
+        assert code_of(lambda: client(srv, ACME2).status()) == "UNAUTHENTICATED"
+    refusal = next(r for r in caplog.records if r.getMessage().startswith("configuration reload refused"))
+    error = refusal.fields["error"]  # type: ignore[attr-defined]
+    assert "oracle ('mc' -> 'exact')" in error and "platform.C (8 -> 16)" in error and "platform.seed (3 -> 4)" in error
+    assert "needs a new store" in error
+
+
+def test_a_configuration_that_does_not_load_is_refused_and_the_old_one_stays(tmp_path: Path) -> None:
+    def broken() -> ServerConfig:
+        raise ConfigError("platform.toml: not valid TOML: Expected '=' (at line 3, column 5)")
+
+    with running(tmp_path / "log.db") as srv:
+        assert not srv.reload(broken)
+        assert client(srv, ACME).status().own_active_jobs == 0
+
+
+def test_a_server_beyond_loopback_refuses_a_configuration_without_tokens(tmp_path: Path) -> None:
+    srv = start_server(parse_config(CONFIG), ServerOptions(store=str(tmp_path / "log.db"), listen="0.0.0.0:0"))
+    try:
+        assert not reload(srv, {"platform": CONFIG["platform"]})
+        assert code_of(lambda: client(srv, None).status()) == "UNAUTHENTICATED"
+    finally:
+        srv.stop(0)
+
+
+def test_on_loopback_a_configuration_without_tokens_opens_the_server_as_at_start(tmp_path: Path) -> None:
+    with running(tmp_path / "log.db") as srv:
+        assert reload(srv, {"platform": CONFIG["platform"]})
+        assert client(srv, None).status().active_jobs == 0  # every caller is the operator
+
+
+def test_a_changed_limit_applies_to_the_next_submission_both_ways(tmp_path: Path) -> None:
+    with running(tmp_path / "log.db") as srv:
+        acme = client(srv, ACME)
+        acme.submit("a1", sow())
+        limited = edited(tenants=[{"name": "acme", "token": ACME, "max_active_jobs": 1},
+                                  {"name": "globex", "token": GLOBEX}])
+        assert reload(srv, limited)
+        assert acme.status().own_max_active_jobs == 1
+        assert code_of(lambda: acme.submit("a2", sow())) == "RESOURCE_EXHAUSTED"
+        assert reload(srv, CONFIG)
+        acme.submit("a2", sow())
+        assert acme.status().own_active_jobs == 2
+
+
+def test_a_removed_tenant_loses_its_token_but_the_operator_still_reads_and_reports_on_its_jobs(
+        tmp_path: Path) -> None:
+    with running(tmp_path / "log.db", snapshot_every=1) as srv:
+        globex, op = client(srv, GLOBEX), client(srv, OP)
+        globex.submit("done", sow(outcomes=[[0, 2, 1.0]]))
+        globex.submit("open", sow(outcomes=[[3, 1, 1.0]]))
+        globex.report_arrival("done")
+        op.advance()
+        globex.report_completion("done")
+        op.advance()
+        assert reload(srv, edited(tenants=[{"name": "acme", "token": ACME}]))
+        assert code_of(lambda: globex.status()) == "UNAUTHENTICATED"
+        assert op.get_job("done", tenant="globex").view.state == "COMPLETED"
+        assert [j.view.id for j in op.list_jobs(tenant="globex")] == ["done", "open"]
+        assert op.invoice("globex").total > 0
+        op.advance()
+        assert op.report_arrival("open", tenant="globex").view.reported_arrival == 3
+        with pytest.raises(RpcFailure, match=r"INVALID_ARGUMENT: tenant='globex' is not configured \(configured: acme\)"):
+            op.submit("new", sow(), tenant="globex")  # no new jobs for a tenant taken out
+        with pytest.raises(RpcFailure, match=r"tenant='globx' is not configured and owns no jobs"):
+            op.get_job("done", tenant="globx")  # a typo is still caught
+        with pytest.raises(RpcFailure, match=r"tenant='globx' is not configured and owns no jobs"):
+            op.invoice("globx")
+
+
+def test_a_tenant_whose_jobs_are_all_archived_is_still_known_to_the_operator(tmp_path: Path) -> None:
+    with running(tmp_path / "log.db", snapshot_every=1) as srv:
+        globex, op = client(srv, GLOBEX), client(srv, OP)
+        globex.submit("g1", sow(outcomes=[[0, 2, 1.0]]))
+        globex.report_arrival("g1")
+        op.advance()
+        globex.report_completion("g1")
+        op.advance()
+        op.advance()  # a snapshot after the job ended moves it to the archive
+        assert not any(key.startswith("globex/") for key in srv.scheduler.engine.jobs)
+        assert reload(srv, edited(tenants=[{"name": "acme", "token": ACME}]))
+        assert srv.scheduler.known_tenant("globex") and not srv.scheduler.known_tenant("initech")
+        assert op.get_job("g1", tenant="globex").view.state == "COMPLETED"
+
+
+def test_an_event_stream_ends_unauthenticated_once_its_token_is_revoked(tmp_path: Path) -> None:
+    with running(tmp_path / "log.db") as srv:
+        acme, op = client(srv, ACME), client(srv, OP)
+        acme.submit("a1", sow())
+        seen: list[int] = []
+        failure: list[RpcFailure] = []
+
+        def follow() -> None:
+            try:
+                for event in acme.watch(0, follow=True):
+                    seen.append(event.seq)
+            except RpcFailure as exc:
+                failure.append(exc)
+
+        watcher = threading.Thread(target=follow)
+        watcher.start()
+        deadline = time.monotonic() + 10
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.02)
+        started = time.monotonic()
+        assert reload(srv, edited(tenants=[{"name": "acme", "token": ACME2}, {"name": "globex", "token": GLOBEX}]))
+        watcher.join(10)
+        assert not watcher.is_alive() and time.monotonic() - started < 5
+        assert failure and failure[0].code == "UNAUTHENTICATED"
+        assert f"resume from_seq={seen[-1] + 1}" in failure[0].details
+        op.advance()  # the operator's own token is unchanged
+
+
+def test_reloads_are_counted_by_outcome_in_the_metrics(tmp_path: Path) -> None:
+    with running(tmp_path / "log.db", metrics_listen="127.0.0.1:0") as srv:
+        assert reload(srv, CONFIG)
+        assert not reload(srv, edited(server={"oracle": "exact"}))
+        counter = srv._observer.config_reloads_total  # type: ignore[attr-defined]
+        assert counter.labels("applied")._value.get() == 1
+        assert counter.labels("refused")._value.get() == 1
+
+
+def test_sighup_rereads_the_file_and_its_token_files_and_a_broken_file_keeps_the_last_good_one(
+        tmp_path: Path) -> None:
+    secret = tmp_path / "acme.token"
+    secret.write_text(ACME + "\n")
+    proc = ServerProcess(tmp_path, None, "--log-level", "info")
+    text = proc.config.read_text().replace(f'token = "{ACME}"', 'token_file = "acme.token"')
+    proc.config.write_text(text)
+    try:
+        port = proc.start()
+        client(port, ACME).submit("a1", sow())
+        secret.write_text(ACME2 + "\n")
+        assert proc.proc is not None
+        proc.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: _works(port, ACME2))
+        assert code_of(lambda: client(port, ACME).status()) == "UNAUTHENTICATED"
+        proc.config.write_text(text + "\n[[tenants]\n")  # broken TOML
+        proc.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "configuration reload refused" in (tmp_path / "server.log").read_text())
+        assert client(port, ACME2).get_job("a1").view.id == "a1"  # still serving, with the last good tokens
+        assert proc.terminate() == 0
+    finally:
+        proc.close()
+    log = (tmp_path / "server.log").read_text()
+    assert '"tokens_changed": ["acme"]' in log and "not valid TOML" in log
+    assert ACME2 not in log  # tokens are never logged
+
+
+def _works(port: int, token: str) -> bool:
+    try:
+        client(port, token).status()
+    except RpcFailure:
+        return False
+    return True
+
+
+def wait_for(condition: Any, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,11 +95,13 @@ class CleaningReport:
 
 def _parse_value(token: str, name: str, line: int) -> int | float:
     try:
-        if name in FLOAT_FIELDS:
-            return float(token)
         value = float(token)
     except ValueError:
         raise SwfParseError(f"line {line}: field {name}={token!r} is not a number") from None
+    if not math.isfinite(value):
+        raise SwfParseError(f"line {line}: field {name}={token!r} is not a finite number")
+    if name in FLOAT_FIELDS:
+        return value
     if value != int(value):
         raise SwfParseError(f"line {line}: field {name}={token!r} must be an integer")
     return int(value)

@@ -147,3 +147,12 @@ def test_kth_sp2_header_and_counts() -> None:
     assert report.records == 28481
     assert report.kept == 28481
     assert all(v == 0 for v in report.counts.values())
+
+
+@pytest.mark.parametrize("token", ["nan", "NaN", "inf", "-inf", "1e400"])
+@pytest.mark.parametrize("field", ["run_time", "average_cpu_time"])
+def test_non_finite_values_are_refused_naming_line_field_and_value(token: str, field: str) -> None:
+    tokens = line(1, 0, 10, 2).split()
+    tokens[FIELDS.index(field)] = token
+    with pytest.raises(SwfParseError, match=rf"line 2: field {field}='{token}' is not a finite number"):
+        parse_swf(["; MaxNodes: 4", " ".join(tokens)])

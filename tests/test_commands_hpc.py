@@ -60,3 +60,11 @@ def test_bad_limits_and_counts_are_refused_by_the_parser(command: str, flags: li
 def test_a_good_trace_still_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["hpc", "--trace", str(write_trace(tmp_path)), "--scheduler", "easy", "--json"]) == 0
     assert '"jobs": 3' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("schedulers", ["easy,", ",", "easy,,laf-conservative"])
+def test_an_empty_name_in_schedulers_exits_2_naming_the_flag(schedulers: str, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["hpc-study", "--trace", str(write_trace(tmp_path)), "--schedulers", schedulers, "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"sowsched hpc-study: --schedulers={schedulers!r} names an empty scheduler\n"

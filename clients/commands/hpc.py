@@ -62,6 +62,8 @@ def _refusing_bad_input(command: str, body: Body) -> Callable[[argparse.Namespac
     def run(args: argparse.Namespace) -> int:
         try:
             names = [args.scheduler] if command == "hpc" else (args.schedulers or "").split(",")
+            if command == "hpc-study" and args.schedulers is not None and not all(names):
+                raise ValueError(f"--schedulers={args.schedulers!r} names an empty scheduler")
             for name in filter(None, names):
                 check_scheduler(name)
             loaded = load_workload(args.trace, args.nodes)

@@ -68,3 +68,13 @@ def test_an_empty_name_in_schedulers_exits_2_naming_the_flag(schedulers: str, tm
     assert main(["hpc-study", "--trace", str(write_trace(tmp_path)), "--schedulers", schedulers, "--json"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err == f"sowsched hpc-study: --schedulers={schedulers!r} names an empty scheduler\n"
+
+
+@pytest.mark.parametrize(("command", "extra"), [("hpc", ["--scheduler", "easy"]), ("hpc-study", [])])
+def test_a_trace_with_no_job_left_after_cleaning_exits_2(command: str, extra: list[str], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    # every job of the tiny trace needs 3 or 4 nodes: with --nodes 2 all are dropped as above the machine
+    assert main([command, "--trace", str(write_trace(tmp_path)), "--nodes", "2", *extra, "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"sowsched {command}: no job left after cleaning (3 records, nodes=2, dropped_size_above_machine=3)\n"

@@ -54,6 +54,12 @@ def check_scheduler(name: str) -> None:
         make_scheduler(name, DEFAULT_TIME_LIMIT)
 
 
+def _dropped(report: CleaningReport) -> str:
+    """The record count, R and the non-zero cleaning counters, for the empty-trace error."""
+    counts = [f"{rule}={count}" for rule, count in report.counts.items() if count]
+    return ", ".join([f"{report.records} records", f"nodes={report.nodes}", *counts])
+
+
 Body = Callable[[argparse.Namespace, Workload, CleaningReport], int]
 
 
@@ -67,6 +73,8 @@ def _refusing_bad_input(command: str, body: Body) -> Callable[[argparse.Namespac
             for name in filter(None, names):
                 check_scheduler(name)
             loaded = load_workload(args.trace, args.nodes)
+            if not loaded[0].jobs:
+                raise ValueError(f"no job left after cleaning ({_dropped(loaded[1])})")
         except (OSError, ValueError) as exc:
             print(f"sowsched {command}: {exc}", file=sys.stderr)
             return 2

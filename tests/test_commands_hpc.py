@@ -78,3 +78,14 @@ def test_a_trace_with_no_job_left_after_cleaning_exits_2(command: str, extra: li
     out, err = capsys.readouterr()
     assert out == ""
     assert err == f"sowsched {command}: no job left after cleaning (3 records, nodes=2, dropped_size_above_machine=3)\n"
+
+
+def test_offline_cp_with_requested_estimates_exits_2_instead_of_mislabelling_an_exact_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # off-line CP knows every runtime (seed 001, Sec. 4); a run labelled "requested" would be the exact one
+    argv = ["hpc", "--trace", str(write_trace(tmp_path)), "--scheduler", "cp-offline-af", "--estimates", "requested"]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == ("sowsched hpc: --estimates=requested: scheduler='cp-offline-af' uses the true runtimes "
+                   "(off-line CP takes --estimates exact only)\n")

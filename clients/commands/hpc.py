@@ -72,6 +72,9 @@ def _refusing_bad_input(command: str, body: Body) -> Callable[[argparse.Namespac
                 raise ValueError(f"--schedulers={args.schedulers!r} names an empty scheduler")
             for name in filter(None, names):
                 check_scheduler(name)
+            if command == "hpc" and args.scheduler.startswith("cp-offline-") and args.estimates != "exact":
+                raise ValueError(f"--estimates={args.estimates}: scheduler={args.scheduler!r} uses the true runtimes "
+                                 "(off-line CP takes --estimates exact only)")
             loaded = load_workload(args.trace, args.nodes)
             if not loaded[0].jobs:
                 raise ValueError(f"no job left after cleaning ({_dropped(loaded[1])})")

@@ -25,7 +25,7 @@ def small_platform(C: int = 4, samples: int | None = 4000, seed: int = 7, **kw: 
     params: dict[str, object] = {"C": C, "C_m": min(3, C), "D_m": 3, "S_m": 6, "H": 50.0, "epsilon": 0.1,
                                  "eps0": 0.05, "delta0": 0.05, "seed": seed, "samples": samples}
     params.update(kw)
-    return Platform(**params)  # type: ignore[arg-type]
+    return Platform(**params)
 
 
 def random_sow(rng: np.random.Generator, p: Platform, max_outcomes: int = 3, signal_mode: str = "none",

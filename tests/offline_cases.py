@@ -28,4 +28,4 @@ HAND = HindsightInstance(2, (
     HindsightJob("C", 0, 1, 1, 1, ((2, 3.0),)),
 ))
 HAND_OPTIMUM = 16.0
-HAND_SCHEDULE = {"A": 2, "B": 0, "C": 1}
+HAND_SCHEDULE: dict[str, int | None] = {"A": 2, "B": 0, "C": 1}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from mechanism.simulation import JobRecord, SimulationResult, run_simulation
 
 PLATFORM = {"C": 4, "C_m": 3, "D_m": 3, "S_m": 6, "H": 50.0, "epsilon": 0.1, "eps0": 0.05, "delta0": 0.05,
             "seed": 1, "samples": 500}
-JOBS = [
+JOBS: list[dict[str, Any]] = [
     {"id": "A", "birth": 0, "concurrency": 2, "value_steps": [[6, 40.0]],
      "outcomes": [[0, 1, 0.3, None], [0, 3, 0.3, None], [1, 2, 0.4, None]]},
     {"id": "B", "birth": 0, "concurrency": 2, "value_steps": [[2, 40.0], [6, 5.0]],

@@ -8,7 +8,9 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -201,7 +203,8 @@ def test_a_keepalive_outside_its_bounds_is_refused_naming_the_field(kwargs: dict
 @pytest.mark.parametrize("interval", [0.0, float("nan"), 1e10])
 def test_a_server_keepalive_option_outside_its_bounds_is_refused_naming_the_option(
         tmp_path: Path, name: str, interval: float) -> None:
-    options = ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0", **{name: interval})
+    changes: dict[str, Any] = {name: interval}
+    options = replace(ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0"), **changes)
     with pytest.raises(StartupError, match=rf"^{name}=.* is outside \[0\.001, 1e9\] seconds"):
         start_server(config(), options)
 

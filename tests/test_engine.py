@@ -19,16 +19,18 @@ from mechanism.engine import (
     EngineError,
     InvalidReport,
     OutsideSupport,
+    Quote,
     UnknownJob,
 )
 from mechanism.history import HistoryMarks, MemoryArchive
 from mechanism.jobs import IllegalTransition, JobState, Released
+from mechanism.platform import Platform
 from mechanism.simulation import run_simulation
 from mechanism.sow import SoW
 from tests.conftest import random_sow, small_platform
 
 
-def one_round_sow(p: object, c: int = 1, d: int = 1, arrivals: tuple[int, ...] = (0,)) -> SoW:
+def one_round_sow(p: Platform, c: int = 1, d: int = 1, arrivals: tuple[int, ...] = (0,)) -> SoW:
     n = len(arrivals)
     return SoW.parse({"concurrency": c, "value_steps": [[5, 40.0]],
                       "outcomes": [[a, d, 1.0 / n] for a in arrivals]}, p)
@@ -97,7 +99,7 @@ def test_random_runs_do_exercise_lifo_removals() -> None:
     assert removed > 0
 
 
-def two_way_sow(p: object, c: int) -> SoW:
+def two_way_sow(p: Platform, c: int) -> SoW:
     """Arrives at 0 or 1; worth 40 only if done by the end of round 0, so waiting to avoid a collision costs."""
     return SoW.parse({"concurrency": c, "value_steps": [[1, 40.0], [6, 2.0]],
                       "outcomes": [[0, 1, 0.5], [1, 1, 0.5]]}, p)
@@ -284,7 +286,7 @@ def test_each_jobs_fate_is_the_lifo_definition_applied_to_the_realized_earlier_j
     plans = {}  # ended jobs release their plans: keep them from the quotes
     submit = e.submit
 
-    def recording_submit(job_id: str, sow: SoW) -> object:
+    def recording_submit(job_id: str, sow: SoW) -> Quote:
         earlier[job_id] = [j.id for j in e.jobs.values() if j.state.active]
         quote = submit(job_id, sow)
         plans[job_id] = quote.plan

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
@@ -26,7 +27,7 @@ def test_valid_sow_parses_rows_and_dicts() -> None:
 
 def test_value_is_first_step_at_or_after_completion_offset_else_zero() -> None:
     s = SoW.parse(sow(), P)
-    assert s.value([1, 4, 5, 8, 9]).tolist() == [50.0, 50.0, 10.0, 10.0, 0.0]
+    assert s.value(np.array([1, 4, 5, 8, 9])).tolist() == [50.0, 50.0, 10.0, 10.0, 0.0]
 
 
 def test_duration_signal_mode_labels_each_outcome_with_its_duration() -> None:
@@ -102,7 +103,7 @@ def test_invalid_platform_is_rejected(kw: dict[str, object], match: str) -> None
     params: dict[str, object] = {"C": 10, "C_m": 4, "D_m": 5, "S_m": 10, "H": 100.0}
     params.update(kw)
     with pytest.raises(ValidationError, match=match):
-        Platform(**params)  # type: ignore[arg-type]
+        Platform(**params)
 
 
 def test_lemma_f1_sample_count_matches_the_formula() -> None:

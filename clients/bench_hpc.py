@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from clients.swf import KTH_SP2, load_workload
+from mechanism.bench.args import bounded_int, positive_float
 from mechanism.hpc import cp
 from mechanism.hpc.jobs import Workload
 from mechanism.hpc.list_scheduling import Order, conservative, easy
@@ -18,11 +20,18 @@ DEFAULT_TRACE = str(KTH_SP2)
 QUEUE_BINS: tuple[tuple[int, int], ...] = ((2, 5), (6, 10), (11, 20), (21, 40), (41, 10**9))
 
 
+def readable_file(text: str) -> str:
+    """An argparse type: a path to a readable file."""
+    if not os.path.isfile(text) or not os.access(text, os.R_OK):
+        raise argparse.ArgumentTypeError(f"{text} is not a readable file")
+    return text
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--trace", default=DEFAULT_TRACE, help="SWF trace (default: KTH-SP2)")
-    p.add_argument("--cp-jobs", type=int, default=3000, help="trace prefix whose rounds feed the CP timings")
-    p.add_argument("--per-bin", type=int, default=3, help="rounds sampled per queue-length bin")
-    p.add_argument("--time-limit", type=float, default=1.0, help="CP-SAT seconds per round solve")
+    p.add_argument("--trace", type=readable_file, default=DEFAULT_TRACE, help="SWF trace (default: KTH-SP2)")
+    p.add_argument("--cp-jobs", type=bounded_int(1), default=3000, help="trace prefix whose rounds feed the CP timings")
+    p.add_argument("--per-bin", type=bounded_int(1), default=3, help="rounds sampled per queue-length bin")
+    p.add_argument("--time-limit", type=positive_float, default=1.0, help="CP-SAT seconds per round solve")
 
 
 def _load(path: str) -> Workload:

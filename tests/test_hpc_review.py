@@ -25,6 +25,7 @@ from mechanism.hpc.list_scheduling import (
     order_key,
 )
 from mechanism.hpc.simulator import RoundState, Running, Waiting, simulate
+from mechanism.hpc.study import StudyConfig, run_scheduler, run_study
 
 # ---------------------------------------------------------------- metrics (3)-(6) and Sec. 3.1 by hand
 
@@ -383,3 +384,32 @@ def test_offline_window_matches_exhaustive_start_orders_with_release_times(objec
         value = cp.local_value(problem, dict(enumerate(result.starts)), objective)
         tolerance = 1.0 / cp.BSLD_SCALE if objective is Objective.BSLD else 1e-9
         assert best - 1e-9 <= value <= best + tolerance
+
+
+def test_online_cp_simulations_keep_the_simulator_invariants_with_requested_times() -> None:
+    rng = random.Random(31)
+    for _ in range(3):
+        rows = sorted((rng.randint(0, 8), rng.randint(1, 6), rng.randint(1, 3)) for _ in range(7))
+        w = Workload(tuple(Job(i, s, d, r, d + rng.randint(0, 5)) for i, (s, d, r) in enumerate(rows)), 3)
+        for objective, plus in ((Objective.AF, False), (Objective.BSLD, True), (Objective.P2SF, True)):
+            probe = Probe(CpScheduler(objective, time_limit=0.2, plus=plus))
+            check_rounds(w, "requested", probe, simulate(w, probe, "requested").starts)
+
+
+def test_every_study_percentage_compares_list_reg_on_the_same_jobs_and_estimates() -> None:
+    rows = [(0, 10, 3), (1, 5, 3), (2, 3, 4), (3, 20, 1), (4, 2, 2), (6, 7, 1), (8, 1, 4)]
+    w = Workload(tuple(Job(i, s, d, r, d + 4) for i, (s, d, r) in enumerate(rows)), 4)
+    for estimates in ("exact", "requested"):
+        config = StudyConfig(list_jobs=6, cp_jobs=4, offline_jobs=3, estimates=estimates, time_limit=0.5,
+                             offline_time_limit=0.5, schedulers=("saf-conservative", "cp-af", "cp-offline-awf"))
+        table = run_study(w, config).table
+        expected = {("saf-conservative", "exact"): 6, ("cp-af", "exact"): 4, ("cp-offline-awf", "exact"): 3,
+                    ("saf-conservative", "requested"): 6, ("cp-af", "requested"): 4}
+        assert {(r["scheduler"], estimates) for r in table} == {k for k in expected if k[1] == estimates}
+        for row in table:
+            n = row["jobs"]
+            assert n == expected[(row["scheduler"], estimates)]
+            window = w.prefix(n)
+            mine = getattr(run_scheduler(window, row["scheduler"], estimates, 0.5).metrics, row["metric"])
+            reg = getattr(run_scheduler(window, "fcfs-conservative", estimates, 0.5).metrics, row["metric"])
+            assert row["percent_of_list_reg"] == round(100 * mine / reg, 1)

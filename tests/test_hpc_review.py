@@ -357,6 +357,8 @@ def test_p2sf_buckets_cost_at_most_two_percent_and_one_bucket_per_delay_reaches_
     found = cp.optimise(problem, Objective.P2SF, time_limit=2.0)
     assert found.plan is not None
     assert best < cp.local_value(problem, found.plan, Objective.P2SF) <= 1.02 * best
+    more = cp.optimise(problem, Objective.P2SF, time_limit=2.0, steps=8)
+    assert more.plan is not None and best < cp.local_value(problem, more.plan, Objective.P2SF)
     monkeypatch.setattr(cp, "P2SF_BUCKET_RATIO", 1.0)
     exact = cp.optimise(problem, Objective.P2SF, time_limit=2.0, steps=4)
     assert exact.plan is not None

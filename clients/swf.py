@@ -142,12 +142,12 @@ def parse_swf(lines: Iterable[str]) -> SwfTrace:
 
 
 def machine_nodes(header: dict[str, str], override: int | None = None) -> int:
-    """R: `override`, else header MaxNodes, else MaxProcs."""
+    """R: `override`, else header MaxProcs (job sizes count processors), else MaxNodes."""
     if override is not None:
         if override <= 0:
             raise ValueError(f"nodes={override} must be > 0")
         return override
-    for key in ("MaxNodes", "MaxProcs"):
+    for key in ("MaxProcs", "MaxNodes"):
         if key in header:
             try:
                 value = int(header[key])

@@ -76,9 +76,9 @@ def test_fractional_value_in_integer_field_is_rejected() -> None:
         parse_swf([bad])
 
 
-def test_machine_nodes_prefers_override_then_maxnodes_then_maxprocs() -> None:
-    assert machine_nodes({"MaxNodes": "8", "MaxProcs": "16"}) == 8
-    assert machine_nodes({"MaxProcs": "16"}) == 16
+def test_machine_nodes_prefers_override_then_maxprocs_then_maxnodes() -> None:
+    assert machine_nodes({"MaxNodes": "8", "MaxProcs": "16"}) == 16
+    assert machine_nodes({"MaxNodes": "8"}) == 8
     assert machine_nodes({"MaxNodes": "8"}, override=3) == 3
 
 
@@ -135,7 +135,7 @@ def test_read_swf_reads_a_file(tmp_path: Path) -> None:
     path.write_text(HEADER + line(1, 0, 10, 2) + "\n" + line(2, 3, 10, 4) + "\n")
     workload, report = load_workload(path)
     assert report.kept == 2
-    assert workload.nodes == 8
+    assert workload.nodes == 16  # MaxProcs
     assert [j.id for j in workload.jobs] == [1, 2]
     assert read_swf(path).header["Version"] == "2.2"
 
@@ -156,3 +156,12 @@ def test_non_finite_values_are_refused_naming_line_field_and_value(token: str, f
     tokens[FIELDS.index(field)] = token
     with pytest.raises(SwfParseError, match=rf"line 2: field {field}='{token}' is not a finite number"):
         parse_swf(["; MaxNodes: 4", " ".join(tokens)])
+
+
+def test_processor_counts_are_compared_with_maxprocs_on_an_smp_header() -> None:
+    # SWF field 5 counts processors; MaxProcs (SWF 2.1, "to support SMP nodes") is the machine in those units.
+    # Here 2 nodes of 8 processors: an 8-processor job fits, and R = 16 processors (seed 001 Table 1: #CPU).
+    lines = ["; MaxNodes: 2", "; MaxProcs: 16", line(1, 0, 10, 8), line(2, 1, 10, 16)]
+    workload, report = clean(parse_swf(lines))
+    assert workload.nodes == report.nodes == 16
+    assert report.kept == 2 and report.counts["dropped_size_above_machine"] == 0

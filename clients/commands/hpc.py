@@ -17,7 +17,7 @@ from mechanism.hpc.study import StudyConfig, make_scheduler, run_scheduler, run_
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", required=True, help="SWF file")
-    parser.add_argument("--nodes", type=bounded_int(1), help="node count R (default: header MaxNodes/MaxProcs)")
+    parser.add_argument("--nodes", type=bounded_int(1), help="node count R (default: header MaxProcs, else MaxNodes)")
     parser.add_argument("--estimates", choices=ESTIMATE_MODES, default="exact", help="E_j = runtime or requested")
     parser.add_argument(
         "--time-limit", type=positive_float, default=DEFAULT_TIME_LIMIT, help="CP-SAT seconds per round (off-line: total)"

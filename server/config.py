@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from mechanism.platform import Platform
 OPERATOR = "operator"
 CLOCK = "clock"  # the caller wall-clock rounds are logged as; it may act on every job
 TENANT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+MAX_TOKEN_FILE = 4096  # bytes of a token_file (a token, not a log file named by mistake)
 
 
 class TokenSource(BaseModel):
@@ -50,15 +52,28 @@ class TokenSource(BaseModel):
 
 
 def _token_from_file(where: str, path: Path) -> str:
-    """The file's text without surrounding white space (a trailing newline is usual); at least 8 characters."""
+    """The file's text without surrounding white space (a trailing newline is usual): a regular file (symbolic links
+    followed) of at most MAX_TOKEN_FILE bytes, holding at least 8 characters and no white space inside. It is opened
+    without blocking, so a FIFO or a device named by mistake is refused instead of stalling the reload."""
+    name = f"{where}.token_file={str(path)!r}"
     try:
-        value = path.read_text(encoding="utf-8").strip()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            raise ConfigError(f"{name}: not a regular file (a directory, FIFO or device)")
+        with os.fdopen(fd, "rb") as f:
+            raw = f.read(MAX_TOKEN_FILE + 1)
+        value = raw.decode("utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise ConfigError(f"{where}.token_file={str(path)!r}: cannot read the token ({reason})") from None
-    if len(value) < 8 or any(c.isspace() for c in value):
-        raise ConfigError(f"{where}.token_file={str(path)!r}: the token has {len(value)} characters, below the bound "
-                          "8, or holds white space inside")
+        raise ConfigError(f"{name}: cannot read the token ({reason})") from None
+    if len(raw) > MAX_TOKEN_FILE:
+        raise ConfigError(f"{name}: {max(len(raw), info.st_size)} bytes, above the bound {MAX_TOKEN_FILE}")
+    if any(c.isspace() for c in value):
+        raise ConfigError(f"{name}: the token holds white space inside")
+    if len(value) < 8:
+        raise ConfigError(f"{name}: the token has {len(value)} characters, below the bound 8")
     return value
 
 
@@ -177,8 +192,12 @@ def load_config(path: str | Path, resolve_tokens: bool = True) -> ServerConfig:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read the configuration: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nested array or table
+        raise ConfigError(f"{p}: not valid TOML: nested too deeply") from None
     try:
         return parse_config(data, resolve_tokens, p.parent)
     except ConfigError as exc:

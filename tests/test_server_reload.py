@@ -216,3 +216,56 @@ def wait_for(condition: Any, seconds: float = 20.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
+
+
+def test_a_reload_that_fails_in_any_way_is_refused_and_the_server_serves_on(tmp_path: Path) -> None:
+    def failing() -> ServerConfig:
+        raise RecursionError("maximum recursion depth exceeded")  # what a bug in a loader could raise
+
+    with running(tmp_path / "log.db") as srv:
+        assert not srv.reload(failing)
+        assert client(srv, ACME).status().own_active_jobs == 0
+
+
+def test_sighup_during_startup_in_a_row_with_bad_files_and_before_sigterm_never_stops_the_server(
+        tmp_path: Path) -> None:
+    status = Path("/proc/self/status")
+    if not status.exists():
+        pytest.skip("needs /proc to see when the server catches SIGHUP")
+    proc = ServerProcess(tmp_path, None, "--log-level", "info")
+    good = proc.config.read_text()
+    server_log = tmp_path / "server.log"
+
+    def hang_up_once_caught() -> None:  # during start-up: before the port is bound, maybe during the replay
+        while proc.proc is None:
+            time.sleep(0.001)
+        caught = Path(f"/proc/{proc.proc.pid}/status")
+        while proc.proc.poll() is None:
+            mask = next(line for line in caught.read_text().splitlines() if line.startswith("SigCgt:"))
+            if int(mask.split()[1], 16) & (1 << (signal.SIGHUP - 1)):
+                proc.proc.send_signal(signal.SIGHUP)
+                return
+            time.sleep(0.001)
+
+    try:
+        early = threading.Thread(target=hang_up_once_caught)
+        early.start()
+        port = proc.start()
+        early.join(10)
+        assert proc.proc is not None
+        wait_for(lambda: "configuration reloaded" in server_log.read_text())
+        for broken, error in ((b"[platform]\nC = 8 # caf\xe9\n", "not UTF-8 text"),
+                              (b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply")):
+            proc.config.write_bytes(broken)
+            for _ in range(3):  # several in a row
+                proc.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda error=error: error in server_log.read_text())
+            assert client(port, ACME).status().own_active_jobs == 0
+        proc.config.write_text(good)
+        proc.proc.send_signal(signal.SIGHUP)
+        proc.proc.send_signal(signal.SIGTERM)
+        assert proc.proc.wait(timeout=30) == 0
+    finally:
+        proc.close()
+    text = server_log.read_text()
+    assert "configuration reload refused" in text and "Traceback" not in text

@@ -4,14 +4,18 @@ hand computations and brute force on tiny instances."""
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
+from clients.cli import main
+from clients.swf import SwfParseError, parse_swf
 from mechanism.hpc import cp, metrics
 from mechanism.hpc.cp import Busy, CpScheduler, Objective, Problem, Task
 from mechanism.hpc.jobs import Estimates, Job, Workload, estimate
@@ -415,3 +419,29 @@ def test_every_study_percentage_compares_list_reg_on_the_same_jobs_and_estimates
             mine = getattr(run_scheduler(window, row["scheduler"], estimates, 0.5).metrics, row["metric"])
             reg = getattr(run_scheduler(window, "fcfs-conservative", estimates, 0.5).metrics, row["metric"])
             assert row["percent_of_list_reg"] == round(100 * mine / reg, 1)
+
+
+# ---------------------------------------------------------------- SWF comments and the CLI's single JSON object
+
+
+def test_swf_comments_between_records_crlf_and_tabs_keep_line_numbers_and_first_header_wins() -> None:
+    record = "1\t0 5 10 2 -1 -1 2 100 -1 1 3 4 -1 1 -1 -1 -1\r\n"
+    lines = ["; MaxProcs: 4\r\n", "; MaxProcs: 9\n", record, ";   a comment\n", "; no colon here\n", record, "1 2\n"]
+    with pytest.raises(SwfParseError, match=r"^line 7: expected 18 fields, found 2$"):
+        parse_swf(lines)
+    trace = parse_swf(lines[:-1])
+    assert trace.header["MaxProcs"] == "4"
+    assert [r.line for r in trace.records] == [3, 6]
+
+
+def test_hpc_json_with_a_cp_scheduler_is_exactly_one_object_and_nothing_on_stderr(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "t.swf"
+    rows = [(0, 10, 3), (1, 5, 3), (2, 3, 4), (3, 20, 1), (4, 2, 2)]
+    path.write_text("; MaxProcs: 4\n" + "".join(
+        f"{i + 1} {s} -1 {d} {r} -1 -1 {r} {d + 2} -1 1 1 1 -1 1 -1 -1 -1\n" for i, (s, d, r) in enumerate(rows)))
+    for scheduler in ("cp-p2sf-plus", "cp-offline-bsld"):
+        assert main(["hpc", "--trace", str(path), "--scheduler", scheduler, "--time-limit", "0.3", "--json"]) == 0
+        out, err = capsys.readouterr()
+        assert err == "" and out.endswith("}\n") and out.count("\n") == 1
+        assert json.loads(out)["jobs"] == 5

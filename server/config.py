@@ -128,13 +128,23 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: a tenant, or the operator (who may act for every tenant)."""
+    """Who is calling: a tenant, or the operator (who may act for every tenant); with the token and configuration it
+    was authenticated by (neither compared nor shown), so that a command which waited through a reload is checked
+    again against the new configuration (`holds`)."""
 
     name: str
+    token: str = field(default="", repr=False, compare=False)
+    config: ServerConfig | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_operator(self) -> bool:
         return self.name == OPERATOR
+
+    def holds(self, config: ServerConfig) -> bool:
+        """Whether its token still names it under `config` (a principal made without a configuration always does)."""
+        if self.config is None or self.config is config:
+            return True
+        return config.caller(self.token) == self
 
 
 @dataclass(frozen=True)
@@ -159,7 +169,13 @@ class ServerConfig:
         for known, name in self.tokens.items():
             if hmac.compare_digest(known.encode(), token.encode()):
                 found = name
-        return Principal(found) if found is not None else None
+        return Principal(found, token, self) if found is not None else None
+
+    def caller(self, token: str | None) -> Principal | None:
+        """Who sends bearer `token` (None: no bearer token): every caller is the operator when authentication is off."""
+        if not self.auth_enabled:
+            return Principal(OPERATOR, token or "", self)
+        return None if token is None else self.authenticate(token)
 
 
 def parse_config(data: dict[str, Any], resolve_tokens: bool = True, base: Path = Path(".")) -> ServerConfig:

@@ -50,6 +50,12 @@ class Unavailable(Refused):
     code = "UNAVAILABLE"
 
 
+class Unauthenticated(Refused):
+    """The caller's token no longer names it: the configuration was reloaded while its command waited."""
+
+    code = "UNAUTHENTICATED"
+
+
 class LimitReached(Refused):
     """The tenant is at its max_active_jobs; nothing changed, retry when some of its jobs have ended."""
 
@@ -107,6 +113,7 @@ class _Ticket:
     """One queued command and, once its batch is committed, its reply or refusal."""
 
     caller: str
+    principal: Principal | None  # as authenticated (checked again if the configuration changed since); None: internal
     request_id: str | None
     kind: str
     body: dict[str, Any]
@@ -393,7 +400,8 @@ class DurableScheduler:
         if kind in JOB_COMMANDS and not all(isinstance(body.get(k), str) for k in ("tenant", "job_id")):
             raise Refused(f"a {kind} command names its job by 'tenant' and 'job_id'; got keys {sorted(body)}")
         logged = body_json(body)
-        ticket = _Ticket(name, request_id or None, kind, body, logged, body_hash(kind, body, logged), sow)
+        principal = caller if isinstance(caller, Principal) else None
+        ticket = _Ticket(name, principal, request_id or None, kind, body, logged, body_hash(kind, body, logged), sow)
         with self._queue_lock:
             self._queue.append(ticket)
         with self._lock:
@@ -455,6 +463,9 @@ class DurableScheduler:
 
     def _apply(self, t: _Ticket) -> tuple[bytes, bool]:
         """Apply one command and append it to the open transaction; (reply, False) for a repeated request."""
+        if t.principal is not None and not t.principal.holds(self.config):  # a reload revoked it while it waited
+            raise Unauthenticated(f"the token no longer authenticates {t.caller!r} (the server's configuration "
+                                  "changed while the command waited); nothing was done")
         if t.request_id:
             prior = self.store.request(t.caller, t.request_id)  # the log's index: no table in memory
             if prior is not None:
@@ -509,5 +520,5 @@ class DurableScheduler:
 
 
 __all__ = ["Acknowledged", "DurableScheduler", "EngineError", "FailedPrecondition", "LimitReached", "PermissionDenied",
-           "Refused", "Unavailable",
+           "Refused", "Unauthenticated", "Unavailable",
            "apply_command", "body_hash", "body_json"]

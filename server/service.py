@@ -144,12 +144,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         raise AssertionError("unreachable")  # context.abort raises
 
     def _principal(self, context: grpc.ServicerContext) -> Principal | None:
-        cfg = self.scheduler.config
-        if not cfg.auth_enabled:
-            return Principal(OPERATOR)
         header = dict(context.invocation_metadata()).get("authorization", "")
         scheme, _, token = str(header).partition(" ")
-        return cfg.authenticate(token.strip()) if scheme.lower() == "bearer" else None
+        return self.scheduler.config.caller(token.strip() if scheme.lower() == "bearer" else None)
 
     def _command(self, principal: Principal, request_id: str, kind: str, body: dict[str, Any],
                  sow: SoW | None = None) -> bytes:
@@ -322,11 +319,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         sched = self.scheduler
         broken = None
         while context.is_active() and not self.stopping.is_set():
-            if self._principal(context) != principal:  # the configuration was reloaded without this token
-                log.info("stream closed: token revoked", extra={"fields": {"caller": principal.name, "seq": seq}})
-                context.abort(grpc.StatusCode.UNAUTHENTICATED, f"the token no longer authenticates "
-                              f"{principal.name!r} (the server's configuration changed); resume from_seq={seq} "
-                              "with a valid token")
+            if not principal.holds(sched.config):  # the configuration was reloaded without this token
+                _revoked(context, principal, seq)
             with sched.changed:
                 broken = sched.broken
                 if broken is not None:  # a failed batch's events are in the engine, not in the log: send none
@@ -339,6 +333,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 batch, seq = reads.event_batch(sched.engine, sched.store.archive, namespace.tenant_of, seq,
                                                WATCH_BATCH, None if principal.is_operator else principal.name)
             for e in batch:
+                if not principal.holds(sched.config):  # revoked while the batch was on the wire: send no more of it
+                    _revoked(context, principal, e.seq)
                 yield convert.event_to_proto(e)
         if self.stopping.is_set() or broken is not None:  # not the end of the events: resume elsewhere or later
             reason = "the server is shutting down" if self.stopping.is_set() else broken
@@ -353,6 +349,13 @@ def platform_info(engine: Engine, clock: Clock) -> pb.PlatformInfo:
                            clock=clock.mode, round_seconds=clock.round_seconds, now=engine.now,
                            events=engine.history_marks().events, active_jobs=engine.active_jobs, state_digest=engine.digest(),
                            platform_json=pl.model_dump_json())
+
+
+def _revoked(context: grpc.ServicerContext, principal: Principal, seq: int) -> None:
+    """End an event stream whose token a reload revoked, telling the seq to resume from."""
+    log.info("stream closed: token revoked", extra={"fields": {"caller": principal.name, "seq": seq}})
+    context.abort(grpc.StatusCode.UNAUTHENTICATED, f"the token no longer authenticates {principal.name!r} (the "
+                  f"server's configuration changed); resume from_seq={seq} with a valid token")
 
 
 def _named_tenant(p: Principal, requested: str, check: Callable[[str], None], verb: str) -> str:

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from clients.client import RpcFailure
+from mechanism.sow import SoW
 from server.app import RunningServer, ServerOptions, start_server
 from server.config import ConfigError, ServerConfig, parse_config
+from server.scheduler import Unauthenticated
 from tests.grpc_support import ACME, CONFIG, GLOBEX, OP, ServerProcess, client, running, sow
 
 ACME2 = "acme-token-rotated-2"
@@ -225,6 +227,59 @@ def test_a_reload_that_fails_in_any_way_is_refused_and_the_server_serves_on(tmp_
     with running(tmp_path / "log.db") as srv:
         assert not srv.reload(failing)
         assert client(srv, ACME).status().own_active_jobs == 0
+
+
+def test_a_command_authenticated_before_a_reload_that_revoked_its_token_is_refused_by_the_writer(
+        tmp_path: Path) -> None:
+    with running(tmp_path / "log.db") as srv:
+        sched = srv.scheduler
+        acme_before, globex_before = sched.config.authenticate(ACME), sched.config.authenticate(GLOBEX)
+        assert acme_before is not None and globex_before is not None
+        job = SoW.parse(sow(), sched.config.platform).model_dump(mode="json")
+        assert reload(srv, edited(tenants=[{"name": "acme", "token": ACME2}, {"name": "globex", "token": GLOBEX}]))
+        # the call was authenticated, then waited for the writer while the reload went through
+        with pytest.raises(Unauthenticated, match=r"the token no longer authenticates 'acme'"):
+            sched.execute(acme_before, "r1", "submit", {"job_id": "a1", "tenant": "acme", "sow": job})
+        assert sched.log_seq == 0
+        sched.execute(globex_before, "r1", "submit", {"job_id": "g1", "tenant": "globex", "sow": job})  # still held
+        assert client(srv, ACME2).submit("a1", sow()).job == "a1"
+
+
+class Aborted(Exception):
+    """What grpc's context.abort raises."""
+
+
+class Context:
+    """A stream's server context: its caller's token, active until aborted."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def is_active(self) -> bool:
+        return True
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return (("authorization", f"Bearer {self.token}"),)
+
+    def abort(self, code: Any, details: str) -> None:
+        raise Aborted(f"{code.name}: {details}")
+
+
+def test_an_event_stream_sends_nothing_more_of_a_batch_read_before_its_token_was_revoked(tmp_path: Path) -> None:
+    with running(tmp_path / "log.db") as srv:
+        acme, op = client(srv, ACME), client(srv, OP)
+        for i in range(3):
+            acme.submit(f"a{i}", sow(outcomes=[[0, 2, 1.0]]))
+            acme.report_arrival(f"a{i}")
+        op.advance()
+        principal = srv.service._principal(Context(ACME))
+        assert principal is not None
+        stream = srv.service._watch(principal, 0, False, Context(ACME))
+        next(stream)  # the batch is read; its first event is on the wire
+        assert reload(srv, edited(tenants=[{"name": "acme", "token": ACME2}, {"name": "globex", "token": GLOBEX}]))
+        second = [e.seq for e in client(srv, ACME2).watch(0, follow=False)][1]
+        with pytest.raises(Aborted, match=rf"UNAUTHENTICATED: .*resume from_seq={second} with a valid token"):
+            next(stream)
 
 
 def test_sighup_during_startup_in_a_row_with_bad_files_and_before_sigterm_never_stops_the_server(

@@ -36,6 +36,7 @@ def test_a_malformed_trace_exits_2_naming_the_line(tmp_path: Path, capsys: pytes
 @pytest.mark.parametrize(("command", "flags"), [
     ("hpc", ["--scheduler", "bogus"]),
     ("hpc", ["--scheduler", "cp-offline-bogus"]),
+    ("hpc", ["--scheduler", ""]),  # was a traceback after the run started
     ("hpc-study", ["--schedulers", "easy,bogus"]),
 ])
 def test_an_unknown_scheduler_exits_2_before_the_trace_is_read(command: str, flags: list[str], tmp_path: Path,
@@ -89,3 +90,18 @@ def test_offline_cp_with_requested_estimates_exits_2_instead_of_mislabelling_an_
     assert out == ""
     assert err == ("sowsched hpc: --estimates=requested: scheduler='cp-offline-af' uses the true runtimes "
                    "(off-line CP takes --estimates exact only)\n")
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--schedulers", "easy,cp-af"], "--schedulers names cp-af but --cp-jobs=0 skips the on-line CP schedulers"),
+    (["--schedulers", "cp-offline-awf", "--cp-jobs", "3"],
+     "--schedulers names cp-offline-awf but --offline-jobs=0 skips the off-line CP schedulers"),
+    (["--schedulers", "cp-offline-awf", "--offline-jobs", "3", "--estimates", "requested"],
+     "--schedulers names cp-offline-awf, an off-line CP scheduler, which runs with --estimates exact only"),
+])
+def test_a_named_scheduler_that_the_study_would_skip_exits_2(flags: list[str], message: str, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # before, the study skipped it silently: an empty table (or a table without it) and exit 0
+    assert main(["hpc-study", "--trace", str(write_trace(tmp_path)), *flags, "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"sowsched hpc-study: {message}\n"

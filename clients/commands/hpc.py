@@ -12,7 +12,7 @@ from clients.swf import CLEANING_RULES, CleaningReport, load_workload
 from mechanism.bench.args import bounded_int, positive_float
 from mechanism.hpc.cp import DEFAULT_TIME_LIMIT, Objective
 from mechanism.hpc.jobs import ESTIMATE_MODES, Workload
-from mechanism.hpc.study import StudyConfig, make_scheduler, run_scheduler, run_study, study_table
+from mechanism.hpc.study import StudyConfig, is_cp, make_scheduler, run_scheduler, run_study, study_table
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +60,35 @@ def _dropped(report: CleaningReport) -> str:
     return ", ".join([f"{report.records} records", f"nodes={report.nodes}", *counts])
 
 
+def _check_flags(command: str, args: argparse.Namespace) -> None:
+    """Scheduler names, and flag combinations under which a named scheduler cannot run: ValueError."""
+    if command == "hpc":
+        check_scheduler(args.scheduler)
+        if args.scheduler.startswith("cp-offline-") and args.estimates != "exact":
+            raise ValueError(f"--estimates={args.estimates}: scheduler={args.scheduler!r} uses the true runtimes "
+                             "(off-line CP takes --estimates exact only)")
+        return
+    if args.schedulers is None:
+        return
+    names = args.schedulers.split(",")
+    if not all(names):
+        raise ValueError(f"--schedulers={args.schedulers!r} names an empty scheduler")
+    for name in names:
+        check_scheduler(name)
+        _check_study_runs(name, args)
+
+
+def _check_study_runs(name: str, args: argparse.Namespace) -> None:
+    """hpc-study skips CP schedulers whose prefix is 0 (and off-line CP with requested times): refuse naming one."""
+    if name.startswith("cp-offline-"):
+        if args.offline_jobs == 0:
+            raise ValueError(f"--schedulers names {name} but --offline-jobs=0 skips the off-line CP schedulers")
+        if args.estimates != "exact":
+            raise ValueError(f"--schedulers names {name}, an off-line CP scheduler, which runs with --estimates exact only")
+    elif is_cp(name) and args.cp_jobs == 0:
+        raise ValueError(f"--schedulers names {name} but --cp-jobs=0 skips the on-line CP schedulers")
+
+
 Body = Callable[[argparse.Namespace, Workload, CleaningReport], int]
 
 
@@ -67,14 +96,7 @@ def _refusing_bad_input(command: str, body: Body) -> Callable[[argparse.Namespac
     """A missing or malformed trace, or an unknown scheduler: one line on stderr and exit 2, before any run."""
     def run(args: argparse.Namespace) -> int:
         try:
-            names = [args.scheduler] if command == "hpc" else (args.schedulers or "").split(",")
-            if command == "hpc-study" and args.schedulers is not None and not all(names):
-                raise ValueError(f"--schedulers={args.schedulers!r} names an empty scheduler")
-            for name in filter(None, names):
-                check_scheduler(name)
-            if command == "hpc" and args.scheduler.startswith("cp-offline-") and args.estimates != "exact":
-                raise ValueError(f"--estimates={args.estimates}: scheduler={args.scheduler!r} uses the true runtimes "
-                                 "(off-line CP takes --estimates exact only)")
+            _check_flags(command, args)
             loaded = load_workload(args.trace, args.nodes)
             if not loaded[0].jobs:
                 raise ValueError(f"no job left after cleaning ({_dropped(loaded[1])})")

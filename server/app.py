@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import signal
 import sys
 import threading
@@ -89,7 +90,9 @@ def setup_logging(level: str = "info") -> None:
 
 
 class WallClock(threading.Thread):
-    """Advances the round every `round_seconds` through the same writer as every other command."""
+    """Advances the round every `round_seconds` through the same writer as every other command, on ticks fixed from
+    its start (no drift). A round that ends after the next tick (a busy writer) skips the ticks it covered instead of
+    playing them back to back: a burst of rounds would expire and evict jobs whose owners had no time to report."""
 
     def __init__(self, scheduler: DurableScheduler, round_seconds: float) -> None:
         super().__init__(name="sowsched-clock", daemon=True)
@@ -105,7 +108,15 @@ class WallClock(threading.Thread):
             except Refused as exc:
                 log.error("round not advanced", extra={"fields": {"error": str(exc)}})
                 return
-            deadline += self.round_seconds
+            deadline = self._next_tick(deadline, time.monotonic())
+
+    def _next_tick(self, deadline: float, now: float) -> float:
+        """The first tick after `deadline` that is still ahead of `now` (logged when ticks were skipped)."""
+        skipped = max(0, math.floor((now - deadline) / self.round_seconds))
+        if skipped:
+            log.warning("round clock behind: ticks skipped", extra={"fields": {"skipped": skipped,
+                                                                                "round_s": self.round_seconds}})
+        return deadline + (skipped + 1) * self.round_seconds
 
 
 class RunningServer:

@@ -1,13 +1,15 @@
-"""Server assembly: structured logs go to the stderr of the moment."""
+"""Server assembly: structured logs go to the stderr of the moment; the wall clock keeps its pace."""
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 
 import pytest
 
-from server.app import setup_logging
+from server.app import WallClock, setup_logging
+from server.config import CLOCK
 
 
 def test_structured_logs_follow_sys_stderr_when_it_is_replaced(capsys: pytest.CaptureFixture[str]) -> None:
@@ -20,3 +22,58 @@ def test_structured_logs_follow_sys_stderr_when_it_is_replaced(capsys: pytest.Ca
         assert (line["msg"], line["n"], line["level"], line["logger"]) == ("hello", 1, "info", "sowsched.test")
     finally:
         root.handlers[:], root.level, root.propagate = before
+
+
+class Rounds:
+    """A scheduler stand-in for the wall clock: records when each round starts and ends; `slow` rounds take
+    `slow_s`, the others `busy_s`."""
+
+    def __init__(self, busy_s: float = 0.0, slow: frozenset[int] = frozenset(), slow_s: float = 0.0) -> None:
+        self.busy_s, self.slow, self.slow_s = busy_s, slow, slow_s
+        self.spans: list[tuple[float, float]] = []
+
+    def execute(self, caller: str, request_id: str | None, kind: str, body: dict[str, object]) -> None:
+        assert (caller, request_id, kind, body) == (CLOCK, None, "advance", {})
+        started = time.monotonic()
+        time.sleep(self.slow_s if len(self.spans) in self.slow else self.busy_s)
+        self.spans.append((started, time.monotonic()))
+
+
+def run_clock(rounds: Rounds, round_s: float, count: int) -> float:
+    """Run the wall clock until `count` rounds have ended; the time it started."""
+    clock = WallClock(rounds, round_s)  # type: ignore[arg-type]
+    started = time.monotonic()
+    clock.start()
+    deadline = started + 30
+    while len(rounds.spans) < count and time.monotonic() < deadline:
+        time.sleep(0.005)
+    clock.halt.set()
+    clock.join(5)
+    assert not clock.is_alive() and len(rounds.spans) >= count
+    return started
+
+
+def test_the_wall_clock_keeps_its_pace_when_rounds_take_time_instead_of_drifting() -> None:
+    rounds = Rounds(busy_s=0.03)  # each round holds the writer for 60 % of its period
+    started = run_clock(rounds, 0.05, 12)
+    for k, (begin, _) in enumerate(rounds.spans, start=1):
+        assert begin >= started + k * 0.05 - 0.002  # never early
+    assert rounds.spans[11][0] - started < 12 * 0.05 + 0.1  # late by scheduling jitter at most, not by 12 x 30 ms
+
+
+def test_a_round_slower_than_the_period_skips_the_ticks_it_covered_instead_of_playing_them_back_to_back() -> None:
+    rounds = Rounds(slow=frozenset({0}), slow_s=0.35)  # the first round takes 3.5 periods
+    started = run_clock(rounds, 0.1, 3)
+    (_, slow_end), (second, _), (third, _) = rounds.spans[:3]
+    assert second >= slow_end + 0.025  # no catch-up round right after the slow one
+    assert second >= started + 0.5 - 0.002 and third >= started + 0.6 - 0.002  # the next ticks, in phase
+
+
+def test_stopping_the_wall_clock_during_a_round_lets_that_round_finish_and_plays_no_other() -> None:
+    rounds = Rounds(slow=frozenset({0}), slow_s=0.2)
+    clock = WallClock(rounds, 0.05)  # type: ignore[arg-type]
+    clock.start()
+    time.sleep(0.1)  # the first round started at 0.05 s and holds the writer until 0.25 s
+    clock.halt.set()
+    clock.join(5)
+    assert not clock.is_alive() and len(rounds.spans) == 1

@@ -28,9 +28,13 @@ from server.scheduler import (
     PermissionDenied,
     Refused,
     Result,
+    Unauthenticated,
     body_hash,
 )
 
+# Calls whose token is checked again after a reload elsewhere: commands by the writer, streams before each event
+# (and a stream's slot is released only once it runs). Every other call only reads, and is checked as it returns.
+RECHECKED_ELSEWHERE = ("SubmitSoW", "ReportArrival", "ReportCompletion", "AdvanceRound", "WatchEvents")
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
 MAX_REQUEST_ID = 128
@@ -118,7 +122,11 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                               "missing or unknown bearer token in the 'authorization' metadata")
             assert principal is not None
             who = principal.name
-            return body(principal)
+            result = body(principal)
+            if method not in RECHECKED_ELSEWHERE and not principal.holds(self.scheduler.config):
+                raise Unauthenticated(f"the token no longer authenticates {principal.name!r} (the server's "
+                                      "configuration changed while the call waited)")
+            return result
         except (EngineError, Refused) as exc:
             code = exc.code
             context.abort(getattr(grpc.StatusCode, exc.code), _bounded(str(exc)))

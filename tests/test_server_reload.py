@@ -6,12 +6,15 @@ import copy
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from clients.client import RpcFailure
+from mechanism.engine import Engine
 from mechanism.sow import SoW
 from server.app import RunningServer, ServerOptions, start_server
 from server.config import ConfigError, ServerConfig, parse_config
@@ -243,6 +246,28 @@ def test_a_command_authenticated_before_a_reload_that_revoked_its_token_is_refus
         assert sched.log_seq == 0
         sched.execute(globex_before, "r1", "submit", {"job_id": "g1", "tenant": "globex", "sow": job})  # still held
         assert client(srv, ACME2).submit("a1", sow()).job == "a1"
+
+
+def test_a_read_authenticated_before_a_reload_that_revoked_its_token_gets_nothing_read_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with running(tmp_path / "log.db") as srv:
+        acme = client(srv, ACME)
+        acme.submit("a1", sow())
+        sched = srv.scheduler
+        reading = sched.reading
+        rotated = edited(tenants=[{"name": "acme", "token": ACME2}, {"name": "globex", "token": GLOBEX}])
+
+        @contextmanager
+        def reload_first() -> Iterator[Engine]:  # the reload takes the lock just before the waiting read
+            monkeypatch.setattr(sched, "reading", reading)
+            assert reload(srv, rotated)
+            with reading() as engine:
+                yield engine
+
+        monkeypatch.setattr(sched, "reading", reload_first)
+        with pytest.raises(RpcFailure, match=r"UNAUTHENTICATED: the token no longer authenticates 'acme'"):
+            acme.get_job("a1")
+        assert client(srv, ACME2).get_job("a1").view.id == "a1"
 
 
 class Aborted(Exception):

@@ -30,6 +30,7 @@ from server.store import CommandStore, store_path
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Scheduler"].full_name
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+MAX_ROUND_SECONDS = 1e9  # the wall clock waits a round at a time; threading's waits end at TIMEOUT_MAX (about 9.2e9 s)
 log = logging.getLogger("sowsched.server")
 
 
@@ -203,8 +204,9 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     if not config.auth_enabled and not loopback:
         raise StartupError(f"listen={options.listen!r}: without tokens in the configuration the server only "
                          "listens on loopback; add [operator] and [[tenants]] tokens")
-    if options.clock == "wall" and not options.round_seconds > 0:
-        raise StartupError(f"round_seconds={options.round_seconds} must be positive with --clock wall")
+    if options.clock == "wall" and not 0 < options.round_seconds <= MAX_ROUND_SECONDS:  # nan too
+        raise StartupError(f"round_seconds={options.round_seconds} must be positive and at most "
+                           f"{MAX_ROUND_SECONDS:g} with --clock wall")
     started = time.perf_counter()
     if options.snapshot_every < 0:
         raise StartupError(f"snapshot_every={options.snapshot_every} is below the bound 0 (0 turns snapshots off)")

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
+from pathlib import Path
 
 import pytest
 
-from server.app import WallClock, setup_logging
+from server.app import ServerOptions, StartupError, WallClock, setup_logging, start_server
 from server.config import CLOCK
+from tests.grpc_support import config
 
 
 def test_structured_logs_follow_sys_stderr_when_it_is_replaced(capsys: pytest.CaptureFixture[str]) -> None:
@@ -77,3 +80,13 @@ def test_stopping_the_wall_clock_during_a_round_lets_that_round_finish_and_plays
     clock.halt.set()
     clock.join(5)
     assert not clock.is_alive() and len(rounds.spans) == 1
+
+
+@pytest.mark.parametrize("seconds", [math.inf, math.nan, 1e10, -1.0])
+def test_a_round_length_the_clock_cannot_wait_is_refused_at_start_naming_the_bound(
+        tmp_path: Path, seconds: float) -> None:
+    # 1e10 s is beyond threading.TIMEOUT_MAX: the clock thread died of OverflowError and no round was ever played
+    with pytest.raises(StartupError, match=rf"round_seconds={seconds} must be positive and at most 1e\+09"):
+        start_server(config(), ServerOptions(store=str(tmp_path / "x.db"), listen="127.0.0.1:0", clock="wall",
+                                             round_seconds=seconds))
+    assert not (tmp_path / "x.db").exists()

@@ -142,9 +142,15 @@ class Principal:
 
     def holds(self, config: ServerConfig) -> bool:
         """Whether its token still names it under `config` (a principal made without a configuration always does)."""
+        return self.renewed(config) is not None
+
+    def renewed(self, config: ServerConfig) -> Principal | None:
+        """The same caller authenticated under `config` (itself if that is its own), or None if its token no longer
+        names it there."""
         if self.config is None or self.config is config:
-            return True
-        return config.caller(self.token) == self
+            return self
+        found = config.caller(self.token)
+        return found if found == self else None
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import grpc
 from pydantic import ValidationError
@@ -327,8 +327,10 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         sched = self.scheduler
         broken = None
         while context.is_active() and not self.stopping.is_set():
-            if not principal.holds(sched.config):  # the configuration was reloaded without this token
+            renewed = principal.renewed(sched.config)  # None: the configuration was reloaded without this token
+            if renewed is None:
                 _revoked(context, principal, seq)
+            principal = renewed  # authenticated under the configuration now: the checks below stay cheap
             with sched.changed:
                 broken = sched.broken
                 if broken is not None:  # a failed batch's events are in the engine, not in the log: send none
@@ -359,11 +361,12 @@ def platform_info(engine: Engine, clock: Clock) -> pb.PlatformInfo:
                            platform_json=pl.model_dump_json())
 
 
-def _revoked(context: grpc.ServicerContext, principal: Principal, seq: int) -> None:
+def _revoked(context: grpc.ServicerContext, principal: Principal, seq: int) -> NoReturn:
     """End an event stream whose token a reload revoked, telling the seq to resume from."""
     log.info("stream closed: token revoked", extra={"fields": {"caller": principal.name, "seq": seq}})
     context.abort(grpc.StatusCode.UNAUTHENTICATED, f"the token no longer authenticates {principal.name!r} (the "
                   f"server's configuration changed); resume from_seq={seq} with a valid token")
+    raise AssertionError("unreachable")  # context.abort raises
 
 
 def _named_tenant(p: Principal, requested: str, check: Callable[[str], None], verb: str) -> str:

@@ -307,6 +307,22 @@ def test_an_event_stream_sends_nothing_more_of_a_batch_read_before_its_token_was
             next(stream)
 
 
+def test_an_event_stream_whose_token_a_reload_kept_goes_on_with_the_rest_of_its_batch(tmp_path: Path) -> None:
+    with running(tmp_path / "log.db") as srv:
+        acme, op = client(srv, ACME), client(srv, OP)
+        for i in range(3):
+            acme.submit(f"a{i}", sow(outcomes=[[0, 2, 1.0]]))
+            acme.report_arrival(f"a{i}")
+        op.advance()
+        principal = srv.service._principal(Context(ACME))
+        assert principal is not None
+        expected = [e.seq for e in acme.watch(0, follow=False)]
+        stream = srv.service._watch(principal, 0, False, Context(ACME))
+        seen = [next(stream).seq]
+        assert reload(srv, edited(tenants=[{"name": "acme", "token": ACME}, {"name": "globex", "token": "globex-2"}]))
+        assert seen + [e.seq for e in stream] == expected
+
+
 def test_sighup_during_startup_in_a_row_with_bad_files_and_before_sigterm_never_stops_the_server(
         tmp_path: Path) -> None:
     status = Path("/proc/self/status")

@@ -377,9 +377,15 @@ class OfflineResult:
 
 
 def offline_problem(window: Workload, reference: Sequence[int]) -> Problem:
-    """(1)-(2) over a window with runtimes known; the horizon is the reference schedule's last completion."""
+    """(1)-(2) over a window with runtimes known.
+
+    The horizon admits the reference schedule and every active schedule (no job can start earlier alone),
+    among which lie the optima of the regular objectives AF, AWF, BSLD: after the last submission such a
+    schedule never leaves the machine empty, so it ends by max s_j + sum D_j.
+    """
     tasks = tuple(Task(i, j.submit, j.submit, j.size, j.runtime) for i, j in enumerate(window.jobs))
-    horizon = max(b + j.runtime for j, b in zip(window.jobs, reference, strict=True))
+    last = max(b + j.runtime for j, b in zip(window.jobs, reference, strict=True))
+    horizon = max(last, max(j.submit for j in window.jobs) + sum(j.runtime for j in window.jobs))
     return Problem(tasks=tasks, busy=(), nodes=window.nodes, horizon=horizon)
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from clients.cli import main
-from clients.swf import SwfParseError, parse_swf
+from clients.swf import SwfParseError, clean, parse_swf
 from mechanism.hpc import cp, metrics
 from mechanism.hpc.cp import Busy, CpScheduler, Objective, Problem, Task
 from mechanism.hpc.jobs import Estimates, Job, Workload, estimate
@@ -445,3 +445,28 @@ def test_hpc_json_with_a_cp_scheduler_is_exactly_one_object_and_nothing_on_stder
         out, err = capsys.readouterr()
         assert err == "" and out.endswith("}\n") and out.count("\n") == 1
         assert json.loads(out)["jobs"] == 5
+
+
+def test_a_record_breaking_several_cleaning_rules_is_counted_by_the_first_drop_in_readme_order() -> None:
+    def rec(job: int, submit: int, run: int, alloc: int, req_procs: int, req_time: int) -> str:
+        return f"{job} {submit} 5 {run} {alloc} -1 -1 {req_procs} {req_time} -1 1 3 4 -1 1 -1 -1 -1"
+
+    lines = [
+        "; MaxProcs: 4",
+        rec(1, -3, 0, 9, 9, -1),  # runtime 0, size above R, negative submit, no requested time: runtime rule
+        rec(2, -3, 10, -1, 9, -1),  # size from requested (9), then above R (before the negative submit)
+        rec(3, -3, 10, -1, -1, 5),  # size from requested (none), then no positive size
+        rec(4, -3, 10, 2, 2, -1),  # negative submit: dropped before its requested time is looked at
+        rec(5, 0, 10, -1, 2, 4),  # size from requested, kept, requested raised to the runtime
+    ]
+    workload, report = clean(parse_swf(lines))
+    assert report.counts == {
+        "size_from_requested": 3,
+        "dropped_nonpositive_runtime": 1,
+        "dropped_nonpositive_size": 1,
+        "dropped_size_above_machine": 1,
+        "dropped_negative_submit": 1,
+        "requested_missing_set_to_runtime": 0,
+        "requested_raised_to_runtime": 1,
+    }
+    assert [(j.id, j.size, j.requested) for j in workload.jobs] == [(5, 2, 10)]

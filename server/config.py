@@ -41,21 +41,32 @@ class TokenSource(BaseModel):
     def resolve(self, where: str, base: Path) -> str:
         """The token; `base` is the directory a relative token_file is read from (the configuration file's)."""
         if self.token is not None:
-            return self.token
+            return _sendable(f"{where}.token", self.token)
         if self.token_file is not None:
-            return _token_from_file(where, base / self.token_file)
+            name = f"{where}.token_file={str(base / self.token_file)!r}"
+            return _sendable(name, _token_from_file(name, base / self.token_file))
         assert self.token_env is not None
         value = os.environ.get(self.token_env, "")
         if len(value) < 8:
             raise ConfigError(f"{where}.token_env={self.token_env!r}: the variable is unset or shorter than 8 characters")
-        return value
+        return _sendable(f"{where}.token_env={self.token_env!r}", value)
 
 
-def _token_from_file(where: str, path: Path) -> str:
+def _sendable(name: str, token: str) -> str:
+    """The token, if a client can send it: gRPC metadata values are printable ASCII (a token holding anything else,
+    such as a byte order mark from an editor, would lock its holder out)."""
+    for i, c in enumerate(token, start=1):
+        if not " " <= c <= "~":
+            raise ConfigError(f"{name}: the token holds U+{ord(c):04X} at character {i}, outside printable ASCII "
+                              "(no client can send it)")
+    return token
+
+
+def _token_from_file(name: str, path: Path) -> str:
     """The file's text without surrounding white space (a trailing newline is usual): a regular file (symbolic links
     followed) of at most MAX_TOKEN_FILE bytes, holding at least 8 characters and no white space inside. It is opened
-    without blocking, so a FIFO or a device named by mistake is refused instead of stalling the reload."""
-    name = f"{where}.token_file={str(path)!r}"
+    without blocking, so a FIFO or a device named by mistake is refused instead of stalling the reload. `name` names
+    the field and the path in errors."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         info = os.fstat(fd)

@@ -201,3 +201,19 @@ def test_an_unreadable_token_file_is_refused_naming_the_reason(tmp_path: Path) -
     (tmp_path / "acme").chmod(0)
     with pytest.raises(ConfigError, match=r"token_file='.*/acme': cannot read the token \(Permission denied\)"):
         parse_config(with_(tenants=[{"name": "acme", "token_file": "acme"}]), base=tmp_path)
+
+
+def test_a_token_no_client_can_send_is_refused_naming_the_character(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # gRPC metadata is printable ASCII: such a token would lock its tenant out after a reload reported as applied
+    (tmp_path / "acme").write_bytes("\ufeffacme-token-from-windows\r\n".encode())  # a byte order mark
+    with pytest.raises(ConfigError, match=r"tenants\[0\]\.token_file='.*/acme': the token holds U\+FEFF at "
+                                          r"character 1, outside printable ASCII"):
+        parse_config(with_(tenants=[{"name": "acme", "token_file": "acme"}]), base=tmp_path)
+    with pytest.raises(ConfigError, match=r"tenants\[0\]\.token: the token holds U\+00E9 at character 9, outside "
+                                          r"printable ASCII"):
+        parse_config(with_(tenants=[{"name": "acme", "token": "acme-tok\u00e9n-1"}]))
+    monkeypatch.setenv("ACME_TOKEN", "acme-token\x01")
+    with pytest.raises(ConfigError, match=r"tenants\[0\]\.token_env='ACME_TOKEN': the token holds U\+0001 at "
+                                          r"character 11"):
+        parse_config(with_(tenants=[{"name": "acme", "token_env": "ACME_TOKEN"}]))

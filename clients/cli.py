@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -48,6 +49,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else list(argv)
+    # `serve` reloads its configuration on SIGHUP, whose default action ends the process: hold the signal from
+    # here (before the second or so of imports) until the server's handler is in place (server/app.py), so a reload
+    # asked for during start-up is served after it instead of killing the server.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP}) if words[:1] == ["serve"] else None
+    try:
+        return _run(words)
+    finally:
+        if held is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _run(argv: Sequence[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -340,6 +340,7 @@ def serve_until_signalled(config: ServerConfig, options: ServerOptions, port_fil
 
     if reload is not None:  # before the replay: a SIGHUP during it is served after, not the default (terminate)
         signal.signal(signal.SIGHUP, on_hangup)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP})  # held by the CLI until now (clients/cli.py)
     running = start_server(config, options)
     if port_file is not None:
         tmp = port_file.with_suffix(port_file.suffix + ".tmp")

@@ -24,7 +24,8 @@ MAX_TOKEN_FILE = 4096  # bytes of a token_file (a token, not a log file named by
 class TokenSource(BaseModel):
     """A bearer token, given inline (`token`), read from an environment variable (`token_env`) or from a file
     (`token_file`: a mounted secret; re-read when the server reloads its configuration on SIGHUP, so it can rotate
-    without a restart, which a variable of the running process cannot)."""
+    without a restart, which a variable of the running process cannot). A token file may hold several tokens, one
+    per line, all valid at once: a rotation adds the new one, moves the clients over, then drops the old one."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -38,18 +39,20 @@ class TokenSource(BaseModel):
             raise ValueError("give exactly one of token (at least 8 characters), token_env or token_file")
         return self
 
-    def resolve(self, where: str, base: Path) -> str:
-        """The token; `base` is the directory a relative token_file is read from (the configuration file's)."""
+    def resolve(self, where: str, base: Path) -> tuple[str, ...]:
+        """The tokens (one, but for a token file of several lines); `base` is the directory a relative token_file is
+        read from (the configuration file's)."""
         if self.token is not None:
-            return _sendable(f"{where}.token", self.token)
+            return (_sendable(f"{where}.token", self.token),)
         if self.token_file is not None:
             name = f"{where}.token_file={str(base / self.token_file)!r}"
-            return _sendable(name, _token_from_file(name, base / self.token_file))
+            return tuple(_sendable(f"{name} line {n}", token)
+                         for n, token in _tokens_from_file(name, base / self.token_file))
         assert self.token_env is not None
         value = os.environ.get(self.token_env, "")
         if len(value) < 8:
             raise ConfigError(f"{where}.token_env={self.token_env!r}: the variable is unset or shorter than 8 characters")
-        return _sendable(f"{where}.token_env={self.token_env!r}", value)
+        return (_sendable(f"{where}.token_env={self.token_env!r}", value),)
 
 
 def _sendable(name: str, token: str) -> str:
@@ -62,11 +65,11 @@ def _sendable(name: str, token: str) -> str:
     return token
 
 
-def _token_from_file(name: str, path: Path) -> str:
-    """The file's text without surrounding white space (a trailing newline is usual): a regular file (symbolic links
-    followed) of at most MAX_TOKEN_FILE bytes, holding at least 8 characters and no white space inside. It is opened
-    without blocking, so a FIFO or a device named by mistake is refused instead of stalling the reload. `name` names
-    the field and the path in errors."""
+def _tokens_from_file(name: str, path: Path) -> list[tuple[int, str]]:
+    """(line number, token) for each non-blank line without its surrounding white space (a trailing newline is
+    usual): a regular file (symbolic links followed) of at most MAX_TOKEN_FILE bytes, each token at least 8
+    characters with no white space inside, at least one. It is opened without blocking, so a FIFO or a device named
+    by mistake is refused instead of stalling the reload. `name` names the field and the path in errors."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         info = os.fstat(fd)
@@ -75,17 +78,21 @@ def _token_from_file(name: str, path: Path) -> str:
             raise ConfigError(f"{name}: not a regular file (a directory, FIFO or device)")
         with os.fdopen(fd, "rb") as f:
             raw = f.read(MAX_TOKEN_FILE + 1)
-        value = raw.decode("utf-8").strip()
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise ConfigError(f"{name}: cannot read the token ({reason})") from None
     if len(raw) > MAX_TOKEN_FILE:
         raise ConfigError(f"{name}: {max(len(raw), info.st_size)} bytes, above the bound {MAX_TOKEN_FILE}")
-    if any(c.isspace() for c in value):
-        raise ConfigError(f"{name}: the token holds white space inside")
-    if len(value) < 8:
-        raise ConfigError(f"{name}: the token has {len(value)} characters, below the bound 8")
-    return value
+    tokens = [(n, line.strip()) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not tokens:
+        raise ConfigError(f"{name}: no token in the file (it is empty or blank)")
+    for n, token in tokens:
+        if any(c.isspace() for c in token):
+            raise ConfigError(f"{name} line {n}: the token holds white space inside (one token per line)")
+        if len(token) < 8:
+            raise ConfigError(f"{name} line {n}: the token has {len(token)} characters, below the bound 8")
+    return tokens
 
 
 class TenantConfig(TokenSource):
@@ -208,13 +215,13 @@ def parse_config(data: dict[str, Any], resolve_tokens: bool = True, base: Path =
     if not resolve_tokens:
         return ServerConfig(platform=doc.platform, oracle=doc.server.oracle, tokens=tokens,
                             tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits)
-    if doc.operator is not None:
-        tokens[doc.operator.resolve("operator", base)] = OPERATOR
-    for i, t in enumerate(doc.tenants):
-        token = t.resolve(f"tenants[{i}]", base)
-        if token in tokens:
-            raise ConfigError(f"tenants[{i}] ({t.name!r}) reuses the token of {tokens[token]!r}")
-        tokens[token] = t.name
+    holders: list[tuple[str, str, TokenSource]] = [("operator", OPERATOR, doc.operator)] if doc.operator else []
+    holders += [(f"tenants[{i}]", t.name, t) for i, t in enumerate(doc.tenants)]
+    for where, name, source in holders:
+        for token in source.resolve(where, base):
+            if tokens.get(token, name) != name:
+                raise ConfigError(f"{where} ({name!r}) reuses the token of {tokens[token]!r}")
+            tokens[token] = name
     return ServerConfig(platform=doc.platform, oracle=doc.server.oracle, tokens=tokens,
                         tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits)
 
@@ -237,12 +244,24 @@ def load_config(path: str | Path, resolve_tokens: bool = True) -> ServerConfig:
         raise ConfigError(f"{p}: {exc}") from None
 
 
+def _may_be_secret(err: Any) -> bool:
+    """A token field's value, or an unknown key's (a misspelt `token`): not to be echoed into logs."""
+    return (err["type"] == "extra_forbidden" and isinstance(err.get("input"), str)) \
+        or any("token" in str(part) for part in err["loc"])
+
+
 def _explain(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
         loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
         value = err.get("input")
-        shown = "" if isinstance(value, dict) else f" (value {value!r})"
+        if isinstance(value, dict):
+            shown = ""
+        elif _may_be_secret(err):  # errors reach the operator's log: a secret is described, not shown
+            shown = f" (value hidden: {len(value) if isinstance(value, str) else type(value).__name__}" \
+                    f"{' characters' if isinstance(value, str) else ''})"
+        else:
+            shown = f" (value {value!r})"
         parts.append(f"{loc}{shown}: {err['msg']}")
     return "; ".join(parts)
 

@@ -90,12 +90,13 @@ class ServerProcess:
         self.port = 0
         self.extra = extra
         self.proc: subprocess.Popen[bytes] | None = None
+        self.module = "clients.commands.server"  # or "clients.cli", the `sowsched` entry point
         self.log = open(tmp / "server.log", "ab")  # noqa: SIM115 (closed in close())
 
     def start(self) -> int:
         port_file = self.tmp / "port"
         port_file.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "clients.commands.server", "serve", "--listen", f"127.0.0.1:{self.port}",
+        cmd = [sys.executable, "-m", self.module, "serve", "--listen", f"127.0.0.1:{self.port}",
                "--store", str(self.store), "--config", str(self.config), "--port-file", str(port_file),
                "--log-level", "warning", *self.extra]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=self.log, env=dict(os.environ))

@@ -50,7 +50,7 @@ def test_a_file_round_trips(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("data", "match"), [
     (with_(platform={**PLATFORM, "C_m": 9}), r"C_m=9 exceeds the bound C=8"),
     (with_(platform={**PLATFORM, "C": 0}), r"platform.C \(value 0\).*greater than or equal to 1"),
-    (with_(tenants=[{"name": "acme", "token": "short"}]), r"tenants.0.token \(value 'short'\).*at least 8"),
+    (with_(tenants=[{"name": "acme", "token": "short"}]), r"tenants.0.token \(value hidden: 5 characters\).*at least 8"),
     (with_(tenants=[{"name": "acme"}]), r"give exactly one of token \(at least 8 characters\), token_env or token_file"),
     (with_(tenants=[{"name": "operator", "token": "tok-tok-tok"}]), r"name='operator' is reserved"),
     # wall-clock rounds are logged as the caller 'clock', which the scheduler lets act on every job
@@ -95,7 +95,9 @@ def test_a_token_file_is_read_relative_to_the_configuration_file_without_its_new
 
 @pytest.mark.parametrize(("content", "match"), [
     (None, r"tenants\[0\]\.token_file='.*/acme': cannot read the token \(No such file or directory\)"),
-    ("short\n", r"tenants\[0\]\.token_file='.*/acme': the token has 5 characters, below the bound 8"),
+    ("short\n", r"tenants\[0\]\.token_file='.*/acme' line 1: the token has 5 characters, below the bound 8"),
+    ("acme-token-new-1\nshort\n", r"token_file='.*/acme' line 2: the token has 5 characters, below the bound 8"),
+    ("\n  \n", r"token_file='.*/acme': no token in the file \(it is empty or blank\)"),
     ("two words here\n", r"the token holds white space inside"),
     (b"\xff\xfe-not-text", r"cannot read the token \(not UTF-8 text\)"),
 ])
@@ -108,6 +110,27 @@ def test_a_bad_token_file_is_refused_naming_the_tenant_the_file_and_the_bound(
     data = with_(tenants=[{"name": "acme", "token_file": "acme"}])
     with pytest.raises(ConfigError, match=match):
         parse_config(data, base=tmp_path)
+
+
+def test_every_line_of_a_token_file_is_a_token_of_its_tenant_so_a_rotation_can_overlap(tmp_path: Path) -> None:
+    (tmp_path / "acme").write_text("acme-token-new-1\n\n  acme-token-old-0  \n")
+    cfg = parse_config(with_(tenants=[{"name": "acme", "token_file": "acme"}]), base=tmp_path)
+    assert [cfg.authenticate(t).name for t in ("acme-token-new-1", "acme-token-old-0")] == ["acme", "acme"]  # type: ignore[union-attr]
+    (tmp_path / "globex").write_text(f"globex-own-token\n{OP}\n")
+    with pytest.raises(ConfigError, match=r"tenants\[1\] \('globex'\) reuses the token of 'operator'"):
+        parse_config(with_(tenants=[{"name": "acme", "token_file": "acme"}, {"name": "globex", "token_file": "globex"}]),
+                     base=tmp_path)
+
+
+@pytest.mark.parametrize(("tenant", "shown"), [
+    ({"name": "acme", "toke": "acme-secret-value"}, r"tenants.0.toke \(value hidden: 17 characters\): Extra inputs"),
+    ({"name": "acme", "token": 12345678}, r"tenants.0.token \(value hidden: int\): Input should be a valid string"),
+])
+def test_a_configuration_error_describes_a_token_or_an_unknown_key_without_echoing_it(
+        tenant: dict[str, Any], shown: str) -> None:
+    with pytest.raises(ConfigError, match=shown) as info:
+        parse_config(with_(tenants=[tenant]))
+    assert "secret-value" not in str(info.value) and "12345678" not in str(info.value)
 
 
 def test_file_errors_name_the_file_and_line(tmp_path: Path) -> None:
@@ -140,7 +163,7 @@ def test_a_configuration_file_that_is_not_utf8_or_nests_too_deeply_is_a_config_e
 
 def test_a_token_file_with_white_space_inside_is_refused_without_calling_its_length_short(tmp_path: Path) -> None:
     (tmp_path / "acme").write_text("two words here\n")
-    with pytest.raises(ConfigError, match=r"token_file='.*/acme': the token holds white space inside") as info:
+    with pytest.raises(ConfigError, match=r"token_file='.*/acme' line 1: the token holds white space inside") as info:
         parse_config(with_(tenants=[{"name": "acme", "token_file": "acme"}]), base=tmp_path)
     assert "below the bound" not in str(info.value)
 
@@ -207,7 +230,7 @@ def test_a_token_no_client_can_send_is_refused_naming_the_character(tmp_path: Pa
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     # gRPC metadata is printable ASCII: such a token would lock its tenant out after a reload reported as applied
     (tmp_path / "acme").write_bytes("\ufeffacme-token-from-windows\r\n".encode())  # a byte order mark
-    with pytest.raises(ConfigError, match=r"tenants\[0\]\.token_file='.*/acme': the token holds U\+FEFF at "
+    with pytest.raises(ConfigError, match=r"tenants\[0\]\.token_file='.*/acme' line 1: the token holds U\+FEFF at "
                                           r"character 1, outside printable ASCII"):
         parse_config(with_(tenants=[{"name": "acme", "token_file": "acme"}]), base=tmp_path)
     with pytest.raises(ConfigError, match=r"tenants\[0\]\.token: the token holds U\+00E9 at character 9, outside "

@@ -365,3 +365,38 @@ def test_sighup_during_startup_in_a_row_with_bad_files_and_before_sigterm_never_
         proc.close()
     text = server_log.read_text()
     assert "configuration reload refused" in text and "Traceback" not in text
+
+
+def test_a_sighup_during_the_cli_imports_is_held_and_served_once_the_server_runs(tmp_path: Path) -> None:
+    """`sowsched serve` blocks SIGHUP before importing the server (about a second), so a reload asked for then
+    neither kills the process (SIGHUP's default) nor is lost."""
+    if not Path("/proc/self/status").exists():
+        pytest.skip("needs /proc to see when the CLI holds SIGHUP")
+    proc = ServerProcess(tmp_path, None, "--log-level", "info")
+    proc.module = "clients.cli"
+    sent: list[str] = []
+
+    def hang_up_once_held() -> None:
+        while proc.proc is None:
+            time.sleep(0.001)
+        status = Path(f"/proc/{proc.proc.pid}/status")
+        while proc.proc.poll() is None:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+            bit = 1 << (signal.SIGHUP - 1)
+            if int(fields["SigBlk"], 16) & bit:
+                sent.append("caught" if int(fields["SigCgt"], 16) & bit else "held")
+                proc.proc.send_signal(signal.SIGHUP)
+                return
+            time.sleep(0.0005)
+
+    try:
+        early = threading.Thread(target=hang_up_once_held)
+        early.start()
+        port = proc.start()
+        early.join(10)
+        assert sent == ["held"]  # sent while blocked, before the server's handler existed
+        wait_for(lambda: "configuration reloaded" in (tmp_path / "server.log").read_text())
+        assert client(port, ACME).status().own_active_jobs == 0
+        assert proc.terminate() == 0
+    finally:
+        proc.close()

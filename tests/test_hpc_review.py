@@ -470,3 +470,29 @@ def test_a_record_breaking_several_cleaning_rules_is_counted_by_the_first_drop_i
         "requested_raised_to_runtime": 1,
     }
     assert [(j.id, j.size, j.requested) for j in workload.jobs] == [(5, 2, 10)]
+
+
+class HeadReservations:
+    """FCFS EASY that remembers the first reservation each job received as the protected (first blocked) job."""
+
+    def __init__(self) -> None:
+        self.first: dict[int, int] = {}
+
+    def __call__(self, state: RoundState) -> Sequence[int]:
+        result = list_round(state, Order.FCFS, Option.BACKFILL, 1, full_plan=True)
+        for index, begin in result.plan.items():
+            if begin > state.now:
+                self.first.setdefault(index, begin)
+        return result.started
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(traces())
+def test_easy_never_delays_the_protected_job_beyond_its_reservation_with_exact_runtimes(
+        case: tuple[Workload, Estimates]) -> None:
+    w, _ = case
+    recorder = HeadReservations()
+    result = simulate(w, recorder, "exact")
+    assert result.starts == simulate(w, easy(), "exact").starts
+    for index, begin in recorder.first.items():
+        assert result.starts[index] <= begin

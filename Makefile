@@ -40,7 +40,7 @@ bench: setup
 
 lint: setup
 	$(BIN)/ruff check mechanism server clients tests
-	$(BIN)/mypy mechanism server clients
+	$(BIN)/mypy mechanism server clients tests
 
 clean:
 	rm -rf $(VENV) server/gen build *.egg-info

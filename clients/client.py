@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -274,12 +274,13 @@ class SchedulerClient:
     def echo(self, payload: bytes = b"") -> bytes:
         return self._call(self.stub.Echo, pb.EchoRequest(payload=payload)).payload
 
-    def watch(self, from_seq: int = 0, *, follow: bool = True, resume: bool = True) -> Iterator[Event]:
+    def watch(self, from_seq: int = 0, *, follow: bool = True, resume: bool = True) -> Generator[Event, None, None]:
         """Events from `from_seq` on, as `watch_tenants` gives them, without the tenant of each job."""
         for e in self.watch_tenants(from_seq, follow=follow, resume=resume):
             yield e.event
 
-    def watch_tenants(self, from_seq: int = 0, *, follow: bool = True, resume: bool = True) -> Iterator[TenantEvent]:
+    def watch_tenants(self, from_seq: int = 0, *, follow: bool = True,
+                      resume: bool = True) -> Generator[TenantEvent, None, None]:
         """Events from `from_seq` on, each with its job's tenant (the operator sees every tenant's, and job ids
         are per tenant); after a disconnect, reopen from the last seen seq + 1 (no gaps, no repeats).
 

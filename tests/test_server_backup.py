@@ -46,7 +46,7 @@ def test_backups_taken_during_submissions_hold_a_consistent_prefix_of_the_log(tm
         acme = client(srv, ACME)
         writer = threading.Thread(target=lambda: [acme.submit(f"j{i}", sow()) for i in range(40)])
         writer.start()
-        copies = []
+        copies: list[Any] = []
         while writer.is_alive() or not copies:
             copies.append(backup_store(tmp_path / "s.db", tmp_path / f"b{len(copies)}.db"))
         writer.join()

@@ -470,7 +470,11 @@ def test_the_max_active_jobs_check_reads_the_tenants_own_jobs_not_every_active_j
     sched.execute("acme", None, "submit", {"job_id": "a0", "tenant": "acme", "sow": ONE_ROUND})
     keys_split = []
     tenant_of = namespace.tenant_of
-    monkeypatch.setattr(namespace, "tenant_of", lambda key: keys_split.append(key) or tenant_of(key))
+    def counted(key: str) -> str:
+        keys_split.append(key)
+        return tenant_of(key)
+
+    monkeypatch.setattr(namespace, "tenant_of", counted)
     for i in range(1, 21):
         sched.execute("acme", None, "submit", {"job_id": f"a{i}", "tenant": "acme", "sow": ONE_ROUND})
     assert len(keys_split) <= 20
@@ -490,7 +494,7 @@ def test_max_active_jobs_refuses_exactly_when_the_tenant_holds_its_limit_across_
                 sched.close()
                 sched = DurableScheduler(limited, CommandStore(path, limited.identity()), encode_reply,
                                          snapshot_every=every)
-            tenant = body.get("tenant")
+            tenant = str(body.get("tenant"))
             held = sum(1 for j in sched.engine.jobs.values() if j.state.active and j.id.startswith(f"{tenant}/"))
             at_limit = kind == "submit" and held >= limited.max_active_jobs.get(tenant, n + 1)
             try:

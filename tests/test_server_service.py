@@ -7,9 +7,11 @@ import logging
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import grpc
+import numpy as np
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
@@ -47,7 +49,7 @@ def globex(srv: RunningServer) -> SchedulerClient:
     return client(srv, GLOBEX)
 
 
-def refused(code: str, match: str) -> pytest.RaisesContext[RpcFailure]:
+def refused(code: str, match: str) -> AbstractContextManager[pytest.ExceptionInfo[RpcFailure]]:
     return pytest.raises(RpcFailure, match=f"^{code}: .*{match}")
 
 
@@ -446,7 +448,7 @@ def test_the_price_menu_is_eq_7_of_the_expected_usage(acme: SchedulerClient, op:
     acme.submit("j1", sow(outcomes=[[0, 2, 1.0]]))
     menu = acme.price_menu(0, 3)
     assert menu.expected_usage == pytest.approx((2.0, 2.0, 0.0))
-    assert menu.unit_price == pytest.approx(unit_price(menu.expected_usage, platform).tolist())
+    assert menu.unit_price == pytest.approx(unit_price(np.array(menu.expected_usage), platform).tolist())
     op.advance()
     with refused("INVALID_ARGUMENT", "start=0 is before the current round 1"):
         acme.price_menu(0, 3)

@@ -113,3 +113,37 @@ def test_the_realised_gain_of_lying_is_at_most_2_mu_h(seed: int, mode: str) -> N
 
     honest, lying = realised(truth), realised(lie)
     assert lying - honest <= 2.0 * max(gaps) * p.H + 1e-9
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["none", "duration"]))
+def test_reporting_the_true_arrival_and_signal_is_never_beaten_by_a_later_arrival_or_another_signal(
+        seed: int, mode: str) -> None:
+    """Sec. 6-7 after the quote: a job that is ready at a with signal sigma may instead report any later arrival or
+    any other signal its SoW declares (it cannot report before it is ready) and so take that group's start. Under
+    its true outcomes (those of group (a, sigma)), at the quote's prices and failure estimates, none of those starts
+    beats the one the plan gives the truthful report: each is a start the plan could have chosen for (a, sigma)."""
+    e, _ = engine_with_history(seed)
+    p = e.platform
+    truth = random_sow(np.random.default_rng(seed + 2), p, max_outcomes=5, signal_mode=mode)
+    est = FailureEstimates.from_raw(e._current_oracle().estimates(truth.concurrency), p.failure_threshold)
+    menu = e.prices.menu(e.now)
+    plan = choose_plan(truth, e.now, menu, est)
+
+    def utility_under(group: tuple[int, object], start: int | None) -> float:
+        """Estimated utility of starting at `start` for the outcomes of the true `group` (0 if never started)."""
+        if start is None:
+            return 0.0
+        rel = start - e.now
+        return sum(o.probability * (1.0 - est.announced[rel, o.duration - 1]) * (
+            float(truth.value(rel + o.duration)) - float(menu.price(start, truth.concurrency, o.duration)))
+            for o, sig in zip(truth.outcomes, truth.signals, strict=True) if (o.arrival_offset, sig) == group)
+
+    starts = {(g.arrival - e.now, g.signal): g.start for g in plan.groups}
+    for true_group, truthful_start in starts.items():
+        honest = utility_under(true_group, truthful_start)
+        assert honest >= 0.0
+        for reported, start in starts.items():
+            if reported[0] >= true_group[0]:  # reports no earlier than the job is ready
+                lying = utility_under(true_group, start)
+                assert honest >= lying - 1e-9 * max(1.0, abs(honest)), (true_group, reported)

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from clients.client import RpcFailure
+from clients.client import RpcFailure, SchedulerClient
 from mechanism.engine import Engine
 from mechanism.sow import SoW
 from server.app import RunningServer, ServerOptions, start_server
-from server.config import ConfigError, ServerConfig, parse_config
+from server.config import ConfigError, Principal, ServerConfig, parse_config
 from server.scheduler import Unauthenticated
 from tests.grpc_support import ACME, CONFIG, GLOBEX, OP, ServerProcess, client, running, sow
 
@@ -290,15 +290,21 @@ class Context:
         raise Aborted(f"{code.name}: {details}")
 
 
+def three_started(srv: RunningServer) -> tuple[SchedulerClient, Principal]:
+    """Three jobs of acme started (six events), acme's client and its principal as the servicer sees it."""
+    acme, op = client(srv, ACME), client(srv, OP)
+    for i in range(3):
+        acme.submit(f"a{i}", sow(outcomes=[[0, 2, 1.0]]))
+        acme.report_arrival(f"a{i}")
+    op.advance()
+    principal = srv.service._principal(Context(ACME))
+    assert principal is not None
+    return acme, principal
+
+
 def test_an_event_stream_sends_nothing_more_of_a_batch_read_before_its_token_was_revoked(tmp_path: Path) -> None:
     with running(tmp_path / "log.db") as srv:
-        acme, op = client(srv, ACME), client(srv, OP)
-        for i in range(3):
-            acme.submit(f"a{i}", sow(outcomes=[[0, 2, 1.0]]))
-            acme.report_arrival(f"a{i}")
-        op.advance()
-        principal = srv.service._principal(Context(ACME))
-        assert principal is not None
+        _, principal = three_started(srv)
         stream = srv.service._watch(principal, 0, False, Context(ACME))
         next(stream)  # the batch is read; its first event is on the wire
         assert reload(srv, edited(tenants=[{"name": "acme", "token": ACME2}, {"name": "globex", "token": GLOBEX}]))
@@ -309,13 +315,7 @@ def test_an_event_stream_sends_nothing_more_of_a_batch_read_before_its_token_was
 
 def test_an_event_stream_whose_token_a_reload_kept_goes_on_with_the_rest_of_its_batch(tmp_path: Path) -> None:
     with running(tmp_path / "log.db") as srv:
-        acme, op = client(srv, ACME), client(srv, OP)
-        for i in range(3):
-            acme.submit(f"a{i}", sow(outcomes=[[0, 2, 1.0]]))
-            acme.report_arrival(f"a{i}")
-        op.advance()
-        principal = srv.service._principal(Context(ACME))
-        assert principal is not None
+        acme, principal = three_started(srv)
         expected = [e.seq for e in acme.watch(0, follow=False)]
         stream = srv.service._watch(principal, 0, False, Context(ACME))
         seen = [next(stream).seq]

@@ -180,10 +180,11 @@ def test_offline_cp_reaches_the_brute_force_optimum(objective: Objective) -> Non
 
 
 def active_plans(problem: Problem) -> list[dict[int, int]]:
-    """Every start order, each job at its earliest instant after the jobs before it (no horizon)."""
+    """Every start order, each job at its earliest instant after the jobs before it and the busy nodes (no horizon):
+    the active schedules."""
     plans = []
     for order in itertools.permutations(problem.tasks):
-        placed: list[tuple[int, int, int]] = []
+        placed = [(b.start, b.end, b.size) for b in problem.busy]
         plan: dict[int, int] = {}
         for t in order:
             b = next(b for b in itertools.count(t.earliest)

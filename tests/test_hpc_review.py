@@ -30,6 +30,7 @@ from mechanism.hpc.list_scheduling import (
 )
 from mechanism.hpc.simulator import RoundState, Running, Waiting, simulate
 from mechanism.hpc.study import StudyConfig, run_scheduler, run_study
+from tests.test_hpc_cp import active_plans
 
 # ---------------------------------------------------------------- metrics (3)-(6) and Sec. 3.1 by hand
 
@@ -283,27 +284,11 @@ def test_p2sf_table_cost_is_the_dinkelbach_term_where_each_delay_is_a_bucket_low
         assert objective_at(problem, Objective.P2SF, plan, lam) == pytest.approx(scale * sum(terms), rel=1e-6)
 
 
-def serial_plans(problem: Problem) -> list[dict[int, int]]:
-    """Every start order, each job at its earliest instant after the ones before it: the active schedules."""
-    plans = []
-    for order in itertools.permutations(problem.tasks):
-        placed = [(b.start, b.end, b.size) for b in problem.busy]
-        plan: dict[int, int] = {}
-        for t in order:
-            b = next(b for b in itertools.count(t.earliest)
-                     if all(sum(s for x, y, s in placed if x <= u < y) + t.size <= problem.nodes
-                            for u in range(b, b + t.duration)))
-            placed.append((b, b + t.duration, t.size))
-            plan[t.key] = b
-        plans.append(plan)
-    return plans
-
-
 @pytest.mark.parametrize("objective", [Objective.AF, Objective.AWF, Objective.BSLD])
 def test_cp_round_decision_matches_exhaustive_start_orders(objective: Objective) -> None:
     for state in round_cases(20, seed=5):
         problem = cp.round_problem(state)
-        plans = serial_plans(problem)
+        plans = active_plans(problem)
         values = [cp.local_value(problem, p, objective) for p in plans]
         best = min(values)
         # the horizon (List-REG's end plus the longest estimate) never cuts an optimal order off here
@@ -372,7 +357,7 @@ def test_p2sf_buckets_cost_at_most_two_percent_and_one_bucket_per_delay_reaches_
 def offline_serial_best(window: Workload, horizon: int, objective: Objective) -> float:
     problem = Problem(tuple(Task(i, j.submit, j.submit, j.size, j.runtime) for i, j in enumerate(window.jobs)), (),
                       window.nodes, horizon)
-    return min(cp.local_value(problem, p, objective) for p in serial_plans(problem)
+    return min(cp.local_value(problem, p, objective) for p in active_plans(problem)
                if all(p[t.key] + t.duration <= horizon for t in problem.tasks))
 
 

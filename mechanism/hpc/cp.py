@@ -99,6 +99,19 @@ class Problem:
     def origin(self) -> int:
         return min([t.earliest for t in self.tasks] + [b.start for b in self.busy])
 
+    def admits(self, plan: dict[int, int]) -> bool:
+        """Whether `plan` starts every task in its window and never has more than `nodes` nodes busy."""
+        if any(not t.earliest <= plan[t.key] <= self.horizon - t.duration for t in self.tasks):
+            return False
+        changes = [(b.start, b.size) for b in self.busy] + [(b.end, -b.size) for b in self.busy]
+        changes += [(plan[t.key], t.size) for t in self.tasks] + [(plan[t.key] + t.duration, -t.size) for t in self.tasks]
+        used = 0
+        for _, delta in sorted(changes):  # at one instant the ends (negative) come before the starts
+            used += delta
+            if used > self.nodes:
+                return False
+        return True
+
 
 @dataclass
 class BuiltModel:
@@ -254,12 +267,15 @@ def optimise(
     reference: float | None = None,
     steps: int = 2,
 ) -> Solution:
-    """Build, solve, extract; for P2SF up to `steps` Dinkelbach steps from `reference` (or the hint's ratio)."""
+    """Build, solve, extract; for P2SF up to `steps` Dinkelbach steps from `reference` (or the hint's ratio), never
+    worse than a hint the problem admits (the steps optimise a bucketed linearisation, not P2SF itself)."""
     if objective is not Objective.P2SF:
         return solve(build_model(problem, objective), time_limit, workers, hint)
     lam = reference if reference is not None else (local_value(problem, hint, objective) if hint else 0.0)
     best = Solution(plan=None, status="UNKNOWN", seconds=0.0)
     best_value = math.inf
+    if hint and problem.admits(hint):
+        best, best_value = Solution(plan=dict(hint), status="FEASIBLE", seconds=0.0), local_value(problem, hint, objective)
     seconds = 0.0
     for step in range(steps):
         found = solve(build_model(problem, objective, lam), time_limit / steps, workers, hint)

@@ -191,7 +191,13 @@ class SchedulerClient:
     def submit(self, job_id: str, sow: SoW | dict[str, Any], *, request_id: str | None = None,
                tenant: str = "") -> Quote:
         """Submit a SoW born in the current round; the binding quote."""
-        return convert.quote_from_proto(self.submit_raw(job_id, sow, request_id=request_id, tenant=tenant))
+        return self.submit_tenant(job_id, sow, request_id=request_id, tenant=tenant)[0]
+
+    def submit_tenant(self, job_id: str, sow: SoW | dict[str, Any], *, request_id: str | None = None,
+                      tenant: str = "") -> tuple[Quote, str]:
+        """Submit a SoW born in the current round; the binding quote and the tenant whose job it is."""
+        msg = self.submit_raw(job_id, sow, request_id=request_id, tenant=tenant)
+        return convert.quote_from_proto(msg), msg.tenant
 
     def report_arrival(self, job_id: str, signal: Signal = None, *, request_id: str | None = None,
                        tenant: str = "") -> JobStatus:

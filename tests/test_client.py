@@ -92,6 +92,13 @@ def test_results_are_the_mechanisms_types(tmp_path: Path) -> None:
         assert c.status().platform.C == 8
 
 
+def test_submit_tenant_returns_the_quote_and_the_tenant_it_was_filed_under(tmp_path: Path) -> None:
+    with running(tmp_path / "s.db") as srv, client(srv, OP) as c:
+        quote, tenant = c.submit_tenant("j1", sow(), tenant="globex")
+        assert isinstance(quote, Quote) and (quote.job, tenant) == ("j1", "globex")
+        assert c.submit_tenant("j1", sow())[1] == "operator"  # the operator's own namespace
+
+
 def test_a_watch_without_follow_ends_after_the_existing_events(tmp_path: Path) -> None:
     with running(tmp_path / "s.db") as srv, client(srv, OP) as c:
         c.submit("j1", sow(), tenant="acme")

@@ -56,7 +56,8 @@ def test_a_job_through_the_cli_with_json(srv: RunningServer, tmp_path: Path,
     jobs = run_json(capsys, cli(srv, ACME, "jobs", "--state", "COMPLETED"))["jobs"]
     assert [(j["id"], j["state"]) for j in jobs] == [("j1", "COMPLETED")]
     invoice = run_json(capsys, cli(srv, ACME, "invoice"))
-    assert invoice["total"] == pytest.approx(jobs[0]["charge"]) and invoice["charges"][0]["quote"] == quote
+    assert invoice["total"] == pytest.approx(jobs[0]["charge"]) and invoice["tenant"] == quote.pop("tenant")
+    assert invoice["charges"][0]["quote"] == quote
     later = run_json(capsys, cli(srv, ACME, "invoice", "--from-round", "1"))  # billed in round 0: not in [1, now)
     assert (later["charges"], later["total"]) == ([], 0.0)
     assert run_json(capsys, cli(srv, ACME, "invoice", "--to-round", "1"))["charges"] == invoice["charges"]
@@ -86,6 +87,15 @@ def test_the_operator_names_the_tenant_of_a_job_and_sees_each_events_tenant(
     assert " globex/j1 " in lines[0] and " acme/j1 " in lines[1]
     assert main(cli(srv, ACME, "job", "j1", "--tenant", "globex")) == 1
     assert "PERMISSION_DENIED: tenant 'acme' cannot read the jobs of tenant 'globex'" in capsys.readouterr().err
+
+
+def test_submit_json_names_the_tenant_whose_job_was_quoted(srv: RunningServer, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "j1.json"
+    path.write_text(json.dumps(sow(outcomes=[[0, 1, 1.0]])))
+    assert run_json(capsys, cli(srv, ACME, "submit", str(path)))["tenant"] == "acme"
+    assert run_json(capsys, cli(srv, OP, "submit", str(path), "--tenant", "globex"))["tenant"] == "globex"
+    assert run_json(capsys, cli(srv, OP, "submit", str(path)))["tenant"] == "operator"
 
 
 def test_text_output_is_readable(srv: RunningServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -211,8 +211,8 @@ def _integers(data: Any, where: str) -> Iterator[tuple[str, int]]:
 
 def submit(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
     job_id = args.sow.stem if args.job_id is None else args.job_id
-    quote = client.submit(job_id, read_sow(args.sow), request_id=args.request_id, tenant=args.tenant)
-    return {**quote.to_dict(), "text": quote_text(quote)}
+    quote, tenant = client.submit_tenant(job_id, read_sow(args.sow), request_id=args.request_id, tenant=args.tenant)
+    return {**quote.to_dict(), "tenant": tenant, "text": quote_text(quote)}
 
 
 def quote_text(q: Quote) -> str:

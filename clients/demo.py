@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from clients.client import SchedulerClient
+from clients.commands.simulate import OFFLINE_TIME_LIMIT, against_optimum, offline_lines
 from clients.grpc_sim import RemoteSchedulerError, run_remote_simulation
 from clients.workloads import WORKLOADS, make_workload
 from mechanism.simulation import SimulationResult, Workload, run_simulation
@@ -63,6 +64,7 @@ def run_demo(workload: Workload, store: Path) -> str:
             result = run_remote_simulation(workload, client, tenant_of=tenant_of)
             elapsed = time.perf_counter() - started
             lines += report(result, elapsed)
+            lines += offline_lines(against_optimum(workload, result, OFFLINE_TIME_LIMIT))
             lines.append(same_as_in_process(workload, result))
             lines += invoices(client, config.tenants)
             digest = client.status().state_digest

@@ -200,9 +200,50 @@ def test_a_workload_written_as_w_json_reads_back_as_the_same_workload_and_run(na
 
 def test_cli_simulate_writes_the_workload_it_simulates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "W.json"
-    assert main(["simulate", "--workload", "overload", "--seed", "2", "--load", "0.5", "--json",
+    assert main(["simulate", "--workload", "overload", "--seed", "2", "--load", "0.5", "--json", "--no-offline",
                  "--write-workload", str(out)]) == 0
     named = json.loads(capsys.readouterr().out)
-    assert main(["simulate", "--workload-file", str(out), "--json"]) == 0
+    assert main(["simulate", "--workload-file", str(out), "--json", "--no-offline"]) == 0
     from_file = json.loads(capsys.readouterr().out)
     assert {k: v for k, v in from_file.items() if k != "workload"} == {k: v for k, v in named.items() if k != "workload"}
+
+
+def test_cli_simulate_reports_the_clairvoyant_optimum_the_bench_finds_and_the_ratio_to_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from mechanism.offline.report import OfflineConfig, evaluate
+
+    assert main(["simulate", "--workload", "pipelines", "--seed", "1", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    offline = summary["offline"]
+    row = evaluate(make_workload("pipelines", seed=1), 1.0, 1, OfflineConfig(time_limit=5.0))  # `bench welfare`'s row
+    assert (offline["value"], offline["bound"], offline["status"]) == (row["offline_value"], row["offline_bound"], "optimal")
+    assert offline["value"] >= summary["welfare"] > 0
+    assert offline["ratio"] == pytest.approx(offline["value"] / summary["welfare"]) == row["ratio"]
+    assert main(["simulate", "--workload", "pipelines", "--seed", "1"]) == 0
+    text = capsys.readouterr().out
+    assert f"offline opt  {offline['value']:12.2f}   (the clairvoyant optimum of the same realization, CP-SAT, " \
+           "proven optimal)" in text
+    assert f"ratio        {offline['ratio']:12.3f}   (offline / mechanism welfare: the mechanism reached " \
+           f"{100 / offline['ratio']:.1f} %)" in text
+
+
+def test_cli_simulate_shows_an_unproven_optimum_with_its_bound_and_the_ratio_range(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--workload", "overload", "--seed", "0", "--offline-time-limit", "0.05", "--json"]) == 0
+    offline = json.loads(capsys.readouterr().out)["offline"]
+    assert offline["status"] == "feasible" and offline["bound"] > offline["value"]
+    assert offline["ratio_bound"] > offline["ratio"]
+    from clients.commands.simulate import offline_lines
+    assert offline_lines(offline)[1] == (f"  ratio        {offline['ratio']:12.3f}   (up to {offline['ratio_bound']:.3f} "
+                                         f"by the bound: the mechanism reached {100 / offline['ratio_bound']:.1f}-"
+                                         f"{100 / offline['ratio']:.1f} %)")
+
+
+def test_cli_simulate_without_offline_skips_it_and_a_bad_limit_is_a_usage_error(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--workload", "toy", "--json", "--no-offline"]) == 0
+    assert json.loads(capsys.readouterr().out)["offline"] is None
+    with pytest.raises(SystemExit) as exit_:
+        main(["simulate", "--workload", "toy", "--offline-time-limit", "0"])
+    assert exit_.value.code == 2
+    assert "--offline-time-limit" in capsys.readouterr().err

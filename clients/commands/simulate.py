@@ -11,7 +11,11 @@ from typing import Any
 
 from clients.commands.jobs import DEFAULT_ATTEMPTS
 from clients.workloads import WORKLOADS, load_workload_file, make_workload, workload_document
+from mechanism.bench.args import positive_float
 from mechanism.simulation import SimulationResult, Workload, run_simulation
+
+OFFLINE_TIME_LIMIT = 5.0  # CP-SAT deterministic time for the hindsight optimum (about seconds; reproducible)
+SOLVER_NAMES = {"cpsat": "CP-SAT", "milp": "the HiGHS MILP"}
 
 
 def register(sub: Any) -> None:
@@ -28,6 +32,11 @@ def register(sub: Any) -> None:
     p.add_argument("--write-workload", metavar="W.json",
                    help="also write the workload as simulated (its SoWs and realized outcomes) as a W.json file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--offline-time-limit", type=positive_float, default=OFFLINE_TIME_LIMIT, metavar="T",
+                   help="CP-SAT's limit for the clairvoyant optimum of the same realization, in deterministic "
+                        "time (about seconds; the same answer on every run; default %(default)g)")
+    p.add_argument("--no-offline", action="store_true",
+                   help="skip the clairvoyant optimum (and the ratio to it)")
     p.add_argument("--server", metavar="HOST:PORT", help="drive a running server (fresh store) over gRPC instead")
     p.add_argument("--token", default=os.environ.get("SOWSCHED_TOKEN"), help="operator token for --server")
     p.add_argument("--tls-ca", type=Path, help="with --server: CA certificate, connect with TLS")
@@ -83,11 +92,43 @@ def run(args: argparse.Namespace) -> int:
         result = run_simulation(workload, oracle=args.oracle)
     if args.events:
         write_events(result, args.events)
+    offline = None if args.no_offline else against_optimum(workload, result, args.offline_time_limit)
     if args.json:
-        print(json.dumps(result.summary(), sort_keys=True))
+        print(json.dumps({**result.summary(), "offline": offline}, sort_keys=True))
     else:
-        print(report(result))
+        print("\n".join([report(result), *([] if offline is None else offline_lines(offline))]))
     return 0
+
+
+def against_optimum(workload: Workload, result: SimulationResult, time_limit: float) -> dict[str, Any]:
+    """The run against the clairvoyant optimum of its realization (mechanism/offline/report.py)."""
+    from mechanism.offline import report as offline
+    from mechanism.offline.baselines import fcfs
+    from mechanism.offline.hindsight import HindsightInstance
+
+    instance = HindsightInstance.from_realized(workload)
+    best = offline.hindsight_optimum(instance, result, offline.OfflineConfig(time_limit=time_limit),
+                                     fcfs(instance).starts)
+    return offline.against_optimum(best, result.welfare)
+
+
+def offline_lines(d: dict[str, Any]) -> list[str]:
+    """The optimum and the ratio as report lines; an unproven optimum shows its bound and the ratio's range."""
+    if d["status"] == "optimal":
+        found = f"(the clairvoyant optimum of the same realization, {SOLVER_NAMES[d['solver']]}, proven optimal)"
+    else:
+        found = (f"(the best clairvoyant schedule {SOLVER_NAMES[d['solver']]} found; bound {d['bound']:.2f}, gap "
+                 f"{100 * d['gap']:.1f} %)")
+    lines = [f"  offline opt  {d['value']:12.2f}   {found}"]
+    if d["ratio"] is None:
+        lines.append("  ratio               inf   (the mechanism earned nothing the optimum could)")
+    elif d["status"] == "optimal" or d["ratio_bound"] == d["ratio"]:
+        lines.append(f"  ratio        {d['ratio']:12.3f}   (offline / mechanism welfare: the mechanism reached "
+                     f"{100 / d['ratio']:.1f} %)")
+    else:
+        lines.append(f"  ratio        {d['ratio']:12.3f}   (up to {d['ratio_bound']:.3f} by the bound: the mechanism "
+                     f"reached {100 / d['ratio_bound']:.1f}-{100 / d['ratio']:.1f} %)")
+    return lines
 
 
 def write_events(result: SimulationResult, path: str) -> None:

@@ -95,14 +95,28 @@ def tighten_with_lp(result: OfflineResult, lp: LpBound) -> OfflineResult:
     return replace(result, bound=bound, gap=relative_gap(result.value, bound), status=status)
 
 
+def hindsight_optimum(instance: HindsightInstance, sim: SimulationResult, config: OfflineConfig,
+                      *schedules: dict[str, int | None]) -> OfflineResult:
+    """The offline optimum of the run's realization, warm-started with the best of the mechanism's own, the
+    density-greedy and any further `schedules` (all feasible in hindsight), never below it."""
+    candidates = (mechanism_schedule(sim), *schedules, density_greedy(instance))
+    return solve_offline(instance, max(candidates, key=instance.schedule_value), config)
+
+
+def against_optimum(offline: OfflineResult, welfare: float) -> dict[str, Any]:
+    """How close a run came to the clairvoyant scheduler: the optimum (or the best schedule found, its bound and
+    gap) and the ratios offline / online (MODEL.md section 8)."""
+    return {"value": offline.value, "bound": offline.bound, "gap": offline.gap, "status": offline.status,
+            "solver": offline.solver, "ratio": ratio(offline.value, welfare),
+            "ratio_bound": ratio(offline.bound, welfare)}
+
+
 def evaluate(workload: Workload, load: float, seed: int, config: OfflineConfig) -> dict[str, Any]:
     """Simulate, solve the hindsight problem, run both baselines; a JSON-able row."""
     sim = run_simulation(workload)
     instance = HindsightInstance.from_realized(workload)
-    own = mechanism_schedule(sim)
     first = fcfs(instance)
-    hint = max((own, first.starts, density_greedy(instance)), key=instance.schedule_value)
-    offline = solve_offline(instance, hint, config)
+    offline = hindsight_optimum(instance, sim, config, first.starts)
     reserved = reservation(workload)
     return {
         "workload": workload.name, "load": load, "seed": seed, "jobs": len(workload.jobs), "rounds": sim.rounds,

@@ -53,6 +53,18 @@ def test_table_output_shows_the_summary_and_the_files(tmp_path: Path, capsys: py
     assert str(tmp_path / "calibration.png") in out
 
 
+def _header(solver: str) -> str:
+    result = {"workload": "toy", "seeds": 1, "solver": solver, "strategy": "two_phase", "bound_model": "indexed",
+              "time_limit": 2.0, "backend": "local", "summary": [], "files": []}
+    return welfare.table(result).splitlines()[0]
+
+
+def test_the_table_header_names_the_cpsat_settings_and_the_milp_wall_clock_limit() -> None:
+    assert _header("cpsat").endswith("offline solver cpsat (two_phase, bound model indexed, limit 2), backend local")
+    milp = _header("milp")  # HiGHS has no strategy or bound model; its limit is wall-clock seconds
+    assert milp.endswith("offline solver milp (HiGHS, limit 2 s wall clock), backend local")
+
+
 @pytest.mark.parametrize(("text", "match"), [("1,x", "--loads entry 'x' is not a number"),
                                              ("1,-2", "--loads entry -2.0 must be above 0")])
 def test_bad_loads_are_refused_with_the_entry(text: str, match: str) -> None:

@@ -158,14 +158,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def _solver_settings(result: dict[str, Any]) -> str:
+    """CP-SAT's strategy, bound model and deterministic limit; HiGHS has only a wall-clock limit."""
+    if result["solver"] == "milp":
+        return f"HiGHS, limit {result['time_limit']:g} s wall clock"
+    return f"{result['strategy']}, bound model {result['bound_model']}, limit {result['time_limit']:g}"
+
+
 def table(result: dict[str, Any]) -> str:
     if result.get("workload_file"):
         source = (f"workload file {result['workload_file']} (its own jobs and realized outcomes, shown as load 1), "
                   f"{result['seeds']} seed(s) of the platform's sampling")
     else:
         source = f"workload {result['workload']}, {result['seeds']} seed(s) per load"
-    lines = [f"welfare sweep: {source}, offline solver {result['solver']} ({result['strategy']}, bound model {result['bound_model']}, "
-             f"limit {result['time_limit']:g}), "
+    lines = [f"welfare sweep: {source}, offline solver {result['solver']} ({_solver_settings(result)}), "
              f"backend {result['backend']}",
              summary_table(result["summary"])]
     if result["files"]:

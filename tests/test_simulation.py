@@ -208,6 +208,15 @@ def test_cli_simulate_writes_the_workload_it_simulates(tmp_path: Path, capsys: p
     assert {k: v for k, v in from_file.items() if k != "workload"} == {k: v for k, v in named.items() if k != "workload"}
 
 
+def test_cli_simulate_text_names_the_exact_oracle_instead_of_monte_carlo_samples(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--workload", "toy", "--oracle", "exact", "--no-offline"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.endswith("on C=8 nodes (exact failure oracle)") and "Monte Carlo" not in head
+    assert main(["simulate", "--workload", "toy", "--no-offline"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith("(N=2000 Monte Carlo samples)")
+
+
 def test_cli_simulate_reports_the_clairvoyant_optimum_the_bench_finds_and_the_ratio_to_it(
         capsys: pytest.CaptureFixture[str]) -> None:
     from mechanism.offline.report import OfflineConfig, evaluate

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**result.summary(), "offline": offline}, sort_keys=True))
     else:
-        print("\n".join([report(result), *([] if offline is None else offline_lines(offline))]))
+        print("\n".join([report(result, args.oracle), *([] if offline is None else offline_lines(offline))]))
     return 0
 
 
@@ -137,12 +137,12 @@ def write_events(result: SimulationResult, path: str) -> None:
             fh.write(json.dumps(e.to_dict(), sort_keys=True) + "\n")
 
 
-def report(result: SimulationResult) -> str:
+def report(result: SimulationResult, oracle: str = "mc") -> str:
     s = result.summary()
     p = result.platform
+    sampling = "exact failure oracle" if oracle == "exact" else f"N={p.sample_count} Monte Carlo samples"
     lines = [
-        f"workload {s['workload']}: {s['jobs']} jobs over {s['rounds']} rounds on C={p.C} nodes "
-        f"(N={p.sample_count} Monte Carlo samples)",
+        f"workload {s['workload']}: {s['jobs']} jobs over {s['rounds']} rounds on C={p.C} nodes ({sampling})",
         f"  welfare      {s['welfare']:12.2f}   (sum of V(f) over completed jobs)",
         f"  revenue      {s['revenue']:12.2f}",
         f"  utility      {s['utility']:12.2f}   (welfare - revenue)",

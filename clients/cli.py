@@ -21,8 +21,8 @@ invoice, status, state-digest --server, simulate --server):
   0    done
   {EXIT_REFUSED}    the server refused the call (its status code and message on stderr)
   {EXIT_USAGE}    usage error: a bad option, file or token, found before any call
-  {EXIT_UNAVAILABLE}   no answer: the server was unreachable, too slow or cancelled the call after --retries
-       attempts (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED); a mutating command's outcome is then unknown and
+  {EXIT_UNAVAILABLE}   no answer: the server was unreachable or too slow after --retries attempts (UNAVAILABLE,
+       DEADLINE_EXCEEDED), or cancelled the call (CANCELLED, not retried); a mutating command's outcome is then unknown and
        the message names its request id: re-run with --request-id ID to retry it safely
   {EXIT_TRY_LATER}   refused for now, retry later: a limit is in use (RESOURCE_EXHAUSTED: the tenant's
        max_active_jobs, the server's open event streams)

@@ -214,8 +214,16 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     keepalive = _keepalive_options(options)
     metrics = _server_metrics(options)
     observer: Observer = NO_METRICS if metrics is None else metrics
-    scheduler = DurableScheduler(config, CommandStore(store_path(options.store), config.identity()), encode_reply,
-                                 options.snapshot_every, observer, legacy=legacy_replies)
+    endpoint = None if metrics is None else _serve_metrics(metrics, options)  # before the store: a port in use
+    try:                                                                     # opens nothing; scrapes see the replay
+        scheduler = DurableScheduler(config, CommandStore(store_path(options.store), config.identity()),
+                                     encode_reply, options.snapshot_every, observer, legacy=legacy_replies)
+    except BaseException:
+        if endpoint is not None:
+            endpoint.stop()
+        raise
+    if metrics is not None:
+        metrics.watch(scheduler)
     log.info("replayed", extra={"fields": {"snapshot_seq": scheduler.restored_from, "commands": scheduler.replayed,
                                            "round": scheduler.engine.now,
                                            "s": round(time.perf_counter() - started, 3)}})
@@ -234,8 +242,9 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
         port = _bind(grpc_server, options)
     except (StartupError, OSError):  # nothing served yet: release the log before refusing to start
         scheduler.close()
+        if endpoint is not None:
+            endpoint.stop()
         raise
-    endpoint = None if metrics is None else _serve_metrics(metrics, scheduler, options, grpc_server)
     grpc_server.start()
     ticker = None
     if options.clock == "wall":
@@ -293,15 +302,11 @@ def _server_metrics(options: ServerOptions) -> ServerMetrics | None:
         raise StartupError(str(exc)) from None
 
 
-def _serve_metrics(metrics: ServerMetrics, scheduler: DurableScheduler, options: ServerOptions,
-                   grpc_server: grpc.Server) -> MetricsEndpoint:
-    """Start the /metrics endpoint; if it cannot bind, release the gRPC port and the log, and refuse to start."""
-    metrics.watch(scheduler)
+def _serve_metrics(metrics: ServerMetrics, options: ServerOptions) -> MetricsEndpoint:
+    """Start the /metrics endpoint (the scheduler's gauges join it once the log is replayed), or refuse to start."""
     try:
         return metrics.serve()
     except OSError as exc:
-        grpc_server.stop(None)
-        scheduler.close()
         raise StartupError(f"metrics_listen={options.metrics_listen!r}: cannot bind ({exc})") from None
 
 

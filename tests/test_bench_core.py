@@ -14,3 +14,4 @@ def test_the_core_benchmark_reports_quotes_the_literal_comparison_and_history_me
     assert r["history_ended_jobs"] > r["history_completed_jobs"] > 0 and r["history_bytes_per_ended_job"] > 0
     text = core.table(r)
     assert "quote p50 ms" in text and "KiB kept in memory per ended job" in text
+    assert "N=300 samples (--samples)" in text  # not Lemma F.1's count when overridden

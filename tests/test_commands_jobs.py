@@ -20,7 +20,7 @@ import pytest
 
 from clients.cli import EXIT_BROKEN_PIPE, build_parser, main
 from clients.client import RpcFailure, SchedulerClient, TenantEvent
-from clients.commands.jobs import exit_code
+from clients.commands.jobs import event_text, exit_code, quote_text
 from mechanism.engine import RoundReport
 from server.app import RunningServer, ServerOptions, start_server
 from tests.grpc_support import ACME, OP, ROOT, client, config, running, sow
@@ -407,3 +407,17 @@ def test_status_shows_the_platform_and_the_callers_own_jobs_and_limit(tmp_path: 
         assert (operator["own_max_active_jobs"], operator["active_jobs"]) == (None, 1) and operator["state_digest"]
     finally:
         srv.stop(0)
+
+
+def test_text_output_names_a_missing_signal_as_none_in_words_not_python() -> None:
+    from mechanism.engine import Engine
+    from mechanism.events import Event
+    from mechanism.sow import SoW
+    from tests.conftest import small_platform
+
+    p = small_platform()
+    quote = Engine(p).submit("j", SoW.parse({"concurrency": 1, "value_steps": [[4, 10.0]],
+                                             "outcomes": [[0, 1, 1.0]]}, p))
+    assert "arrival 0 signal (none): start round 0" in quote_text(quote) and "None" not in quote_text(quote)
+    event = Event(seq=3, round=1, type="arrive", job="j", data={"signal": None})
+    assert event_text(event) == "#3      round 1     arrive        j signal=(none)"

@@ -242,14 +242,15 @@ def test_an_unparsable_metrics_address_is_refused_naming_it(tmp_path: Path, bad:
         pass
 
 
-def test_a_metrics_port_in_use_is_refused_and_releases_the_log(tmp_path: Path) -> None:
+def test_a_metrics_port_in_use_is_refused_before_the_store_is_opened(tmp_path: Path) -> None:
     store = tmp_path / "s.db"
     with running(tmp_path / "other.db", metrics_listen="127.0.0.1:0") as other:
         taken = f"127.0.0.1:{other.metrics_port}"
         with pytest.raises(StartupError, match=rf"metrics_listen='{taken}': cannot bind"), \
                 running(store, metrics_listen=taken):
             pass
-    with running(store, metrics_listen="127.0.0.1:0") as srv:  # the store is usable again
+        assert not store.exists()  # refused before a store was created or a log replayed
+    with running(store, metrics_listen="127.0.0.1:0") as srv:  # and nothing holds the store
         client(srv, OP).advance()
 
 

@@ -219,7 +219,8 @@ def quote_text(q: Quote) -> str:
     lines = [f"quote for job {q.job} (born round {q.plan.birth}): estimated utility {q.plan.utility:.4f}"]
     for g in q.plan.groups:
         start = "never" if g.start is None else f"start round {g.start}"
-        lines.append(f"  arrival {g.arrival} signal {g.signal!s:>6}: {start}")
+        signal = "(none)" if g.signal is None else str(g.signal)
+        lines.append(f"  arrival {g.arrival} signal {signal:>6}: {start}")
     lines.append("  arrival duration  prob    start    price  failure(raw/announced)  utility")
     for o in q.plan.outcomes:
         if o.start is None:
@@ -290,7 +291,7 @@ def jobs(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
 
 def event_text(e: Event, tenant: str = "") -> str:
     """One line per event; the job as tenant/id when the tenant is known (the operator sees every tenant's)."""
-    data = " ".join(f"{k}={v}" for k, v in e.data.items() if k != "plan")
+    data = " ".join(f"{k}={'(none)' if v is None else v}" for k, v in e.data.items() if k != "plan")
     job = f"{tenant}/{e.job}" if tenant else e.job
     return f"#{e.seq:<6} round {e.round:<5} {e.type:13} {job} {data}"
 

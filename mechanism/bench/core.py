@@ -171,7 +171,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def table(r: dict[str, Any]) -> str:
-    lines = [f"mechanism core, C=1000 C_m=16 D_m=48 S_m=96, N={r['samples']} samples (Lemma F.1)",
+    source = "Lemma F.1" if r["platform"]["samples"] is None else "--samples"
+    lines = [f"mechanism core, C=1000 C_m=16 D_m=48 S_m=96, N={r['samples']} samples ({source})",
              f"{'active jobs':>12} {'quote p50 ms':>13} {'quote p99 ms':>13} {'oracle prep ms':>15} {'advance ms':>11}"]
     for x in r["runs"]:
         lines.append(f"{x['active_jobs']:>12} {x['quote_p50_ms']:>13.1f} {x['quote_p99_ms']:>13.1f} "

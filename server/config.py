@@ -229,6 +229,8 @@ def parse_config(data: dict[str, Any], resolve_tokens: bool = True, base: Path =
 def load_config(path: str | Path, resolve_tokens: bool = True) -> ServerConfig:
     p = Path(path)
     try:
+        if p.exists() and not p.is_file():  # a FIFO would block the reload (and SIGTERM) until someone writes
+            raise ConfigError(f"{p}: cannot read the configuration: not a regular file (a directory, FIFO or device)")
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read the configuration: {exc.strerror}") from None

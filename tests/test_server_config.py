@@ -240,3 +240,13 @@ def test_a_token_no_client_can_send_is_refused_naming_the_character(tmp_path: Pa
     with pytest.raises(ConfigError, match=r"tenants\[0\]\.token_env='ACME_TOKEN': the token holds U\+0001 at "
                                           r"character 11"):
         parse_config(with_(tenants=[{"name": "acme", "token_env": "ACME_TOKEN"}]))
+
+
+def test_a_configuration_path_that_is_not_a_regular_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    import os
+    fifo = tmp_path / "platform.toml"
+    os.mkfifo(fifo)  # reading it would wait for a writer for ever
+    with pytest.raises(ConfigError, match=r"platform\.toml: cannot read the configuration: not a regular file"):
+        load_config(fifo)
+    with pytest.raises(ConfigError, match=r"not a regular file"):
+        load_config(tmp_path)

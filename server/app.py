@@ -199,17 +199,8 @@ def config_changes(old: ServerConfig, new: ServerConfig) -> dict[str, Any]:
 
 def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     """Replay the log, bind, and start serving; the returned server knows its port (listen on :0 to pick one)."""
-    host = options.listen.rsplit(":", 1)[0]
-    loopback = host in LOOPBACK
-    if not config.auth_enabled and not loopback:
-        raise StartupError(f"listen={options.listen!r}: without tokens in the configuration the server only "
-                         "listens on loopback; add [operator] and [[tenants]] tokens")
-    if options.clock == "wall" and not 0 < options.round_seconds <= MAX_ROUND_SECONDS:  # nan too
-        raise StartupError(f"round_seconds={options.round_seconds} must be positive and at most "
-                           f"{MAX_ROUND_SECONDS:g} with --clock wall")
+    loopback = _check_options(config, options)
     started = time.perf_counter()
-    if options.snapshot_every < 0:
-        raise StartupError(f"snapshot_every={options.snapshot_every} is below the bound 0 (0 turns snapshots off)")
     watchers = _max_watchers(options)
     keepalive = _keepalive_options(options)
     metrics = _server_metrics(options)
@@ -227,17 +218,8 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     log.info("replayed", extra={"fields": {"snapshot_seq": scheduler.restored_from, "commands": scheduler.replayed,
                                            "round": scheduler.engine.now,
                                            "s": round(time.perf_counter() - started, 3)}})
-    clock = Clock(options.clock, options.round_seconds)
-    service = SchedulerService(scheduler, clock, observer, watchers)
-    grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=options.max_workers,
-                                                         thread_name_prefix="sowsched-rpc"),
-                              options=[("grpc.so_reuseport", 0), *keepalive])  # a port in use is refused
-    pb_grpc.add_SchedulerServicer_to_server(service, grpc_server)
-    health_servicer = health.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, grpc_server)
-    for name in ("", SERVICE_NAME):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), grpc_server)
+    service = SchedulerService(scheduler, Clock(options.clock, options.round_seconds), observer, watchers)
+    grpc_server, health_servicer = _grpc_server(service, options.max_workers, keepalive)
     try:
         port = _bind(grpc_server, options)
     except (StartupError, OSError):  # nothing served yet: release the log before refusing to start
@@ -256,6 +238,34 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
                                           "metrics_port": None if endpoint is None else endpoint.port}})
     return RunningServer(grpc_server, port, scheduler, service, health_servicer, ticker, options.grace_seconds,
                          endpoint, observer, loopback)
+
+
+def _check_options(config: ServerConfig, options: ServerOptions) -> bool:
+    """Refuse options that cannot serve, before anything is opened; whether the server listens on loopback only."""
+    loopback = options.listen.rsplit(":", 1)[0] in LOOPBACK
+    if not config.auth_enabled and not loopback:
+        raise StartupError(f"listen={options.listen!r}: without tokens in the configuration the server only "
+                           "listens on loopback; add [operator] and [[tenants]] tokens")
+    if options.clock == "wall" and not 0 < options.round_seconds <= MAX_ROUND_SECONDS:  # nan too
+        raise StartupError(f"round_seconds={options.round_seconds} must be positive and at most "
+                           f"{MAX_ROUND_SECONDS:g} with --clock wall")
+    if options.snapshot_every < 0:
+        raise StartupError(f"snapshot_every={options.snapshot_every} is below the bound 0 (0 turns snapshots off)")
+    return loopback
+
+
+def _grpc_server(service: SchedulerService, max_workers: int,
+                 keepalive: list[tuple[str, int]]) -> tuple[grpc.Server, health.HealthServicer]:
+    """The scheduler service with standard health checking and server reflection, not yet bound."""
+    grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="sowsched-rpc"),
+                              options=[("grpc.so_reuseport", 0), *keepalive])  # a port in use is refused
+    pb_grpc.add_SchedulerServicer_to_server(service, grpc_server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, grpc_server)
+    for name in ("", SERVICE_NAME):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), grpc_server)
+    return grpc_server, health_servicer
 
 
 def _max_watchers(options: ServerOptions) -> int:

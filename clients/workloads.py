@@ -231,6 +231,8 @@ def read_workload_document(path: str | Path) -> Any:
         return json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{p}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    except RecursionError:  # json.loads recurses once per nesting level
+        raise ValueError(f"{p}: not valid JSON: nested too deeply for the parser") from None
 
 
 def parse_workload_file(path: str | Path, document: Any, name: str, seed: int | None = None) -> Workload:

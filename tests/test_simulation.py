@@ -256,3 +256,14 @@ def test_cli_simulate_without_offline_skips_it_and_a_bad_limit_is_a_usage_error(
         main(["simulate", "--workload", "toy", "--offline-time-limit", "0"])
     assert exit_.value.code == 2
     assert "--offline-time-limit" in capsys.readouterr().err
+
+
+def test_a_file_nested_too_deeply_for_the_json_parser_is_a_one_line_error(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    w = tmp_path / "w.json"
+    w.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match=rf"^{w}: not valid JSON: nested too deeply"):
+        load_workload_file(w)
+    assert main(["simulate", "--workload-file", str(w), "--json", "--no-offline"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err

@@ -233,6 +233,8 @@ def read_workload_document(path: str | Path) -> Any:
         raise ValueError(f"{p}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
     except RecursionError:  # json.loads recurses once per nesting level
         raise ValueError(f"{p}: not valid JSON: nested too deeply for the parser") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{p}: not UTF-8 text at byte {exc.start}: {exc.reason}") from None
 
 
 def parse_workload_file(path: str | Path, document: Any, name: str, seed: int | None = None) -> Workload:

@@ -267,3 +267,10 @@ def test_a_file_nested_too_deeply_for_the_json_parser_is_a_one_line_error(tmp_pa
     assert main(["simulate", "--workload-file", str(w), "--json", "--no-offline"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_file_that_is_not_utf8_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    w = tmp_path / "w.json"
+    w.write_bytes(b'{"jobs": [], "platform": "\xff"}')
+    with pytest.raises(ValueError, match=rf"^{w}: not UTF-8 text at byte 26: invalid start byte$"):
+        load_workload_file(w)

@@ -274,3 +274,23 @@ def test_a_file_that_is_not_utf8_is_an_error_naming_the_file(tmp_path: Path) -> 
     w.write_bytes(b'{"jobs": [], "platform": "\xff"}')
     with pytest.raises(ValueError, match=rf"^{w}: not UTF-8 text at byte 26: invalid start byte$"):
         load_workload_file(w)
+
+
+@pytest.mark.parametrize(("offline", "ratio_line"), [
+    # nothing earned by either, proven: the ratio is 1
+    ({"status": "optimal", "value": 0.0, "bound": 0.0, "gap": 0.0, "ratio": 1.0, "ratio_bound": 1.0},
+     "  ratio               1.000   (offline / mechanism welfare: the mechanism reached 100.0 %)"),
+    # the mechanism earned nothing, the optimum something: unbounded, proven or not
+    ({"status": "optimal", "value": 5.0, "bound": 5.0, "gap": 0.0, "ratio": None, "ratio_bound": None},
+     "  ratio               inf   (the mechanism earned nothing the optimum could)"),
+    ({"status": "feasible", "value": 5.0, "bound": 7.0, "gap": 2 / 7, "ratio": None, "ratio_bound": None},
+     "  ratio               inf   (the mechanism earned nothing the optimum could)"),
+    # neither earned anything, but the optimum is unproven and its bound is positive: 1, up to unbounded
+    ({"status": "feasible", "value": 0.0, "bound": 7.0, "gap": 1.0, "ratio": 1.0, "ratio_bound": None},
+     "  ratio               1.000   (up to inf by the bound: the mechanism and the best schedule found earned "
+     "nothing)"),
+])
+def test_offline_lines_at_the_edges_of_the_ratio(offline: dict[str, object], ratio_line: str) -> None:
+    from clients.commands.simulate import offline_lines
+
+    assert offline_lines({"solver": "cpsat", **offline})[1] == ratio_line

@@ -122,6 +122,9 @@ def offline_lines(d: dict[str, Any]) -> list[str]:
     lines = [f"  offline opt  {d['value']:12.2f}   {found}"]
     if d["ratio"] is None:
         lines.append("  ratio               inf   (the mechanism earned nothing the optimum could)")
+    elif d["ratio_bound"] is None:  # both earned 0, but the unproven optimum's bound is positive
+        lines.append(f"  ratio        {d['ratio']:12.3f}   (up to inf by the bound: the mechanism and the best schedule "
+                     "found earned nothing)")
     elif d["status"] == "optimal" or d["ratio_bound"] == d["ratio"]:
         lines.append(f"  ratio        {d['ratio']:12.3f}   (offline / mechanism welfare: the mechanism reached "
                      f"{100 / d['ratio']:.1f} %)")

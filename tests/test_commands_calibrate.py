@@ -49,3 +49,16 @@ def test_runs_without_a_scheduled_job_exit_1(capsys: pytest.CaptureFixture[str])
 
 def test_every_argument_has_a_help_text() -> None:
     assert undocumented_arguments("calibrate") == []
+
+
+def test_the_last_bin_is_closed_because_it_holds_an_estimate_of_1() -> None:
+    from clients.commands.calibrate import table
+    from mechanism.calibration import calibrate
+    from mechanism.platform import Platform
+    from mechanism.simulation import JobRecord, SimulationResult
+
+    jobs = [JobRecord(id=str(f), birth=0, concurrency=1, state="evicted", start=0, duration=1, value=0.0, charge=0.0,
+                      failure=f, failure_raw=f) for f in (0.0, 1.0)]
+    rows = table(calibrate([SimulationResult("x", Platform(C=4, C_m=1, D_m=1, S_m=2, H=2.0), jobs=jobs)],
+                           bins=(0.0, 0.5, 1.0))).splitlines()[2:]
+    assert [r.split()[:2] for r in rows] == [["[0.00,", "0.50)"], ["[0.50,", "1.00]"]]

@@ -54,5 +54,7 @@ def table(c: Calibration) -> str:
     lines = [f"{c.runs} runs, {c.jobs} scheduled jobs: mean estimate {c.estimate:.3f}, realized {c.realized:.3f}; "
              f"per-run realized - estimate {c.gap:+.4f} (standard error {c.gap_se:.4f})",
              f"{'estimate bin':>14} {'jobs':>6} {'mean estimate':>14} {'realized':>9}"]
-    lines += [f"[{b.low:.2f}, {b.high:.2f}) {b.jobs:>6} {b.estimate:>14.3f} {b.realized:>9.3f}" for b in c.bins]
+    # an estimate of exactly 1 is counted in the last bin, so that bin is closed
+    lines += [f"[{b.low:.2f}, {b.high:.2f}{']' if b.high >= 1.0 else ')'} {b.jobs:>6} {b.estimate:>14.3f} "
+              f"{b.realized:>9.3f}" for b in c.bins]
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Calibration of the failure oracle: announced failure estimates against realized failures, over many runs."""
+"""Calibration of the failure oracle: quoted raw failure estimates against realized failures, over many runs."""
 
 from __future__ import annotations
 

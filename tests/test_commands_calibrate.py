@@ -62,3 +62,20 @@ def test_the_last_bin_is_closed_because_it_holds_an_estimate_of_1() -> None:
     rows = table(calibrate([SimulationResult("x", Platform(C=4, C_m=1, D_m=1, S_m=2, H=2.0), jobs=jobs)],
                            bins=(0.0, 0.5, 1.0))).splitlines()[2:]
     assert [r.split()[:2] for r in rows] == [["[0.00,", "0.50)"], ["[0.50,", "1.00]"]]
+
+
+def test_the_raw_estimate_is_binned_and_the_help_and_table_say_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """MODEL.md section 5: the announced estimate zeroes small raw ones, so calibration bins the raw estimate."""
+    from clients.commands.calibrate import table
+    from mechanism.calibration import calibrate
+    from mechanism.platform import Platform
+    from mechanism.simulation import JobRecord, SimulationResult
+
+    job = JobRecord(id="a", birth=0, concurrency=1, state="cancelled", start=0, duration=1, value=0.0, charge=0.0,
+                    failure=0.0, failure_raw=0.04)  # announced 0: below epsilon/10 + eps0
+    c = calibrate([SimulationResult("x", Platform(C=4, C_m=1, D_m=1, S_m=2, H=2.0), jobs=[job])])
+    assert (c.estimate, c.bins[0].estimate, c.bins[0].realized) == (0.04, 0.04, 1.0)
+    assert "mean raw estimate 0.040" in table(c) and "raw estimate bin" in table(c)
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "raw failure estimates" in capsys.readouterr().out.split("calibrate", 1)[1]

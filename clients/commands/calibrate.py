@@ -1,4 +1,4 @@
-"""`sowsched calibrate`: does the announced failure probability match how often jobs really fail?"""
+"""`sowsched calibrate`: does the quoted (raw) failure probability match how often jobs really fail?"""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from mechanism.simulation import run_simulation
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("calibrate", help="announced failure estimates against realized failures over many seeds")
+    p = sub.add_parser("calibrate", help="raw failure estimates (as quoted) against realized failures over many seeds")
     p.add_argument("--workload", choices=WORKLOADS, default="overload", help="named workload (default %(default)s)")
     p.add_argument("--seeds", type=bounded_int(1), default=50,
                    help="independent runs (seeds first-seed .. first-seed+N-1)")
@@ -51,10 +51,10 @@ def as_json(c: Calibration) -> str:
 
 
 def table(c: Calibration) -> str:
-    lines = [f"{c.runs} runs, {c.jobs} scheduled jobs: mean estimate {c.estimate:.3f}, realized {c.realized:.3f}; "
+    lines = [f"{c.runs} runs, {c.jobs} scheduled jobs: mean raw estimate {c.estimate:.3f}, realized {c.realized:.3f}; "
              f"per-run realized - estimate {c.gap:+.4f} (standard error {c.gap_se:.4f})",
-             f"{'estimate bin':>14} {'jobs':>6} {'mean estimate':>14} {'realized':>9}"]
+             f"{'raw estimate bin':<16} {'jobs':>6} {'mean estimate':>14} {'realized':>9}"]
     # an estimate of exactly 1 is counted in the last bin, so that bin is closed
-    lines += [f"[{b.low:.2f}, {b.high:.2f}{']' if b.high >= 1.0 else ')'} {b.jobs:>6} {b.estimate:>14.3f} "
-              f"{b.realized:>9.3f}" for b in c.bins]
+    lines += [f"{f'[{b.low:.2f}, {b.high:.2f}' + (']' if b.high >= 1.0 else ')'):<16} {b.jobs:>6} "
+              f"{b.estimate:>14.3f} {b.realized:>9.3f}" for b in c.bins]
     return "\n".join(lines)

@@ -130,7 +130,7 @@ def pipelines_workload(seed: int = 0, load: float = 1.0, rounds: int = 96) -> Wo
 # ---- overload: demand well above capacity ----
 
 def overload_workload(seed: int = 0, load: float = 1.0, rounds: int = 40) -> Workload:
-    """Short, valuable jobs of uncertain arrival on 16 nodes, about four times what fits.
+    """Short, valuable jobs of uncertain arrival on 16 nodes, about 2.8 times what fits (44.8 node-rounds a round).
 
     Value density is high, so prices let expected usage climb towards C'; the realized arrivals bunch up
     where the expectation is spread, the realized load overflows C, and LIFO evicts.

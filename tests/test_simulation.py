@@ -294,3 +294,14 @@ def test_offline_lines_at_the_edges_of_the_ratio(offline: dict[str, object], rat
     from clients.commands.simulate import offline_lines
 
     assert offline_lines({"solver": "cpsat", **offline})[1] == ratio_line
+
+
+def test_overload_demands_about_2_8_times_what_its_16_nodes_hold_and_load_scales_it() -> None:
+    """Poisson(4 load) jobs per round, mean concurrency 14/3, mean realized duration 1.5 + 3 * 0.3 = 2.4: 44.8
+    node-rounds a round at load 1, 2.8 times C = 16 (README "Simulating")."""
+    def demand(load: float) -> float:
+        ws = [make_workload("overload", seed=s, load=load, rounds=40) for s in range(40)]
+        return sum(j.sow.concurrency * j.duration for w in ws for j in w.jobs) / (40 * 16 * 40)
+
+    assert 2.6 <= demand(1.0) <= 3.0
+    assert 5.2 <= demand(2.0) <= 6.0

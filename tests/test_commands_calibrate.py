@@ -79,3 +79,10 @@ def test_the_raw_estimate_is_binned_and_the_help_and_table_say_so(capsys: pytest
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "raw failure estimates" in capsys.readouterr().out.split("calibrate", 1)[1]
+
+
+def test_seeds_beyond_the_platform_bound_exit_2_naming_both_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["calibrate", "--workload", "toy", "--first-seed", str(2**63 - 1), "--seeds", "2", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (f"sowsched calibrate: --first-seed {2**63 - 1} with --seeds 2 reaches seed {2**63}, "
+                                 f"beyond the bound {2**63 - 1}\n")

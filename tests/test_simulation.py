@@ -305,3 +305,13 @@ def test_overload_demands_about_2_8_times_what_its_16_nodes_hold_and_load_scales
 
     assert 2.6 <= demand(1.0) <= 3.0
     assert 5.2 <= demand(2.0) <= 6.0
+
+
+@pytest.mark.parametrize("source", [["--workload", "toy"], ["--workload-file", "w.json"]])
+def test_a_seed_beyond_the_platform_bound_is_refused_by_the_parser(source: list[str],
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # platform.seed < 2**63: a named workload failed with pydantic's multi-line dump, a file ran with the seed
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", *source, "--seed", str(2**63), "--no-offline"])
+    assert info.value.code == 2
+    assert f"argument --seed: {2**63} exceeds the bound {2**63 - 1}" in capsys.readouterr().err

@@ -9,6 +9,7 @@ import math
 import sys
 from typing import Any
 
+from clients.commands.simulate import MAX_SEED
 from clients.workloads import WORKLOADS, make_workload
 from mechanism.bench.args import bounded_int, positive_float
 from mechanism.calibration import Calibration, calibrate
@@ -33,6 +34,11 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    last = args.first_seed + args.seeds - 1
+    if last > MAX_SEED:  # refused before any run
+        print(f"sowsched calibrate: --first-seed {args.first_seed} with --seeds {args.seeds} reaches seed {last}, "
+              f"beyond the bound {MAX_SEED}", file=sys.stderr)
+        return 2
     extra = {} if args.workload == "toy" else {"rounds": args.rounds}
     results = (run_simulation(make_workload(args.workload, seed=s, load=args.load, **extra), oracle=args.oracle)
                for s in range(args.first_seed, args.first_seed + args.seeds))

@@ -16,6 +16,7 @@ from mechanism.simulation import SimulationResult, Workload, run_simulation
 
 OFFLINE_TIME_LIMIT = 5.0  # CP-SAT deterministic time for the hindsight optimum (about seconds; reproducible)
 SOLVER_NAMES = {"cpsat": "CP-SAT", "milp": "the HiGHS MILP"}
+MAX_SEED = 2**63 - 1  # platform.seed's bound
 
 
 def register(sub: Any) -> None:
@@ -50,6 +51,8 @@ def _seed(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} is below the bound 0")
+    if value > MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{value} exceeds the bound {MAX_SEED}")
     return value
 
 

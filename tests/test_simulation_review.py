@@ -191,3 +191,14 @@ def test_the_progress_bar_goes_to_stderr_and_json_alone_to_stdout(capsys: pytest
           "--time-limit", "0.5", "--json"])
     out, err = capsys.readouterr()
     assert json.loads(out)["seeds"] == 2 and "welfare toy" in err and "2/2" in err
+
+
+def test_an_overrun_is_evicted_in_the_last_round_of_the_longest_declared_duration() -> None:
+    """MODEL.md section 3: started at 0, declared at most 2 rounds, still running at the end of round 1: evicted
+    then, with no value and no charge (its completion report would come in round 2, too late)."""
+    doc = {"platform": PLATFORM, "jobs": [{"id": "a", "birth": 0, "concurrency": 1, "value_steps": [[4, 5.0]],
+                                           "outcomes": [[0, 1, 0.5, None], [0, 2, 0.5, None]], "realized": [0, 3]}]}
+    rec, r = recorded(doc)
+    assert [(e.round, e.type, e.data.get("reason")) for e in r.events if e.type in ("evict", "complete")] == [
+        (1, "evict", "overrun")]
+    assert (0, "complete", "a") not in rec.log and r.rounds == 2 and (r.welfare, r.revenue) == (0.0, 0.0)

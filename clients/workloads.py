@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from mechanism.engine import EngineError, check_job_id
 from mechanism.platform import Platform
 from mechanism.simulation import Workload, WorkloadJob
 from mechanism.sow import SoW
@@ -200,6 +201,10 @@ def parse_workload(data: Any, name: str = "file", seed: int | None = None) -> Wo
     for i, j in enumerate(doc.jobs):
         if j.id in ids:
             raise ValueError(f"jobs[{i}].id={j.id!r} is used twice")
+        try:
+            check_job_id(j.id)  # the engine's rule (printable characters), checked before any job runs
+        except EngineError as exc:
+            raise ValueError(f"jobs[{i}].id: {exc}") from None
         ids.add(j.id)
         try:
             sow = SoW.parse({"concurrency": j.concurrency, "value_steps": j.value_steps, "outcomes": j.outcomes,

@@ -315,3 +315,15 @@ def test_a_seed_beyond_the_platform_bound_is_refused_by_the_parser(source: list[
         main(["simulate", *source, "--seed", str(2**63), "--no-offline"])
     assert info.value.code == 2
     assert f"argument --seed: {2**63} exceeds the bound {2**63 - 1}" in capsys.readouterr().err
+
+
+def test_a_job_id_the_engine_refuses_is_refused_when_the_file_is_read(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # it passed the file's checks, then the engine's submit raised EngineError: a traceback
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps({"platform": PLATFORM, "jobs": [job("a", 0, [0, 1]), job("b\nc", 0, [0, 1])]}))
+    with pytest.raises(ValueError, match=rf"^{w}: line 1: jobs\[1\]\.id: job id 'b\\nc' has a character that is not "
+                                         "printable at position 1$"):
+        load_workload_file(w)
+    assert main(["simulate", "--workload-file", str(w), "--no-offline"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

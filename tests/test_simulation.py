@@ -327,3 +327,22 @@ def test_a_job_id_the_engine_refuses_is_refused_when_the_file_is_read(tmp_path: 
         load_workload_file(w)
     assert main(["simulate", "--workload-file", str(w), "--no-offline"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def _too_large_for_the_exact_oracle(tmp_path: Path) -> Path:
+    """Five jobs of 12 outcomes born together: the fifth would need 12^4 > 20,000 joint outcomes."""
+    outcomes = [[a, d, 1 / 12, None] for a in range(4) for d in range(1, 4)]
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps({"platform": PLATFORM, "jobs": [job(f"j{i}", 0, [3, 1], outcomes=outcomes)
+                                                            for i in range(5)]}))
+    return w
+
+
+def test_an_instance_too_large_for_the_exact_oracle_is_one_line_and_exit_1(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    w = _too_large_for_the_exact_oracle(tmp_path)
+    assert main(["simulate", "--workload-file", str(w), "--oracle", "exact", "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("sowsched simulate: exact oracle needs 20736 joint outcomes of 4 earlier jobs, above the "
+                          "bound max_combinations=20000")

@@ -12,6 +12,7 @@ from typing import Any
 from clients.commands.jobs import DEFAULT_ATTEMPTS
 from clients.workloads import WORKLOADS, load_workload_file, make_workload, workload_document
 from mechanism.bench.args import positive_float
+from mechanism.failure_exact import OracleTooLarge
 from mechanism.simulation import SimulationResult, Workload, run_simulation
 
 OFFLINE_TIME_LIMIT = 5.0  # CP-SAT deterministic time for the hindsight optimum (about seconds; reproducible)
@@ -92,7 +93,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"sowsched simulate: {exc}", file=sys.stderr)
             return exit_code(exc) if isinstance(exc, RpcFailure) else 1
     else:
-        result = run_simulation(workload, oracle=args.oracle)
+        try:
+            result = run_simulation(workload, oracle=args.oracle)
+        except OracleTooLarge as exc:  # --oracle exact on too many earlier jobs' joint outcomes
+            print(f"sowsched simulate: {exc}", file=sys.stderr)
+            return 1
     if args.events:
         write_events(result, args.events)
     offline = None if args.no_offline else against_optimum(workload, result, args.offline_time_limit)

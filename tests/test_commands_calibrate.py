@@ -86,3 +86,11 @@ def test_seeds_beyond_the_platform_bound_exit_2_naming_both_flags(capsys: pytest
     out, err = capsys.readouterr()
     assert out == "" and err == (f"sowsched calibrate: --first-seed {2**63 - 1} with --seeds 2 reaches seed {2**63}, "
                                  f"beyond the bound {2**63 - 1}\n")
+
+
+def test_a_workload_too_large_for_the_exact_oracle_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    # six toy jobs a round: the earlier jobs soon have more than 20,000 joint outcomes
+    assert main(["calibrate", "--workload", "toy", "--load", "6", "--seeds", "1", "--oracle", "exact", "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("sowsched calibrate: exact oracle needs ") and "above the bound max_combinations=" in err

@@ -13,6 +13,7 @@ from clients.commands.simulate import MAX_SEED
 from clients.workloads import WORKLOADS, make_workload
 from mechanism.bench.args import bounded_int, positive_float
 from mechanism.calibration import Calibration, calibrate
+from mechanism.failure_exact import OracleTooLarge
 from mechanism.simulation import run_simulation
 
 
@@ -42,7 +43,11 @@ def run(args: argparse.Namespace) -> int:
     extra = {} if args.workload == "toy" else {"rounds": args.rounds}
     results = (run_simulation(make_workload(args.workload, seed=s, load=args.load, **extra), oracle=args.oracle)
                for s in range(args.first_seed, args.first_seed + args.seeds))
-    cal = calibrate(results)
+    try:
+        cal = calibrate(results)
+    except OracleTooLarge as exc:  # --oracle exact on too many earlier jobs' joint outcomes
+        print(f"sowsched calibrate: {exc}", file=sys.stderr)
+        return 1
     if cal.jobs == 0:
         print(f"sowsched calibrate: the {args.seeds} runs scheduled no job: nothing to calibrate", file=sys.stderr)
         return 1

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clients.cli import main
 from clients.commands.welfare import welfare_task
@@ -202,3 +204,40 @@ def test_an_overrun_is_evicted_in_the_last_round_of_the_longest_declared_duratio
     assert [(e.round, e.type, e.data.get("reason")) for e in r.events if e.type in ("evict", "complete")] == [
         (1, "evict", "overrun")]
     assert (0, "complete", "a") not in rec.log and r.rounds == 2 and (r.welfare, r.revenue) == (0.0, 0.0)
+
+
+@st.composite
+def tiny_files(draw: st.DrawFn) -> dict[str, Any]:
+    """Up to five jobs on C = 2 nodes, some realized outside their declared support."""
+    jobs = []
+    for i in range(draw(st.integers(1, 5))):
+        pairs = draw(st.lists(st.tuples(st.integers(0, 2), st.integers(1, 2)), min_size=1, max_size=3, unique=True))
+        realized = draw(st.sampled_from([list(p) for p in pairs] + [[1, 3], [3, 1], [0, 1]]))
+        jobs.append({"id": f"j{i}", "birth": draw(st.integers(0, 3)), "concurrency": draw(st.integers(1, 2)),
+                     "value_steps": [[2, 9.0], [4, 3.0]], "realized": realized,
+                     "outcomes": [[a, d, 1 / len(pairs), None] for a, d in pairs]})
+    return {"platform": {**PLATFORM, "D_m": 3}, "jobs": sorted(jobs, key=lambda j: j["birth"])}
+
+
+@settings(max_examples=40, deadline=None)
+@given(tiny_files())
+def test_every_job_ends_once_and_completions_follow_the_occupancy_convention(doc: dict[str, Any]) -> None:
+    w = parse_workload(doc)
+    rec, r = recorded(doc)
+    ends = [e for e in r.events if e.type in ("complete", "evict", "cancel", "expire", "not_scheduled")]
+    assert sorted(e.job for e in ends) == sorted(j.id for j in w.jobs) and sum(r.counts.values()) == len(w.jobs)
+    assert r.rounds == max(e.round for e in ends) + 1 == len(r.running)
+    by_id = {j.id: j for j in w.jobs}
+    for e in (e for e in ends if e.type == "complete"):
+        job, s = by_id[e.job], e.data["start"]
+        assert e.round == s + job.duration - 1 and (e.round, "complete", e.job) in rec.log
+        assert e.data["value"] == job.sow.value(s + job.duration - job.birth)
+    assert r.welfare == sum(e.data["value"] for e in ends if e.type == "complete")
+    assert r.revenue == sum(e.data["charge"] for e in ends if e.type == "complete")
+    assert r.utilization == sum(r.running) / (2 * r.rounds) <= 1.0
+    # the arrival of every job is reported in its realized round, after the round's submissions
+    for j in w.jobs:
+        reports = [t for t, call, job_id in rec.log if call == "arrive" and job_id == j.id]
+        assert reports in ([], [j.birth + j.arrival_offset])
+        assert rec.log.index((j.birth, "submit", j.id)) < min(
+            (i for i, (t, call, _) in enumerate(rec.log) if t == j.birth and call == "arrive"), default=len(rec.log))

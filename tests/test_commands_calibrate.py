@@ -94,3 +94,9 @@ def test_a_workload_too_large_for_the_exact_oracle_is_one_line_and_exit_1(capsys
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
     assert err.startswith("sowsched calibrate: exact oracle needs ") and "above the bound max_combinations=" in err
+
+
+def test_one_run_in_the_table_says_the_standard_error_is_undefined_not_nan(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["calibrate", "--workload", "toy", "--seeds", "1"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.endswith("(standard error undefined for one run)") and "nan" not in head

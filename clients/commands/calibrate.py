@@ -63,7 +63,8 @@ def as_json(c: Calibration) -> str:
 
 def table(c: Calibration) -> str:
     lines = [f"{c.runs} runs, {c.jobs} scheduled jobs: mean raw estimate {c.estimate:.3f}, realized {c.realized:.3f}; "
-             f"per-run realized - estimate {c.gap:+.4f} (standard error {c.gap_se:.4f})",
+             f"per-run realized - estimate {c.gap:+.4f} ("
+             + ("standard error undefined for one run)" if math.isnan(c.gap_se) else f"standard error {c.gap_se:.4f})"),
              f"{'raw estimate bin':<16} {'jobs':>6} {'mean estimate':>14} {'realized':>9}"]
     # an estimate of exactly 1 is counted in the last bin, so that bin is closed
     lines += [f"{f'[{b.low:.2f}, {b.high:.2f}' + (']' if b.high >= 1.0 else ')'):<16} {b.jobs:>6} "

@@ -346,3 +346,15 @@ def test_an_instance_too_large_for_the_exact_oracle_is_one_line_and_exit_1(tmp_p
     assert out == "" and err.count("\n") == 1
     assert err.startswith("sowsched simulate: exact oracle needs 20736 joint outcomes of 4 earlier jobs, above the "
                           "bound max_combinations=20000")
+
+
+@pytest.mark.parametrize("other", ["--workload-file", "--write-workload"])
+def test_events_into_the_workload_file_are_refused_before_it_is_truncated(other: str, tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    w = tmp_path / "w.json"
+    text = json.dumps({"platform": PLATFORM, "jobs": [job("a", 0, [0, 1])]})
+    w.write_text(text)
+    source = ["--workload-file", str(w)] if other == "--workload-file" else ["--workload", "toy", other, str(w)]
+    assert main(["simulate", *source, "--events", str(tmp_path / "." / "w.json"), "--no-offline"]) == 2
+    assert w.read_text() == text
+    assert f"--events {tmp_path / '.' / 'w.json'} is the same file as {other} {w}" in capsys.readouterr().err

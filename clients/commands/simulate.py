@@ -66,8 +66,18 @@ def load(args: argparse.Namespace) -> Workload:
     return make_workload(args.workload, seed=args.seed or 0, load=1.0 if args.load is None else args.load)
 
 
+def check_outputs(args: argparse.Namespace) -> None:
+    """--events must not name the workload file read or written: it is truncated before the run."""
+    if not args.events:
+        return
+    for flag, other in (("--workload-file", args.workload_file), ("--write-workload", args.write_workload)):
+        if other and Path(args.events).resolve() == Path(other).resolve():
+            raise ValueError(f"--events {args.events} is the same file as {flag} {other}")
+
+
 def run(args: argparse.Namespace) -> int:
     try:
+        check_outputs(args)
         workload = load(args)
         if args.events:  # fail before the run, not after it
             Path(args.events).open("w", encoding="utf-8").close()

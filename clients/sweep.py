@@ -29,7 +29,7 @@ def run_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], backend: Backend =
     try:
         if backend == "ray":
             return _run_ray(fn, tasks, address, ray_cpus, bar)
-        return _run_local(fn, tasks, processes or os.cpu_count() or 1, bar)
+        return _run_local(fn, tasks, (os.cpu_count() or 1) if processes is None else processes, bar)
     finally:
         bar.close()
 

@@ -80,3 +80,8 @@ def test_other_ray_start_up_errors_and_the_last_timeout_are_raised() -> None:
     with pytest.raises(RuntimeError, match="Timed out waiting for file"):
         _start_local_ray(fake, 1)
     assert fake.inits == LOCAL_RAY_ATTEMPTS
+
+
+def test_a_pool_of_zero_processes_is_refused_not_taken_as_every_core() -> None:
+    with pytest.raises(ValueError, match="processes=0 is below the bound 1"):
+        run_tasks(_mul, [(1, 2)], processes=0, progress=False)

@@ -21,10 +21,14 @@ from mechanism.validation import validation_message
 WORKLOADS = ("toy", "pipelines", "overload")
 
 
+MAX_LOAD = 100.0  # a load scales a named workload's job rate; beyond this a typo builds millions of jobs
+
+
 def make_workload(name: str, seed: int = 0, load: float = 1.0, **params: Any) -> Workload:
     """A named synthetic workload; `load` scales how many jobs it brings per round."""
-    if load <= 0 or not math.isfinite(load):
-        raise ValueError(f"load={load} must be positive and finite")
+    if not 0 < load <= MAX_LOAD:  # nan too
+        raise ValueError(f"load={load} is outside (0, {MAX_LOAD:g}]: it scales the job rate (overload at load "
+                         f"{MAX_LOAD:g} already brings about 400 jobs a round)")
     makers: dict[str, Callable[..., Workload]] = {
         "toy": toy_workload, "pipelines": pipelines_workload, "overload": overload_workload}
     if name not in makers:

@@ -110,7 +110,9 @@ def test_job_lines_are_where_each_top_level_job_starts(text: str, lines: list[in
 
 @pytest.mark.parametrize(("name", "load", "match"), [
     ("nope", 1.0, "workload='nope' is not one of toy, pipelines, overload"),
-    ("toy", 0.0, "load=0.0 must be positive"),
+    ("toy", 0.0, r"load=0.0 is outside \(0, 100\]"),
+    ("overload", 1e6, r"load=1000000.0 is outside \(0, 100\]: it scales the job rate"),
+    ("toy", float("nan"), r"load=nan is outside \(0, 100\]"),
 ])
 def test_bad_workload_names_and_loads_are_rejected(name: str, load: float, match: str) -> None:
     with pytest.raises(ValueError, match=match):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from mechanism.validation import number
 
 MAX_OUTCOMES = 10_000
 
@@ -24,6 +26,8 @@ class Platform(BaseModel):
     delta0: float = Field(default=0.01, gt=0.0, lt=1.0, description="failure-oracle confidence")
     seed: int = Field(default=0, ge=0, lt=2**63)
     samples: int | None = Field(default=None, ge=1, le=10_000_000, description="Monte Carlo samples; default Lemma F.1")
+
+    _numbers = field_validator("*", mode="before")(number)  # `C = "32"` or `true` in a file is refused
 
     @model_validator(mode="after")
     def _check_relations(self) -> Platform:

@@ -12,6 +12,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from mechanism.platform import MAX_OUTCOMES, Platform
+from mechanism.validation import number
 
 Signal = str | None
 PROBABILITY_TOLERANCE = 1e-9
@@ -26,6 +27,8 @@ class Outcome(BaseModel):
     duration: int = Field(ge=1)
     probability: float = Field(gt=0.0, le=1.0)
     signal: Signal = None
+
+    _numbers = field_validator("arrival_offset", "duration", "probability", mode="before")(number)
 
     @field_validator("signal", mode="before")
     @classmethod
@@ -52,6 +55,19 @@ class SoW(BaseModel):
         if isinstance(data, SoW):
             data = data.model_dump()
         return cls.model_validate(data, context={"platform": platform})
+
+    _concurrency = field_validator("concurrency", mode="before")(number)
+
+    @field_validator("value_steps", mode="before")
+    @classmethod
+    def _steps_of_numbers(cls, v: Any) -> Any:
+        if isinstance(v, (list, tuple)):
+            for i, step in enumerate(v):
+                if isinstance(step, (list, tuple)):
+                    for name, x in zip(("deadline k", "value v"), step, strict=False):
+                        if isinstance(x, (bool, str)):
+                            raise ValueError(f"value_steps[{i}] {name}={x!r} is not a number")
+        return v
 
     @field_validator("outcomes", mode="before")
     @classmethod

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import ValidationError
+
+
+def number(v: Any) -> Any:
+    """A number field's input as given, refusing true/false and text, which pydantic's lax mode would read as 1, 0
+    and the number written (a JSON or TOML file saying `true` or "3" is a mistake, not a count)."""
+    if isinstance(v, (bool, str)):
+        raise ValueError(f"{v!r} is {'a boolean' if isinstance(v, bool) else 'text'}, not a number")
+    return v
 
 
 def validation_message(exc: ValidationError, prefix: str = "") -> str:

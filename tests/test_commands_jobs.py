@@ -142,7 +142,9 @@ def test_a_sow_outside_the_bounds_exits_1_naming_the_bound(srv: RunningServer, t
 @pytest.mark.parametrize(("body", "match"), [
     ({}, "sow.concurrency: Field required"),
     ({**sow(), "concurrency": 2.5}, r"sow.concurrency \(value 2.5\): Input should be a valid integer"),
-    ({**sow(), "concurrency": "x"}, r"sow.concurrency \(value 'x'\): Input should be a valid integer"),
+    ({**sow(), "concurrency": "x"}, r"sow.concurrency \(value 'x'\): 'x' is text, not a number"),
+    ({**sow(), "concurrency": True}, r"sow.concurrency \(value True\): True is a boolean, not a number"),
+    ({**sow(), "outcomes": [[0, "2", 1.0]]}, r"sow.outcomes\[0\].duration \(value '2'\): '2' is text, not a number"),
     ({**sow(), "signalmode": "none"}, r"sow.signalmode \(value 'none'\): Extra inputs are not permitted"),
     (sow(outcomes=[[0, 2]]), "an outcome row has 2 fields"),
     (sow(outcomes=[[0, 2, 1.0, {"a": 1}]]), r"sow.outcomes\[0\].signal: Input should be a valid string"),

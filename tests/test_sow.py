@@ -125,3 +125,27 @@ def test_a_decimal_label_of_any_length_sorts_by_value() -> None:
     huge = "9" * 5000
     s = SoW.parse(sow(outcomes=[[0, 1, 0.25, huge], [0, 2, 0.25, "0010"], [0, 3, 0.25, "9"], [0, 4, 0.25, "١٠"]]), P)
     assert s.group_keys() == [(0, "9"), (0, "0010"), (0, "١٠"), (0, huge)]
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    ({"concurrency": True}, r"True is a boolean, not a number"),
+    ({"concurrency": "2"}, r"'2' is text, not a number"),
+    ({"value_steps": [[True, 10.0]]}, r"value_steps\[0\] deadline k=True is not a number"),
+    ({"value_steps": [[4, "10"]]}, r"value_steps\[0\] value v='10' is not a number"),
+    ({"outcomes": [[False, 1, 1.0]]}, r"False is a boolean, not a number"),
+    ({"outcomes": [[0, 1, "1"]]}, r"'1' is text, not a number"),
+])
+def test_booleans_and_text_are_not_read_as_numbers(change: dict[str, object], match: str) -> None:
+    """pydantic's lax mode would read true as 1 and "2" as 2: a file saying so is a mistake to name, not a count."""
+    data = {"concurrency": 1, "value_steps": [[4, 10.0]], "outcomes": [[0, 1, 1.0]], **change}
+    with pytest.raises(ValidationError, match=match):
+        SoW.parse(data, P)
+    assert SoW.parse({"concurrency": 2, "value_steps": [[4, 10]], "outcomes": [[0, 1, 1]]}, P).concurrency == 2
+
+
+@pytest.mark.parametrize("field", ["C", "H", "seed", "samples"])
+def test_platform_numbers_refuse_booleans_and_text(field: str) -> None:
+    params: dict[str, object] = {"C": 10, "C_m": 4, "D_m": 5, "S_m": 10, "H": 100.0}
+    for bad, what in ((True, "a boolean"), ("7", "text")):
+        with pytest.raises(ValidationError, match=f"{field}\n.*{bad!r} is {what}, not a number"):
+            Platform(**{**params, field: bad})

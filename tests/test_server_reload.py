@@ -332,20 +332,8 @@ def test_sighup_during_startup_in_a_row_with_bad_files_and_before_sigterm_never_
     good = proc.config.read_text()
     server_log = tmp_path / "server.log"
 
-    def hang_up_once_caught() -> None:  # during start-up: before the port is bound, maybe during the replay
-        while proc.proc is None:
-            time.sleep(0.001)
-        caught = Path(f"/proc/{proc.proc.pid}/status")
-        while proc.proc.poll() is None:
-            mask = next(line for line in caught.read_text().splitlines() if line.startswith("SigCgt:"))
-            if int(mask.split()[1], 16) & (1 << (signal.SIGHUP - 1)):
-                proc.proc.send_signal(signal.SIGHUP)
-                return
-            time.sleep(0.001)
-
     try:
-        early = threading.Thread(target=hang_up_once_caught)
-        early.start()
+        early = hang_up_once(proc, "SigCgt", [])  # during start-up: before the port is bound, maybe in the replay
         port = proc.start()
         early.join(10)
         assert proc.proc is not None
@@ -374,29 +362,36 @@ def test_a_sighup_during_the_cli_imports_is_held_and_served_once_the_server_runs
         pytest.skip("needs /proc to see when the CLI holds SIGHUP")
     proc = ServerProcess(tmp_path, None, "--log-level", "info")
     proc.module = "clients.cli"
-    sent: list[str] = []
-
-    def hang_up_once_held() -> None:
-        while proc.proc is None:
-            time.sleep(0.001)
-        status = Path(f"/proc/{proc.proc.pid}/status")
-        while proc.proc.poll() is None:
-            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
-            bit = 1 << (signal.SIGHUP - 1)
-            if int(fields["SigBlk"], 16) & bit:
-                sent.append("caught" if int(fields["SigCgt"], 16) & bit else "held")
-                proc.proc.send_signal(signal.SIGHUP)
-                return
-            time.sleep(0.0005)
-
+    masks: list[dict[str, bool]] = []
     try:
-        early = threading.Thread(target=hang_up_once_held)
-        early.start()
+        early = hang_up_once(proc, "SigBlk", masks)
         port = proc.start()
         early.join(10)
-        assert sent == ["held"]  # sent while blocked, before the server's handler existed
+        assert masks == [{"SigBlk": True, "SigCgt": False}]  # sent while held, before the server's handler existed
         wait_for(lambda: "configuration reloaded" in (tmp_path / "server.log").read_text())
         assert client(port, ACME).status().own_active_jobs == 0
         assert proc.terminate() == 0
     finally:
         proc.close()
+
+
+def hang_up_once(proc: ServerProcess, mask: str, seen: list[dict[str, bool]]) -> threading.Thread:
+    """A started thread that sends SIGHUP to the server process as soon as /proc shows the signal in `mask`
+    (SigCgt: a handler catches it; SigBlk: it is held), appending to `seen` which masks held it then."""
+    bit = 1 << (signal.SIGHUP - 1)
+
+    def watch() -> None:
+        while proc.proc is None:
+            time.sleep(0.0005)
+        status = Path(f"/proc/{proc.proc.pid}/status")
+        while proc.proc.poll() is None:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+            if int(fields[mask], 16) & bit:
+                seen.append({name: bool(int(fields[name], 16) & bit) for name in ("SigBlk", "SigCgt")})
+                proc.proc.send_signal(signal.SIGHUP)
+                return
+            time.sleep(0.0005)
+
+    thread = threading.Thread(target=watch)
+    thread.start()
+    return thread

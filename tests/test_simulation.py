@@ -350,6 +350,26 @@ def test_an_instance_too_large_for_the_exact_oracle_is_one_line_and_exit_1(tmp_p
                           "bound max_combinations=20000")
 
 
+def test_a_run_that_fails_leaves_an_earlier_events_file_as_it_was(tmp_path: Path) -> None:
+    w, events = _too_large_for_the_exact_oracle(tmp_path), tmp_path / "ev.jsonl"
+    events.write_text("earlier run\n")
+    assert main(["simulate", "--workload-file", str(w), "--oracle", "exact", "--events", str(events)]) == 1
+    assert events.read_text() == "earlier run\n"
+
+
+def test_a_run_that_fails_creates_no_events_file(tmp_path: Path) -> None:
+    w, events = _too_large_for_the_exact_oracle(tmp_path), tmp_path / "ev.jsonl"
+    assert main(["simulate", "--workload-file", str(w), "--oracle", "exact", "--events", str(events)]) == 1
+    assert not events.exists()
+
+
+def test_an_events_path_that_is_a_directory_is_refused_before_the_run(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--workload", "toy", "--events", str(tmp_path), "--no-offline"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"sowsched simulate: [Errno 21] Is a directory: '{tmp_path}'" in err
+
+
 @pytest.mark.parametrize("other", ["--workload-file", "--write-workload"])
 def test_events_into_the_workload_file_are_refused_before_it_is_truncated(other: str, tmp_path: Path,
                                                                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -75,12 +75,22 @@ def check_outputs(args: argparse.Namespace) -> None:
             raise ValueError(f"--events {args.events} is the same file as {flag} {other}")
 
 
+def check_writable(path: Path) -> None:
+    """Raise OSError unless `path` can be written, leaving it as it was: a run that fails later must neither
+    truncate an earlier events file nor leave an empty one behind."""
+    if path.exists():
+        path.open("a", encoding="utf-8").close()  # opened for writing, not truncated
+    else:
+        path.open("x", encoding="utf-8").close()
+        path.unlink()
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         check_outputs(args)
         workload = load(args)
         if args.events:  # fail before the run, not after it
-            Path(args.events).open("w", encoding="utf-8").close()
+            check_writable(Path(args.events))
         if args.write_workload:
             Path(args.write_workload).write_text(json.dumps(workload_document(workload), indent=1) + "\n",
                                                  encoding="utf-8")

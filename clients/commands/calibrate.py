@@ -30,10 +30,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-
-
-
-
 def run(args: argparse.Namespace) -> int:
     last = args.first_seed + args.seeds - 1
     if last > MAX_SEED:  # refused before any run

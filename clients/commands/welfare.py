@@ -72,10 +72,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             action.metavar = "DIR"
 
 
-
-
-
-
 def parse_loads(text: str) -> list[float]:
     loads = []
     for part in text.split(","):

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 EXIT_REFUSED = 1  # the server answered with a refusal (INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, ...)
 EXIT_USAGE = 2  # bad input found before any call: options, files, tokens
@@ -39,9 +40,24 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+class VersionAction(argparse.Action):
+    """`--version`: the package version and the code identity (the hash `serve` keys its snapshots by and `status`
+    reports for a running server), computed only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from server.snapshot import code_identity, server_version
+        print(f"sowsched {server_version()} (code {code_identity()})")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sowsched", description=__doc__, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=VersionAction, help="print the version and the code identity, and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)

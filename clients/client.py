@@ -89,6 +89,8 @@ class ServerStatus:
     state_digest: str
     own_active_jobs: int = 0  # the caller's own active jobs
     own_max_active_jobs: int | None = None  # the caller's max_active_jobs; None: no limit
+    server_version: str = ""  # the package version the server runs ("" from a server older than the field)
+    code_identity: str = ""  # SHA-256 of the server's mechanism and server sources
 
 
 @dataclass(frozen=True)
@@ -275,7 +277,8 @@ class SchedulerClient:
         return ServerStatus(platform=Platform.model_validate(json.loads(r.platform_json)), samples=r.samples,
                             oracle=r.oracle, clock=r.clock, round_seconds=r.round_seconds, now=r.now,
                             events=r.events, active_jobs=r.active_jobs, state_digest=r.state_digest,
-                            own_active_jobs=r.own_active_jobs, own_max_active_jobs=r.own_max_active_jobs or None)
+                            own_active_jobs=r.own_active_jobs, own_max_active_jobs=r.own_max_active_jobs or None,
+                            server_version=r.server_version, code_identity=r.code_identity)
 
     def echo(self, payload: bytes = b"") -> bytes:
         return self._call(self.stub.Echo, pb.EchoRequest(payload=payload)).payload

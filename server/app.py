@@ -20,6 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 import server.gen  # noqa: F401
+from server import snapshot
 from server.config import ConfigError, ServerConfig
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
@@ -233,6 +234,7 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
         ticker = WallClock(scheduler, options.round_seconds)
         ticker.start()
     log.info("serving", extra={"fields": {"listen": options.listen, "port": port, "clock": options.clock,
+                                          "version": snapshot.server_version(), "code": snapshot.code_identity()[:12],
                                           "tls": options.tls_cert is not None, "store": options.store,
                                           "auth": config.auth_enabled,
                                           "metrics_port": None if endpoint is None else endpoint.port}})

@@ -17,7 +17,7 @@ from mechanism.failure_exact import OracleTooLarge
 from mechanism.jobs import JobState
 from mechanism.sow import SoW
 from mechanism.validation import validation_message
-from server import convert, namespace, reads
+from server import convert, namespace, reads, snapshot
 from server.config import OPERATOR, Principal
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
@@ -358,7 +358,8 @@ def platform_info(engine: Engine, clock: Clock) -> pb.PlatformInfo:
                            delta0=pl.delta0, seed=pl.seed, samples=pl.sample_count, oracle=engine.oracle_kind,
                            clock=clock.mode, round_seconds=clock.round_seconds, now=engine.now,
                            events=engine.history_marks().events, active_jobs=engine.active_jobs, state_digest=engine.digest(),
-                           platform_json=pl.model_dump_json())
+                           platform_json=pl.model_dump_json(), server_version=snapshot.server_version(),
+                           code_identity=snapshot.code_identity())
 
 
 def _revoked(context: grpc.ServicerContext, principal: Principal, seq: int) -> NoReturn:

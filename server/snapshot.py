@@ -14,6 +14,7 @@ import pickle
 import zlib
 from dataclasses import dataclass
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 from typing import TypeVar
 
@@ -33,6 +34,14 @@ class SchedulerState:
     engine: Engine  # without its history (Engine.without_history)
     seq: int  # the last logged command the state includes
     marks: HistoryMarks  # how much history the whole state holds: the archive must reach at least this
+
+
+def server_version() -> str:
+    """The installed package's version (pyproject.toml), or "unknown" when run from an uninstalled tree."""
+    try:
+        return metadata.version("sowsched")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 @cache

@@ -34,6 +34,17 @@ def test_help_documents_every_exit_code(argv: list[str], capsys: pytest.CaptureF
     assert codes == (1, 2, 69, 75, 130, 141)
 
 
+def test_version_prints_the_package_version_and_the_code_identity_and_exits_0(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib import metadata
+
+    from server.snapshot import code_identity
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"sowsched {metadata.version('sowsched')} (code {code_identity()})\n"
+
+
 def test_the_exit_code_list_names_every_command_that_talks_to_a_server() -> None:
     listed = re.search(r"talk to a server \(([^)]*)\)", cli.EPILOG, re.S)
     assert listed is not None

@@ -411,6 +411,20 @@ def test_status_shows_the_platform_and_the_callers_own_jobs_and_limit(tmp_path: 
         srv.stop(0)
 
 
+def test_status_names_the_servers_version_and_code_identity_to_every_caller(srv: RunningServer,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib import metadata
+
+    from server.snapshot import code_identity
+    for token in (ACME, OP):
+        out = run_json(capsys, cli(srv, token, "status"))
+        assert (out["server_version"], out["code_identity"]) == (metadata.version("sowsched"), code_identity())
+    assert re.fullmatch(r"[0-9a-f]{64}", code_identity())
+    assert main(cli(srv, ACME, "status")) == 0
+    assert (capsys.readouterr().out.splitlines()[2]
+            == f"server sowsched {metadata.version('sowsched')}, code {code_identity()[:12]}")
+
+
 def test_text_output_names_a_missing_signal_as_none_in_words_not_python() -> None:
     from mechanism.engine import Engine
     from mechanism.events import Event

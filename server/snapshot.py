@@ -36,6 +36,7 @@ class SchedulerState:
     marks: HistoryMarks  # how much history the whole state holds: the archive must reach at least this
 
 
+@cache
 def server_version() -> str:
     """The installed package's version (pyproject.toml), or "unknown" when run from an uninstalled tree."""
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import pickle
 import time
 import tracemalloc
 from typing import Any
@@ -78,6 +79,7 @@ def quote_latency(p: Platform, n_jobs: int, quotes: int, seed: int) -> dict[str,
         t0 = time.perf_counter()
         e.submit(f"q{i}", sow)
         times.append(time.perf_counter() - t0)
+    pickled_ms, pickled_bytes = state_pickle(e)
     t0 = time.perf_counter()
     e.advance()
     e.prepare_round()
@@ -85,7 +87,20 @@ def quote_latency(p: Platform, n_jobs: int, quotes: int, seed: int) -> dict[str,
     ms = np.array(times) * 1e3
     return {"active_jobs": n_jobs, "quotes": quotes, "quote_p50_ms": float(np.percentile(ms, 50)),
             "quote_p99_ms": float(np.percentile(ms, 99)), "oracle_prepare_ms": prepare * 1e3,
-            "round_advance_ms": advance * 1e3, "active_after": e.active_jobs}
+            "round_advance_ms": advance * 1e3, "active_after": e.active_jobs,
+            "state_pickle_ms": pickled_ms, "state_pickle_bytes": pickled_bytes}
+
+
+def state_pickle(e: Engine, repeats: int = 3) -> tuple[float, int]:
+    """(best ms, bytes) of pickling the engine's active state, what a server snapshot pickles (server/snapshot.py)
+    while it holds the writer; the history is archived separately."""
+    live = e.without_history()
+    best, size = float("inf"), 0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        size = len(pickle.dumps(live, protocol=pickle.HIGHEST_PROTOCOL))
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e3, size
 
 
 def literal_speedup(p: Platform, n_jobs: int, candidates: int, seed: int) -> dict[str, Any]:
@@ -173,10 +188,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def table(r: dict[str, Any]) -> str:
     source = "Lemma F.1" if r["platform"]["samples"] is None else "--samples"
     lines = [f"mechanism core, C=1000 C_m=16 D_m=48 S_m=96, N={r['samples']} samples ({source})",
-             f"{'active jobs':>12} {'quote p50 ms':>13} {'quote p99 ms':>13} {'oracle prep ms':>15} {'advance ms':>11}"]
+             f"{'active jobs':>12} {'quote p50 ms':>13} {'quote p99 ms':>13} {'oracle prep ms':>15} {'advance ms':>11} "
+             f"{'state pickle ms':>16} {'pickle KiB':>11}"]
     for x in r["runs"]:
         lines.append(f"{x['active_jobs']:>12} {x['quote_p50_ms']:>13.1f} {x['quote_p99_ms']:>13.1f} "
-                     f"{x['oracle_prepare_ms']:>15.1f} {x['round_advance_ms']:>11.1f}")
+                     f"{x['oracle_prepare_ms']:>15.1f} {x['round_advance_ms']:>11.1f} "
+                     f"{x['state_pickle_ms']:>16.1f} {x['state_pickle_bytes'] / 1024:>11.0f}")
     lines.append(f"literal App. F ({r['literal_jobs']} jobs, {r['literal_candidates_timed']} candidates timed): "
                  f"{r['literal_per_candidate_s']:.2f} s per (s, d); all {96 * 48} candidates ~"
                  f"{r['literal_all_candidates_s_extrapolated']:.0f} s vs {r['fast_all_candidates_s']:.3f} s fast "

@@ -30,6 +30,13 @@ def test_brute_force_refuses_above_its_size_bound() -> None:
         solve_brute(big, max_combinations=100)
 
 
+def test_brute_force_enumerates_exactly_max_combinations_and_refuses_one_more() -> None:
+    # The hand case has 16 start combinations: a bound of 16 admits it, 15 refuses it.
+    assert solve_brute(HAND, max_combinations=16).value == HAND_OPTIMUM
+    with pytest.raises(ValueError, match=r"16 start combinations \(3 jobs\), above the bound max_combinations=15"):
+        solve_brute(HAND, max_combinations=15)
+
+
 def test_brute_force_runs_a_lone_job_at_its_first_start() -> None:
     inst = HindsightInstance(1, (HindsightJob("x", 0, 1, 1, 1, ((3, 2.0), (5, 1.0))),))
     result = solve_brute(inst)

@@ -95,3 +95,17 @@ def test_result_rejects_unknown_status_and_gap_is_relative_to_bound() -> None:
     assert relative_gap(90.0, 100.0) == pytest.approx(0.1)
     assert relative_gap(100.0, 100.0) == 0.0
     assert relative_gap(0.0, 0.0) == 0.0
+
+
+def test_relative_gap_is_clipped_at_0_when_the_value_exceeds_the_bound() -> None:
+    # A bound below the value (a solver's stale bound) is no gap at all, not a negative or absolute one.
+    assert relative_gap(110.0, 100.0) == 0.0
+
+
+def test_horizon_ignores_jobs_that_cannot_earn() -> None:
+    # "late" (born 0, last deadline 5) arrives at 9: no valuable start, so its rounds up to 5 are not in the horizon.
+    late = job(id="late", birth=0, arrival=9, duration=1, value_steps=((5, 1.0),))
+    assert not late.can_earn
+    assert HindsightInstance(2, (late,)).horizon == 0
+    short = job(id="short", birth=0, arrival=0, duration=1, value_steps=((2, 1.0),))  # last start 1, occupies 1
+    assert HindsightInstance(2, (short, late)).horizon == 2

@@ -83,3 +83,11 @@ def test_outcome_rows_and_dicts_give_the_same_message() -> None:
                                   {"arrival_offset": 1, "duration": 2, "probability": 0.5}]}
     assert convert.sow_to_proto(rows) == convert.sow_to_proto(dicts)
     assert not convert.sow_to_proto(rows).outcomes[1].HasField("signal")
+
+
+def test_a_sow_without_a_signal_mode_travels_as_empty_and_is_read_as_the_default_explicit() -> None:
+    data = {"concurrency": 1, "value_steps": [[3, 5.0]], "outcomes": [[0, 1, 1.0]]}  # no signal_mode: as in sow.json
+    msg = convert.sow_to_proto(data)
+    assert msg.signal_mode == ""
+    assert convert.sow_to_dict(msg)["signal_mode"] == "explicit"
+    assert SoW.parse(convert.sow_to_dict(msg), PLATFORM) == SoW.parse(data, PLATFORM)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
@@ -51,6 +53,11 @@ class LaunchPlan:
     outcomes: tuple[OutcomeQuote, ...]
     utility: float  # total estimated utility: sum over outcomes of P * utility
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle (server snapshots) as rows of plain tuples, not one dataclass state per group and outcome."""
+        return _plan_from_rows, (self.birth, tuple(map(_GROUP_ROW, self.groups)),
+                                 tuple(map(_OUTCOME_ROW, self.outcomes)), self.utility)
+
     def start_for(self, arrival: int, signal: Signal) -> int | None:
         for g in self.groups:
             if g.arrival == arrival and g.signal == signal:
@@ -61,6 +68,17 @@ class LaunchPlan:
         """Start offset (relative to birth) per outcome of `sow`, -1 for never."""
         by_group = np.array([-1 if g.start is None else g.start - self.birth for g in self.groups], dtype=np.int64)
         return by_group[sow.table.group]
+
+
+_GROUP_ROW = attrgetter("arrival", "signal", "start", "utility")
+_OUTCOME_ROW = attrgetter("arrival", "duration", "signal", "probability", "start", "price", "failure_raw", "failure",
+                          "utility")
+
+
+def _plan_from_rows(birth: int, groups: tuple[tuple[Any, ...], ...], outcomes: tuple[tuple[Any, ...], ...],
+                    utility: float) -> LaunchPlan:
+    """Unpickle a plan pickled by `LaunchPlan.__reduce__`."""
+    return LaunchPlan(birth, tuple(GroupPlan(*g) for g in groups), tuple(OutcomeQuote(*o) for o in outcomes), utility)
 
 
 def utility_matrix(sow: SoW, birth: int, menu: Menu, est: FailureEstimates) -> np.ndarray:

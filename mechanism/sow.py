@@ -49,6 +49,14 @@ class SoW(BaseModel):
     outcomes: tuple[Outcome, ...] = Field(min_length=1)
     signal_mode: Literal["explicit", "none", "duration"] = "explicit"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle (server snapshots) as the validated fields in plain tuples: pydantic's own pickling copies each
+        model's state in Python, once per outcome, and the cached views (`signals`, `table`) are rebuilt on use."""
+        outcomes = tuple((o.arrival_offset, o.duration, o.probability, o.signal, tuple(sorted(o.model_fields_set)))
+                         for o in self.outcomes)
+        return _sow_from_fields, (self.concurrency, self.value_steps, outcomes, self.signal_mode,
+                                  tuple(sorted(self.model_fields_set)))
+
     @classmethod
     def parse(cls, data: Any, platform: Platform) -> SoW:
         """Validate `data` (a dict or a SoW) against its own rules and the bounds of `platform`."""
@@ -149,6 +157,17 @@ class SoW(BaseModel):
         """The (arrival_offset, signal) groups in canonical order: by arrival, then no-signal first, then label."""
         return sorted({(o.arrival_offset, s) for o, s in zip(self.outcomes, self.signals, strict=True)},
                       key=group_sort_key)
+
+
+def _sow_from_fields(concurrency: int, value_steps: tuple[tuple[int, float], ...],
+                     outcomes: tuple[tuple[int, int, float, Signal, tuple[str, ...]], ...],
+                     signal_mode: Literal["explicit", "none", "duration"],
+                     fields_set: tuple[str, ...]) -> SoW:
+    """Unpickle a SoW pickled by `SoW.__reduce__`: fields that were validated when it was first built."""
+    rows = tuple(Outcome.model_construct(set(o[4]), arrival_offset=o[0], duration=o[1], probability=o[2], signal=o[3])
+                 for o in outcomes)
+    return SoW.model_construct(set(fields_set), concurrency=concurrency, value_steps=value_steps, outcomes=rows,
+                               signal_mode=signal_mode)
 
 
 def check_value_steps(steps: tuple[tuple[int, float], ...]) -> None:

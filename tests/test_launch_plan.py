@@ -116,3 +116,22 @@ def test_every_start_in_range_is_considered() -> None:
         raw[free, :] = 0.0  # only one start is safe
         est = FailureEstimates.from_raw(raw, p.failure_threshold)
         assert choose_plan(sow, 0, PriceBook(p).menu(0), est).groups[0].start == free
+
+
+def test_a_pickled_launch_plan_unpickles_equal_field_for_field() -> None:
+    import pickle
+    from dataclasses import astuple
+    rng = np.random.default_rng(5)
+    e = Engine(small_platform())
+    plans = []
+    for i in range(30):
+        plans.append(e.submit(f"j{i}", random_sow(rng, e.platform, max_outcomes=6, signal_mode="explicit")).plan)
+        if i % 5 == 4:
+            e.advance()
+    assert any(g.start is None for p in plans for g in p.groups) and any(g.start is not None for p in plans for g in p.groups)
+    for plan in plans:
+        back = pickle.loads(pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL))
+        assert back == plan
+        # the same values of the same types in the same fields (an int start stays an int, a None price None)
+        assert [tuple(map(type, astuple(x))) for x in back.outcomes] == [tuple(map(type, astuple(x))) for x in plan.outcomes]
+        assert [astuple(x) for x in back.groups] == [astuple(x) for x in plan.groups]

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from mechanism.offline.brute import combinations, solve_brute
 from mechanism.offline.greedy import density, density_greedy
+from mechanism.offline.hindsight import HindsightInstance, HindsightJob
 from mechanism.offline.instances import random_instance
 from tests.offline_cases import HAND, TINY
 
@@ -37,3 +38,17 @@ def test_greedy_schedule_is_feasible_and_never_beats_the_optimum(seed: int, n: i
 def test_greedy_on_an_empty_instance_is_empty() -> None:
     assert density_greedy(random_instance(0, 0, TINY)) == {}
     assert pytest.approx(0.0) == random_instance(0, 0, TINY).schedule_value({})
+
+
+def test_greedy_breaks_density_ties_by_instance_order() -> None:
+    # X and Y are equally dense and only one of them fits (C = 1, both earn only by completing at round 1).
+    x = HindsightJob("X", 0, 0, 1, 1, ((1, 5.0),))
+    y = HindsightJob("Y", 0, 0, 1, 1, ((1, 5.0),))
+    assert density_greedy(HindsightInstance(1, (x, y))) == {"X": 0, "Y": None}
+    assert density_greedy(HindsightInstance(1, (y, x))) == {"Y": 0, "X": None}
+
+
+def test_greedy_takes_the_earliest_of_equally_valuable_starts() -> None:
+    # Starts 1..4 all earn 2 (completion by round 5): the earliest, the arrival, is taken.
+    lone = HindsightJob("x", 0, 1, 1, 1, ((5, 2.0),))
+    assert density_greedy(HindsightInstance(1, (lone,))) == {"x": 1}

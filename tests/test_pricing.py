@@ -38,7 +38,11 @@ def test_window_price_is_c_times_sum_of_unit_prices() -> None:
     assert float(menu.price(1, 3, 3)) == pytest.approx(expected, rel=1e-12)
 
 
-@pytest.mark.parametrize(("start", "duration"), [(-1, 2), (5, 0), (P.horizon - 1, 2), (np.array([0, 3]), np.array([1, P.horizon]))])
+@pytest.mark.parametrize(("start", "duration"), [
+    (-1, 2), (5, 0), (P.horizon - 1, 2), (np.array([0, 3]), np.array([1, P.horizon])),
+    (np.array([-1, 2]), np.array([1, 1])),  # one window before birth among valid ones (every start is checked)
+    (np.array([0, 2]), np.array([0, 3])),  # one empty window among valid ones (every duration is checked)
+])
 def test_a_window_outside_the_menu_or_empty_is_refused(start: object, duration: object) -> None:
     with pytest.raises(ValueError, match=r"leaves the menu's \d+ rounds or is empty"):
         PriceBook(P).menu(0).price(start, 1, duration)  # type: ignore[arg-type]

@@ -474,6 +474,9 @@ class DurableScheduler:
                                   "request; use a new request id")
                 return prior[1], False
         self._authorize(t.caller, t.kind, t.body)
+        if t.kind == "submit" and t.principal is not None and t.body["tenant"] not in (*self.config.tenants, OPERATOR):
+            raise Refused(f"tenant={t.body['tenant']!r} is not configured (the server's configuration changed while "
+                          "the command waited; new jobs are for configured tenants only); nothing was done")
         if t.kind == "submit" and t.body["tenant"] in self.config.max_active_jobs \
                 and self.owner(namespace.key(t.body["tenant"], t.body["job_id"])) is None:  # a taken id: ALREADY_EXISTS
             refusal = self.limits.refusal(self.engine, t.body["tenant"])

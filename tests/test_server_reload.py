@@ -18,7 +18,7 @@ from mechanism.engine import Engine
 from mechanism.sow import SoW
 from server.app import RunningServer, ServerOptions, start_server
 from server.config import ConfigError, Principal, ServerConfig, parse_config
-from server.scheduler import Unauthenticated
+from server.scheduler import Refused, Unauthenticated
 from tests.grpc_support import ACME, CONFIG, GLOBEX, OP, ServerProcess, client, running, sow
 
 ACME2 = "acme-token-rotated-2"
@@ -246,6 +246,23 @@ def test_a_command_authenticated_before_a_reload_that_revoked_its_token_is_refus
         assert sched.log_seq == 0
         sched.execute(globex_before, "r1", "submit", {"job_id": "g1", "tenant": "globex", "sow": job})  # still held
         assert client(srv, ACME2).submit("a1", sow()).job == "a1"
+
+
+def test_an_operator_submission_for_a_tenant_a_reload_removed_while_it_waited_is_refused_by_the_writer(
+        tmp_path: Path) -> None:
+    with running(tmp_path / "log.db") as srv:
+        sched = srv.scheduler
+        operator = sched.config.authenticate(OP)
+        assert operator is not None and operator.is_operator
+        job = SoW.parse(sow(), sched.config.platform).model_dump(mode="json")
+        assert reload(srv, edited(tenants=[{"name": "globex", "token": GLOBEX}]))  # acme taken out
+        # the call was checked against the old configuration, then waited for the writer while the reload went through
+        with pytest.raises(Refused, match=r"tenant='acme' is not configured \(the server's configuration changed"):
+            sched.execute(operator, "r1", "submit", {"job_id": "a1", "tenant": "acme", "sow": job})
+        assert sched.log_seq == 0
+        sched.execute(operator, "r2", "submit", {"job_id": "g1", "tenant": "globex", "sow": job})  # still configured
+        sched.execute(operator, "r3", "submit", {"job_id": "o1", "tenant": "operator", "sow": job})  # its own namespace
+        assert sched.log_seq == 2
 
 
 def test_a_read_authenticated_before_a_reload_that_revoked_its_token_gets_nothing_read_after_it(

@@ -101,6 +101,10 @@ class TenantConfig(TokenSource):
     # Every active job raises the expected usage y and so everyone's prices until it ends, including SoWs that
     # never arrive (they cost their tenant nothing): the limit bounds what one tenant can do to the others.
     max_active_jobs: int | None = Field(default=None, ge=1, strict=True)  # strict: `true` or "3" is refused
+    # A name is its tenant's namespace for good: a name the store's last configuration did not have but which owns
+    # jobs is refused unless this says the same tenant is coming back (a new tenant would own the old jobs, invoices
+    # and request ids).
+    reinstate: bool = Field(default=False, strict=True)
 
     @field_validator("name")
     @classmethod
@@ -178,6 +182,7 @@ class ServerConfig:
     tokens: dict[str, str]  # token -> principal name; empty: authentication is off (loopback only)
     tenants: tuple[str, ...]
     max_active_jobs: Mapping[str, int] = field(default_factory=dict)  # tenant -> its limit (absent: none)
+    reinstated: frozenset[str] = frozenset()  # tenants marked `reinstate = true`: may take back a name owning jobs
 
     def identity(self) -> dict[str, Any]:
         """What a command log must be replayed with: the platform and the oracle."""
@@ -212,9 +217,10 @@ def parse_config(data: dict[str, Any], resolve_tokens: bool = True, base: Path =
         raise ConfigError(_explain(exc)) from None
     tokens: dict[str, str] = {}
     limits = {t.name: t.max_active_jobs for t in doc.tenants if t.max_active_jobs is not None}
+    reinstated = frozenset(t.name for t in doc.tenants if t.reinstate)
     if not resolve_tokens:
         return ServerConfig(platform=doc.platform, oracle=doc.server.oracle, tokens=tokens,
-                            tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits)
+                            tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits, reinstated=reinstated)
     holders: list[tuple[str, str, TokenSource]] = [("operator", OPERATOR, doc.operator)] if doc.operator else []
     holders += [(f"tenants[{i}]", t.name, t) for i, t in enumerate(doc.tenants)]
     for where, name, source in holders:
@@ -223,7 +229,7 @@ def parse_config(data: dict[str, Any], resolve_tokens: bool = True, base: Path =
                 raise ConfigError(f"{where} ({name!r}) reuses the token of {tokens[token]!r}")
             tokens[token] = name
     return ServerConfig(platform=doc.platform, oracle=doc.server.oracle, tokens=tokens,
-                        tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits)
+                        tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits, reinstated=reinstated)
 
 
 def load_config(path: str | Path, resolve_tokens: bool = True) -> ServerConfig:
@@ -292,6 +298,7 @@ token_env = "SOWSCHED_OPERATOR_TOKEN"
 name = "acme"
 token = "acme-token-change-me"
 max_active_jobs = 500   # optional: at most this many active jobs at once (RESOURCE_EXHAUSTED beyond)
+# reinstate = true      # only for a tenant taken out earlier and coming back under the name that owns its jobs
 
 [[tenants]]
 name = "globex"

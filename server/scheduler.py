@@ -172,6 +172,7 @@ class DurableScheduler:
             self.engine.archive = store.archive
             self._snapshot_seq = self.restored_from
             self.replayed = self._replay()
+            self._adopt_tenants(config)
         except BaseException:  # not started: release the log and its one-writer lock
             store.close()
             raise
@@ -363,8 +364,30 @@ class DurableScheduler:
         tenant taken out of the configuration keeps its jobs, events and invoice)."""
         if name in self.config.tenants or name == OPERATOR:
             return True
-        with self.reading() as engine:
-            return any(namespace.tenant_of(key) == name for key in engine.jobs) or self.store.archive.holds_tenant(name)
+        with self.reading():
+            return self._owns_jobs(name)
+
+    def _owns_jobs(self, name: str) -> bool:
+        """Whether tenant `name` owns a job, held or archived (under the lock, or before the server runs)."""
+        return any(namespace.tenant_of(key) == name for key in self.engine.jobs) or self.store.archive.holds_tenant(name)
+
+    def _adopt_tenants(self, config: ServerConfig) -> None:
+        """Record `config`'s tenants as the store's, refusing (ConfigError) a name that the store's last configuration
+        did not have and that owns jobs, unless its entry says `reinstate = true`: the name is the namespace, so a
+        new tenant given it would own the earlier tenant's jobs, invoices and request ids. A read-only store (an
+        offline replay) records nothing; a store that recorded no tenants yet takes these as they are."""
+        if self.store.read_only:
+            return
+        previous = self.store.configured_tenants()
+        if previous is not None:
+            back = [n for n in config.tenants if n not in previous and n not in config.reinstated and self._owns_jobs(n)]
+            if back:
+                raise ConfigError(f"tenants {', '.join(map(repr, back))}: own jobs but were not in the configuration "
+                                  "this store last served with: a name is its tenant's namespace for good, and a new tenant given it would own "
+                                  "the earlier one's jobs, invoices and request ids; give a new tenant a new name, or "
+                                  "set `reinstate = true` in the entry if the same tenant is coming back")
+        if previous != frozenset(config.tenants):
+            self.store.record_tenants(config.tenants)
 
     def reconfigure(self, config: ServerConfig) -> None:
         """Serve with new tokens, tenants and limits (platform.toml reloaded); the platform and the oracle are the
@@ -374,6 +397,7 @@ class DurableScheduler:
             raise ConfigError(f"{', '.join(changed)} changed: the log was written with the old value{'s' * (len(changed) > 1)}; "
                           "a platform or oracle change needs a new store")
         with self._lock:
+            self._adopt_tenants(config)
             self.config = config
             self.limits = ActiveLimits(config.max_active_jobs)
             self.changed.notify_all()  # event streams re-check their callers' tokens now

@@ -7,7 +7,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,6 +165,19 @@ class CommandStore:
         elif row[0] != wanted:
             raise StoreError(f"store {self.path} was written for {row[0]}, not for the configured {wanted}; "
                              "use a new store or the original configuration")
+
+    def configured_tenants(self) -> frozenset[str] | None:
+        """The tenants of the configuration the store was last served with; None if none was recorded."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'tenants'").fetchone()
+        return None if row is None else frozenset(json.loads(row[0]))
+
+    def record_tenants(self, names: Iterable[str]) -> None:
+        """Record the tenants of the configuration the store is served with now (committed at once)."""
+        with self.transaction():
+            try:
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('tenants', ?)", (json.dumps(sorted(names)),))
+            except sqlite3.Error as exc:
+                raise StoreError(f"store {self.path}: cannot record the configured tenants: {exc}") from None
 
     def commands(self, after: int = 0) -> Iterator[Command]:
         """Every logged command with a sequence number above `after` (up to the last one logged when the first is read),

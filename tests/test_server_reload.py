@@ -412,3 +412,87 @@ def hang_up_once(proc: ServerProcess, mask: str, seen: list[dict[str, bool]]) ->
     thread = threading.Thread(target=watch)
     thread.start()
     return thread
+
+
+# ---- a tenant name is its namespace for good ----
+
+WITHOUT_ACME = edited(tenants=[{"name": "globex", "token": GLOBEX}])
+NEW_ACME = edited(tenants=[{"name": "acme", "token": ACME2}, {"name": "globex", "token": GLOBEX}])
+ACME_BACK = edited(tenants=[{"name": "acme", "token": ACME2, "reinstate": True}, {"name": "globex", "token": GLOBEX}])
+
+
+def serve(store: Path, doc: dict[str, Any]) -> RunningServer:
+    return start_server(parse_config(doc), ServerOptions(store=str(store), listen="127.0.0.1:0"))
+
+
+def test_a_reload_giving_a_removed_tenants_name_back_while_it_owns_jobs_is_refused_unless_reinstated(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with running(tmp_path / "log.db") as srv:
+        client(srv, ACME).submit("a1", sow())
+        assert reload(srv, WITHOUT_ACME)
+        before = srv.scheduler.config
+        assert not reload(srv, NEW_ACME)
+        assert srv.scheduler.config is before
+        refusal = next(r for r in caplog.records if r.getMessage().startswith("configuration reload refused"))
+        assert refusal.fields["error"].startswith(  # type: ignore[attr-defined]
+            "tenants 'acme': own jobs but were not in the configuration this store last served with")
+        assert code_of(lambda: client(srv, ACME2).status()) == "UNAUTHENTICATED"
+        assert reload(srv, ACME_BACK)  # the same tenant, coming back: its jobs are its own again
+        assert client(srv, ACME2).get_job("a1").view.id == "a1"
+
+
+def test_a_restart_giving_a_removed_tenants_name_back_while_it_owns_jobs_is_refused_unless_reinstated(
+        tmp_path: Path) -> None:
+    store = tmp_path / "log.db"
+    with running(store) as srv:
+        client(srv, ACME).submit("a1", sow())
+    serve(store, WITHOUT_ACME).stop(0)  # a restart without acme: its jobs stay, the store records it was taken out
+    with pytest.raises(ConfigError, match=r"tenants 'acme': own jobs but were not in the configuration this store "
+                                          r"last served with.*set `reinstate = true`"):
+        serve(store, NEW_ACME)
+    srv = serve(store, ACME_BACK)  # the refusal changed nothing: the store opens again
+    try:
+        assert client(srv, ACME2).get_job("a1").view.id == "a1"
+    finally:
+        srv.stop(0)
+    serve(store, NEW_ACME).stop(0)  # recorded as configured since: no flag needed any more
+
+
+def test_a_new_tenant_and_a_removed_tenant_that_owned_nothing_take_their_names_without_a_flag(tmp_path: Path) -> None:
+    with running(tmp_path / "log.db") as srv:
+        assert reload(srv, WITHOUT_ACME) and reload(srv, NEW_ACME)  # acme never submitted anything
+        assert reload(srv, edited(tenants=[*NEW_ACME["tenants"], {"name": "initech", "token": "initech-token"}]))
+        assert client(srv, "initech-token").submit("i1", sow()).job == "i1"
+
+
+def test_a_store_that_recorded_no_tenants_takes_the_configured_ones_as_they_are(tmp_path: Path) -> None:
+    store = tmp_path / "log.db"
+    with running(store) as srv:
+        client(srv, ACME).submit("a1", sow())
+        srv.scheduler.store._db.execute("DELETE FROM meta WHERE key = 'tenants'")  # a store from before the record
+    serve(store, WITHOUT_ACME).stop(0)
+    with pytest.raises(ConfigError, match="tenants 'acme': own jobs"):
+        serve(store, NEW_ACME)
+
+
+def test_reinstate_must_be_a_boolean() -> None:
+    doc = edited(tenants=[{"name": "acme", "token": ACME, "reinstate": "yes"}])
+    with pytest.raises(ConfigError, match=r"tenants\.0\.reinstate \(value 'yes'\): Input should be a valid boolean"):
+        parse_config(doc)
+    assert parse_config(ACME_BACK).reinstated == frozenset({"acme"})
+
+
+def test_an_offline_replay_of_a_store_neither_checks_nor_records_its_tenants(tmp_path: Path) -> None:
+    from server.scheduler import DurableScheduler
+    from server.service import encode_reply
+    from server.store import CommandStore
+    store = tmp_path / "log.db"
+    with running(store) as srv:
+        client(srv, ACME).submit("a1", sow())
+    serve(store, WITHOUT_ACME).stop(0)
+    config = parse_config(NEW_ACME)
+    reader = DurableScheduler(config, CommandStore(store, config.identity(), read_only=True), encode_reply)
+    try:  # state-digest --store: a replay with whatever configuration is at hand
+        assert reader.store.configured_tenants() == frozenset({"globex"})
+    finally:
+        reader.close()

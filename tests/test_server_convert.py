@@ -91,3 +91,9 @@ def test_a_sow_without_a_signal_mode_travels_as_empty_and_is_read_as_the_default
     assert msg.signal_mode == ""
     assert convert.sow_to_dict(msg)["signal_mode"] == "explicit"
     assert SoW.parse(convert.sow_to_dict(msg), PLATFORM) == SoW.parse(data, PLATFORM)
+
+
+def test_event_data_travels_with_sorted_keys_so_a_logged_reply_does_not_depend_on_insertion_order() -> None:
+    one = Event(seq=0, round=1, type="start", job="acme/j", data={"b": 1, "a": 2})
+    other = replace(one, data={"a": 2, "b": 1})
+    assert convert.event_to_proto(one).data_json == convert.event_to_proto(other).data_json == '{"a": 2, "b": 1}'

@@ -167,6 +167,24 @@ def test_the_code_identity_is_stable_and_covers_the_sources() -> None:
     assert len(snapshot.code_identity()) == 64
 
 
+def test_the_code_identity_changes_with_any_mechanism_or_server_source_and_not_with_the_generated_stubs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for rel in ("mechanism/engine.py", "server/scheduler.py", "server/gen/sowsched/v1/scheduler_pb2.py", "docs/x.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    monkeypatch.setattr(snapshot, "ROOT", tmp_path)
+    identity = snapshot.code_identity.__wrapped__  # uncached: the tree changes below
+    first = identity()
+    for rel in ("server/gen/sowsched/v1/scheduler_pb2.py", "docs/x.py"):  # regenerated stubs, files outside the code
+        (tmp_path / rel).write_text("x = 2\n")
+        assert identity() == first, rel
+    seen = {first}
+    for rel in ("mechanism/engine.py", "server/scheduler.py"):
+        (tmp_path / rel).write_text("x = 2\n")
+        assert identity() not in seen, rel
+        seen.add(identity())
+
+
 def test_a_read_only_scheduler_takes_no_commands_and_leaves_the_writers_snapshots_alone(tmp_path: Path) -> None:
     sched = open_with(tmp_path / "s.db", 2)
     run(sched, 6, 30)

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Histogram, Info, ProcessCollector, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
+
+from server import snapshot
 
 if TYPE_CHECKING:
     from server.scheduler import Acknowledged, DurableScheduler
@@ -108,6 +110,8 @@ class ServerMetrics(Observer):
         self.registry = CollectorRegistry()
         reg = self.registry
         ProcessCollector(registry=reg)  # process_resident_memory_bytes, process_cpu_seconds_total, open fds, ...
+        Info("sowsched_build", "The build serving: package version and code identity (as GetPlatform).",
+             registry=reg).info({"version": snapshot.server_version(), "code": snapshot.code_identity()})
         self.rpc_total = Counter("sowsched_rpc", "RPCs answered, by method and gRPC status code.",
                                  ("method", "code"), registry=reg)
         self.rpc_seconds = Histogram("sowsched_rpc_seconds", "RPC handling time, by method.", ("method",),

@@ -183,6 +183,7 @@ def test_gauges_equal_the_platform_status_and_the_log(tmp_path: Path) -> None:
     assert value(s, "sowsched_held_events") == held < status.events  # the snapshot after command 4 archived the rest
     assert value(s, "sowsched_held_ended_jobs") == 0
     assert value(s, "process_resident_memory_bytes") > 0  # the process collector, for memory growth
+    assert value(s, "sowsched_build_info", version=status.server_version, code=status.code_identity) == 1
 
 
 def test_settle_histogram_counts_the_settler_passes_it_logged(tmp_path: Path, records: Records) -> None:

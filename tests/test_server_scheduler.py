@@ -282,6 +282,14 @@ def test_a_scheduler_that_cannot_replay_its_log_releases_the_store(tmp_path: Pat
     CommandStore(path, CONFIG.identity()).close()
 
 
+def test_a_changed_submit_reply_diverges_also_where_older_round_replies_are_accepted(tmp_path: Path) -> None:
+    # the older wire form exists for rounds only: a quote or job status replies as it always did
+    path = tmp_path / "s.db"
+    _one_submit_logged_then(path, lambda db: db.execute("UPDATE commands SET reply = x'00' WHERE seq = 1"))
+    with pytest.raises(ReplayDiverged, match=r"replaying command 1 \(submit\) did not reproduce its logged reply"):
+        DurableScheduler(CONFIG, CommandStore(path, CONFIG.identity()), encode_reply, legacy=legacy_replies)
+
+
 def test_a_logged_command_the_code_cannot_apply_is_a_replay_divergence_naming_it(tmp_path: Path) -> None:
     # a log from before per-tenant namespaces: its reports name no tenant (a KeyError escaped as a traceback)
     path = tmp_path / "s.db"

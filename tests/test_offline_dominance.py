@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from mechanism.offline.brute import solve_brute
 from mechanism.offline.dominance import is_semi_active, left_shift
-from mechanism.offline.hindsight import HindsightInstance
+from mechanism.offline.hindsight import HindsightInstance, HindsightJob
 from mechanism.offline.instances import random_instance
 from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY, enumerable
 
@@ -101,3 +101,15 @@ def test_left_shift_of_a_benchmark_size_schedule_stays_feasible() -> None:
 def test_left_shift_rejects_an_infeasible_schedule() -> None:
     with pytest.raises(ValueError, match="round 0 load=3 exceeds the bound capacity=2"):
         left_shift(HAND, {"A": 0, "B": 0})
+
+
+def test_a_start_one_round_late_is_semi_active_only_when_the_round_before_is_too_full() -> None:
+    # W takes the whole platform (C = 2) for one round from its arrival 0. At start 1 with round 0 empty it fits
+    # exactly one round earlier (load 0 + 2 = C), so the schedule is not semi-active; behind a 1-node blocker in
+    # round 0 (load 1 + 2 > C) it is.
+    w = HindsightJob("W", 0, 0, 1, 2, ((9, 5.0),))
+    blocker = HindsightJob("b", 0, 0, 1, 1, ((9, 1.0),))
+    inst = HindsightInstance(2, (w, blocker))
+    assert not is_semi_active(inst, {"W": 1, "b": None})
+    assert left_shift(inst, {"W": 1, "b": None}) == {"W": 0, "b": None}
+    assert is_semi_active(inst, {"W": 1, "b": 0})

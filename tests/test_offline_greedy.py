@@ -52,3 +52,9 @@ def test_greedy_takes_the_earliest_of_equally_valuable_starts() -> None:
     # Starts 1..4 all earn 2 (completion by round 5): the earliest, the arrival, is taken.
     lone = HindsightJob("x", 0, 1, 1, 1, ((5, 2.0),))
     assert density_greedy(HindsightInstance(1, (lone,))) == {"x": 1}
+
+
+def test_greedy_takes_the_most_valuable_start_not_a_later_cheaper_one() -> None:
+    # Starts 0 and 1 earn 9 (completion by round 2), starts 2..4 only 2: the lone job starts at 0.
+    lone = HindsightJob("x", 0, 0, 1, 1, ((2, 9.0), (5, 2.0)))
+    assert density_greedy(HindsightInstance(1, (lone,))) == {"x": 0}

@@ -265,6 +265,24 @@ def test_an_operator_submission_for_a_tenant_a_reload_removed_while_it_waited_is
         assert sched.log_seq == 2
 
 
+def test_a_command_logged_before_a_reload_revoked_its_token_is_acknowledged_to_its_caller(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the writer checks a command's token; once it is logged, its caller gets the reply (a reload just after must not
+    # turn a durable command into UNAUTHENTICATED, or a client would think it was not done)
+    with running(tmp_path / "log.db") as srv:
+        applied = srv.scheduler.execute
+
+        def execute_then_rotate(*args: Any, **kwargs: Any) -> Any:
+            ack = applied(*args, **kwargs)
+            assert reload(srv, edited(tenants=[{"name": "acme", "token": ACME2}, {"name": "globex", "token": GLOBEX}]))
+            return ack
+        monkeypatch.setattr(srv.scheduler, "execute", execute_then_rotate)
+        quote = client(srv, ACME).submit("a1", sow(), request_id="r1")
+        assert quote.job == "a1" and srv.scheduler.log_seq == 1
+        assert code_of(lambda: client(srv, ACME).get_job("a1")) == "UNAUTHENTICATED"
+        assert client(srv, ACME2).get_job("a1").view.id == "a1"
+
+
 def test_a_read_authenticated_before_a_reload_that_revoked_its_token_gets_nothing_read_after_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with running(tmp_path / "log.db") as srv:

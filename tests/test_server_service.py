@@ -209,7 +209,15 @@ def test_a_malformed_authorization_header_is_unauthenticated(srv: RunningServer)
     assert info.value.code() is grpc.StatusCode.UNAUTHENTICATED
 
 
-def test_the_exact_oracle_refuses_a_submission_it_cannot_enumerate_and_changes_nothing(tmp_path: Path) -> None:
+def test_the_operator_naming_its_own_namespace_is_the_same_as_naming_none(op: SchedulerClient) -> None:
+    assert op.submit_tenant("o1", sow(), tenant="operator")[1] == "operator"
+    assert op.get_job("o1").view.id == "o1" and op.get_job("o1", tenant="operator").tenant == "operator"
+    with refused("ALREADY_EXISTS", "'operator/o1' already exists"):
+        op.submit("o1", sow())
+
+
+def test_the_exact_oracle_refuses_a_submission_it_cannot_enumerate_and_changes_nothing(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     # 32 outcomes per job: quoting the fourth job would enumerate 32^3 = 32768 > 20000 combinations.
     wide = sow(outcomes=[[a, d, 1 / 32] for a in range(8) for d in range(1, 5)])
     exact = ServerConfig(**{**config().__dict__, "oracle": "exact"})
@@ -219,9 +227,12 @@ def test_the_exact_oracle_refuses_a_submission_it_cannot_enumerate_and_changes_n
         for i in range(3):
             acme.submit(f"w{i}", wide)
         before = client(s, OP).status()
-        with refused("RESOURCE_EXHAUSTED", "exact failure oracle"):
+        with caplog.at_level(logging.INFO, logger="sowsched.rpc"), \
+                refused("RESOURCE_EXHAUSTED", "exact failure oracle"):
             acme.submit("w3", wide)
         assert client(s, OP).status() == before
+        lines = [getattr(r, "fields", {}) for r in caplog.records if r.name == "sowsched.rpc"]
+        assert [f["code"] for f in lines if f["method"] == "SubmitSoW"][-1] == "RESOURCE_EXHAUSTED"  # the log line and the metrics' code label say what the caller got
     finally:
         s.stop(0)
 

@@ -85,6 +85,34 @@ def test_reservation_does_not_run_a_realized_outcome_outside_the_sow() -> None:
     assert result.starts == {"W": None} and result.welfare == 0.0 and result.rejected == 0
 
 
+
+def test_fcfs_queues_jobs_arriving_together_by_birth_not_instance_order() -> None:
+    # C = 1. Y (born 1) and X (born 0) both arrive at 2; X, born first, heads the queue and starts at 2. Y can
+    # earn only by starting at 2 (completion by 1 + 2), so it leaves the queue unstarted.
+    inst = HindsightInstance(1, (
+        HindsightJob("Y", 1, 2, 1, 1, ((2, 6.0),)),
+        HindsightJob("X", 0, 2, 1, 1, ((9, 5.0),)),
+    ))
+    result = fcfs(inst)
+    assert result.starts == {"Y": None, "X": 2} and result.welfare == 5.0
+
+
+def test_reservations_are_made_in_birth_order_not_workload_order() -> None:
+    # C = 2, both jobs take both nodes. X (born 0) reserves [0, 2) first; Z (born 1, listed first) then finds
+    # round 1 taken and reserves [2, 3), starting at its arrival 1 + (2 - 1 - 0) = 2.
+    x = wjob("X", 0, 2, [[9, 5.0]], [[0, 2, 1.0]], (0, 2))
+    z = wjob("Z", 1, 2, [[9, 4.0]], [[0, 1, 1.0]], (0, 1))
+    result = reservation(Workload("hand", PLATFORM, (z, x)))
+    assert result.starts == {"Z": 2, "X": 0} and result.welfare == 9.0
+
+
+def test_reservation_window_opens_at_the_earliest_declared_arrival() -> None:
+    # Every outcome of Q arrives 2 rounds after birth: its window is [2, 3), not [0, 1), and it starts at 2.
+    q = wjob("Q", 0, 1, [[9, 5.0]], [[2, 1, 1.0]], (2, 1))
+    result = reservation(Workload("hand", PLATFORM, (q,)))
+    assert result.starts == {"Q": 2} and result.welfare == 5.0 and result.completed == 1
+
+
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 100_000), n=st.integers(1, 6))
 def test_fcfs_schedule_is_feasible_and_never_beats_the_optimum(seed: int, n: int) -> None:

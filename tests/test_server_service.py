@@ -23,6 +23,7 @@ from mechanism.pricing import unit_price
 from mechanism.sow import SoW
 from server.app import RunningServer, ServerOptions, StartupError, start_server
 from server.config import ServerConfig
+from server.service import _bounded
 from tests.grpc_support import ACME, GLOBEX, OP, PLATFORM, FailingCommit, client, config, running, sow
 
 
@@ -733,3 +734,19 @@ def test_get_platform_tells_each_caller_its_own_active_jobs_and_limit(tmp_path: 
         assert acme.status().own_active_jobs == 1
     finally:
         srv.stop(0)
+
+
+def test_a_refusal_message_is_kept_whole_up_to_500_characters_then_its_first_300_and_last_200() -> None:
+    assert _bounded("m" * 500) == "m" * 500
+    long = "h" * 300 + "x" * 101 + "t" * 200
+    assert _bounded(long) == "h" * 300 + " ... (101 characters left out) ... " + "t" * 200
+
+
+def test_page_size_0_means_pages_of_100_jobs(tmp_path: Path) -> None:
+    with running(tmp_path / "p.db") as s:
+        op = client(s, OP)
+        for i in range(101):
+            op.submit(f"j{i:03}", sow(value=1.0))
+        page, token = op.list_jobs_page()
+        assert ([v.view.id for v in page], token != "") == ([f"j{i:03}" for i in range(100)], True)
+        assert [v.view.id for v in op.list_jobs_page(page_token=token)[0]] == ["j100"]

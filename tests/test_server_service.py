@@ -138,9 +138,11 @@ def test_refusals_of_huge_inputs_keep_their_status_code_and_name_the_bound(acme:
         acme.list_jobs_page(page_token="7" * 100_000)
 
 
-def test_submit_rejects_an_overlong_request_id(acme: SchedulerClient) -> None:
+def test_submit_rejects_a_request_id_above_128_characters_and_takes_one_of_128(acme: SchedulerClient) -> None:
     with refused("INVALID_ARGUMENT", "request_id has 129 characters, above the bound 128"):
         acme.submit("j1", sow(), request_id="r" * 129)
+    quote = acme.submit("j1", sow(), request_id="r" * 128)  # at the bound: accepted, and a retry gets its reply
+    assert acme.submit("j1", sow(), request_id="r" * 128) == quote
 
 
 def test_a_retry_with_the_same_request_id_returns_the_same_quote_and_creates_nothing(

@@ -31,7 +31,8 @@ class Calibration:
     realized: float
     gap: float  # mean over runs of (realized - estimate): runs are independent, jobs within a run are not
     gap_se: float
-    bins: tuple[CalibrationBin, ...]
+    bins: tuple[CalibrationBin, ...]  # the bins holding at least one job
+    runs_without_jobs: int = 0  # runs that scheduled no job: not in `runs`, nothing to compare
 
 
 def scheduled_jobs(result: SimulationResult) -> tuple[np.ndarray, np.ndarray]:
@@ -42,8 +43,10 @@ def scheduled_jobs(result: SimulationResult) -> tuple[np.ndarray, np.ndarray]:
 
 def calibrate(results: Iterable[SimulationResult], bins: tuple[float, ...] = DEFAULT_BINS) -> Calibration:
     est_all, fail_all, gaps = [], [], []
+    empty = 0
     for r in results:
         est, fail = scheduled_jobs(r)
+        empty += not est.size
         if est.size:
             gaps.append(float(fail.mean() - est.mean()))
             est_all.append(est)
@@ -58,4 +61,5 @@ def calibrate(results: Iterable[SimulationResult], bins: tuple[float, ...] = DEF
     se = float(np.std(gaps, ddof=1) / math.sqrt(len(gaps))) if len(gaps) > 1 else math.nan
     return Calibration(runs=len(gaps), jobs=int(est.size), estimate=float(est.mean()) if est.size else math.nan,
                        realized=float(fail.mean()) if fail.size else math.nan,
-                       gap=float(np.mean(gaps)) if gaps else math.nan, gap_se=se, bins=table)
+                       gap=float(np.mean(gaps)) if gaps else math.nan, gap_se=se, bins=table,
+                       runs_without_jobs=empty)

@@ -39,10 +39,21 @@ def test_summary_by_hand() -> None:
     r1 = SimulationResult("x", p, jobs=[record("a", 0.2, "completed"), record("b", 0.6, "evicted")])
     r2 = SimulationResult("x", p, jobs=[record("c", 0.0, "completed"), record("d", 0.9, "cancelled")])
     c = calibrate([r1, r2], bins=(0.0, 0.5, 1.0))
-    assert (c.runs, c.jobs) == (2, 4)
+    assert (c.runs, c.jobs, c.runs_without_jobs) == (2, 4, 0)
     assert c.estimate == pytest.approx(0.425) and c.realized == 0.5
     assert c.gap == pytest.approx(((0.5 - 0.4) + (0.5 - 0.45)) / 2)
     assert [(b.jobs, b.realized) for b in c.bins] == [(2, 0.0), (2, 1.0)]
+
+
+def test_runs_that_scheduled_no_job_are_counted_apart_and_left_out_of_the_gap() -> None:
+    p = Platform(C=4, C_m=1, D_m=1, S_m=2, H=2.0)
+    r1 = SimulationResult("x", p, jobs=[record("a", 0.2, "completed"), record("b", 0.6, "evicted")])
+    idle = SimulationResult("x", p, jobs=[])
+    c = calibrate([idle, r1, idle], bins=(0.0, 0.5, 1.0))
+    assert (c.runs, c.runs_without_jobs, c.jobs) == (1, 2, 2)
+    assert c.gap == pytest.approx(0.5 - 0.4)
+    from clients.commands.calibrate import table
+    assert table(c).startswith("1 runs (2 more scheduled no job), 2 scheduled jobs:")
 
 
 def test_exact_estimates_match_realized_failure_frequencies() -> None:

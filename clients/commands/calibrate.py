@@ -58,7 +58,8 @@ def as_json(c: Calibration) -> str:
 
 
 def table(c: Calibration) -> str:
-    lines = [f"{c.runs} runs, {c.jobs} scheduled jobs: mean raw estimate {c.estimate:.3f}, realized {c.realized:.3f}; "
+    left_out = f" ({c.runs_without_jobs} more scheduled no job)" if c.runs_without_jobs else ""
+    lines = [f"{c.runs} runs{left_out}, {c.jobs} scheduled jobs: mean raw estimate {c.estimate:.3f}, realized {c.realized:.3f}; "
              f"per-run realized - estimate {c.gap:+.4f} ("
              + ("standard error undefined for one run)" if math.isnan(c.gap_se) else f"standard error {c.gap_se:.4f})"),
              f"{'raw estimate bin':<16} {'jobs':>6} {'mean estimate':>14} {'realized':>9}"]

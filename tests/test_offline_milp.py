@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mechanism.offline.brute import solve_brute
+from mechanism.offline.greedy import density_greedy
 from mechanism.offline.hindsight import HindsightInstance, HindsightJob
 from mechanism.offline.instances import random_instance
 from mechanism.offline.milp import MilpParams, build, lp_bound, solve_milp
@@ -60,6 +61,16 @@ def test_milp_with_a_feasible_hint_keeps_at_least_its_value() -> None:
     result = solve_milp(HAND, MilpParams(time_limit=10.0, hint={"A": 0}))
     assert result.value == HAND_OPTIMUM
 
+
+
+def test_milp_stopped_at_once_returns_its_feasible_hint() -> None:
+    # 1 ms is over before HiGHS finds a schedule of its own on 400 jobs (without a hint it reports "unknown"):
+    # the MIP start is the schedule it returns.
+    inst = random_instance(400, 3)
+    hint = density_greedy(inst)
+    hinted = solve_milp(inst, MilpParams(time_limit=1e-3, hint=hint))
+    assert hinted.status == "feasible" and hinted.value >= inst.schedule_value(hint) > 0
+    inst.check_schedule(hinted.starts)
 
 def test_milp_and_lp_on_an_instance_without_valuable_starts_return_zero() -> None:
     inst = HindsightInstance(2, (HindsightJob("late", 0, 5, 2, 1, ((3, 4.0),)),))

@@ -135,3 +135,30 @@ def test_a_pickled_launch_plan_unpickles_equal_field_for_field() -> None:
         # the same values of the same types in the same fields (an int start stays an int, a None price None)
         assert [tuple(map(type, astuple(x))) for x in back.outcomes] == [tuple(map(type, astuple(x))) for x in plan.outcomes]
         assert [astuple(x) for x in back.groups] == [astuple(x) for x in plan.groups]
+
+
+def test_a_never_group_is_worth_exactly_0_and_its_outcomes_start_at_minus_1() -> None:
+    # Arriving at offset 0 the job runs at once: 0.5 (10 - p(0)) with p(0) = 1 / (2 D_m) = 1/6. Arriving at
+    # offset 4 it completes at 5 > k = 2: worth 0, it would only pay, so never, worth 0 (not the -1/6 of a start).
+    p = small_platform(C=4, samples=100)
+    sow = SoW.parse({"concurrency": 1, "value_steps": [[2, 10.0]], "outcomes": [[0, 1, 0.5], [4, 1, 0.5]]}, p)
+    est = FailureEstimates.from_raw(np.zeros((p.S_m, p.D_m)), p.failure_threshold)
+    plan = choose_plan(sow, 0, PriceBook(p).menu(0), est)
+    assert [(g.arrival, g.start) for g in plan.groups] == [(0, 0), (4, None)]
+    assert plan.groups[0].utility == pytest.approx(0.5 * (10.0 - 1.0 / 6.0), rel=1e-12)
+    assert plan.groups[1].utility == 0.0
+    assert plan.utility == pytest.approx(0.5 * (10.0 - 1.0 / 6.0), rel=1e-12)
+    assert plan.outcome_starts(sow).tolist() == [0, -1]
+
+
+def test_utility_uses_the_announced_estimate_and_the_quote_carries_both() -> None:
+    # Threshold epsilon/10 + eps0 = 0.01 + 0.05 = 0.06. E_raw(0, 1) = 0.05 is announced as 0, so every start in
+    # [0, 5] is worth 10 - 1/6 and the tie goes to the earliest, 0 (with the raw 0.05, start 0 would lose to 1).
+    p = small_platform(C=4, samples=100)
+    sow = SoW.parse({"concurrency": 1, "value_steps": [[6, 10.0]], "outcomes": [[0, 1, 1.0]]}, p)
+    raw = np.zeros((p.S_m, p.D_m))
+    raw[0, 0] = 0.05
+    plan = choose_plan(sow, 0, PriceBook(p).menu(0), FailureEstimates.from_raw(raw, p.failure_threshold))
+    (o,) = plan.outcomes
+    assert (o.start, o.failure_raw, o.failure) == (0, 0.05, 0.0)
+    assert o.utility == pytest.approx(10.0 - 1.0 / 6.0, rel=1e-12)

@@ -388,16 +388,25 @@ def test_advance_round_is_refused_under_the_wall_clock(tmp_path: Path) -> None:
         client(s).advance()
 
 
-def test_an_advance_retried_after_a_restart_under_the_wall_clock_gets_its_logged_reply(tmp_path: Path) -> None:
+def test_an_advance_retried_after_a_restart_under_the_wall_clock_gets_its_logged_reply(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    longest = "t" * 128  # the longest request id
     with running(tmp_path / "w.db") as s:
         first = client(s).advance(request_id="tick-0")
+        second = client(s).advance(request_id=longest)
+        client(s).submit("j1", sow(), request_id="submit-0")
     with running(tmp_path / "w.db", clock="wall", round_seconds=3600.0) as s:
-        assert client(s).advance(request_id="tick-0") == first  # answered from the log: no round played
+        with caplog.at_level(logging.INFO, logger="sowsched.rpc"):
+            assert client(s).advance(request_id="tick-0") == first  # answered from the log: no round played
+        assert [getattr(r, "fields", {}).get("retry") for r in caplog.records if r.name == "sowsched.rpc"] == [True]
+        assert client(s).advance(request_id=longest) == second
         with refused("FAILED_PRECONDITION", "simulated clock"):
             client(s).advance(request_id="tick-1")
+        with refused("FAILED_PRECONDITION", "simulated clock"):  # a logged submit's id is not an advance's
+            client(s).advance(request_id="submit-0")
         with refused("PERMISSION_DENIED", "operator token"):
             client(s, ACME).advance(request_id="tick-0")
-        assert client(s).status().now == 1
+        assert client(s).status().now == 2
 
 
 def test_the_wall_clock_advances_rounds_by_itself_and_logs_them(tmp_path: Path) -> None:

@@ -477,6 +477,10 @@ def test_the_price_menu_is_eq_7_of_the_expected_usage(acme: SchedulerClient, op:
         acme.price_menu(0, 3)
     with refused("INVALID_ARGUMENT", r"length=200 is outside \[1, 110\]"):
         acme.price_menu(1, 200)
+    for length in (-1, 111):  # just outside [1, 10 horizons]
+        with refused("INVALID_ARGUMENT", rf"length={length} is outside \[1, 110\]"):
+            acme.price_menu(1, length)
+    assert len(acme.price_menu(1, 1).unit_price) == 1 and len(acme.price_menu(1, 110).unit_price) == 110
 
 
 @pytest.mark.parametrize("start", [111 + 1, 10**8, 2**62])

@@ -72,6 +72,28 @@ def test_milp_stopped_at_once_returns_its_feasible_hint() -> None:
     assert hinted.status == "feasible" and hinted.value >= inst.schedule_value(hint) > 0
     inst.check_schedule(hinted.starts)
 
+
+def test_milp_bound_is_never_below_its_value_even_by_a_rounding_error() -> None:
+    # HiGHS's dual bound here is 9.190535287279499, an ulp below the schedule's value 7.1 + 1.5 + 0.5905352872795
+    # summed exactly: the reported bound must still be at least the value.
+    inst = HindsightInstance(3, (
+        HindsightJob("j0", 0, 0, 2, 3, ((1, 15.8477227),)),
+        HindsightJob("j1", 3, 3, 2, 2, ((1, 7.2), (5, 7.1))),
+        HindsightJob("j2", 2, 2, 1, 1, ((6, 1.5),)),
+        HindsightJob("j3", 0, 0, 3, 1, ((1, 5.935932781142664), (2, 4.7), (6, 0.5905352872795))),
+    ))
+    result = solve_milp(inst)
+    assert result.optimal and result.value == pytest.approx(solve_brute(inst).value)
+    assert result.bound >= result.value and result.gap == 0.0
+
+
+def test_milp_stopped_before_any_bound_reports_the_trivial_bound() -> None:
+    # With no dual bound from HiGHS the bound is every job earning its best value once, never more.
+    inst = random_instance(400, 3)
+    result = solve_milp(inst, MilpParams(time_limit=1e-3))
+    best = sum(max(job.value(s) for s in job.starts()) for job in inst.jobs if job.can_earn)
+    assert result.value <= result.bound <= best + 1e-9
+
 def test_milp_and_lp_on_an_instance_without_valuable_starts_return_zero() -> None:
     inst = HindsightInstance(2, (HindsightJob("late", 0, 5, 2, 1, ((3, 4.0),)),))
     assert solve_milp(inst).value == 0.0 and solve_milp(inst).status == "optimal"

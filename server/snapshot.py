@@ -10,6 +10,7 @@ snapshot's transaction, so a snapshot's cost follows the active jobs and the sna
 from __future__ import annotations
 
 import hashlib
+import json
 import pickle
 import zlib
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import unquote, urlparse
 
 from mechanism.engine import Engine
 from mechanism.history import HistoryMarks
@@ -38,11 +40,29 @@ class SchedulerState:
 
 @cache
 def server_version() -> str:
-    """The installed package's version (pyproject.toml), or "unknown" when run from an uninstalled tree."""
+    """The version (pyproject.toml) of the installed package this code is, or "unknown" when it is not one: run from
+    an uninstalled tree, also beside an installed sowsched (whose version says nothing about this code)."""
     try:
-        return metadata.version("sowsched")
+        dist = metadata.distribution("sowsched")
     except metadata.PackageNotFoundError:
         return "unknown"
+    return dist.version if _installs_this_code(dist) else "unknown"
+
+
+def _installs_this_code(dist: metadata.Distribution) -> bool:
+    """Whether `dist` installed this file: as its own files (a wheel, or this tree's egg-info), or editable from
+    this tree (its direct_url.json, PEP 610)."""
+    if Path(str(dist.locate_file("server/snapshot.py"))).resolve() == Path(__file__).resolve():
+        return True
+    try:
+        direct = json.loads(dist.read_text("direct_url.json") or "null")
+    except json.JSONDecodeError:
+        return False
+    if not isinstance(direct, dict) or not isinstance(direct.get("dir_info"), dict) \
+            or direct["dir_info"].get("editable") is not True:
+        return False
+    url = urlparse(str(direct.get("url", "")))
+    return url.scheme == "file" and Path(unquote(url.path)).resolve() == ROOT
 
 
 @cache

@@ -457,3 +457,57 @@ def test_any_run_of_restarts_fallbacks_and_backups_keeps_the_checked_point_true_
             full.close()
         assert_point_true(path)
     sched.close()
+
+
+# ---- server_version: the version of the installation this code is, or "unknown" ----
+
+def test_server_version_is_unknown_for_an_uninstalled_copy_of_the_tree_even_with_sowsched_installed(
+        tmp_path: Path) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from importlib import metadata
+    for d in ("mechanism", "server"):
+        shutil.copytree(snapshot.ROOT / d, tmp_path / d, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", "from server import snapshot; print(snapshot.ROOT, snapshot.server_version())"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    assert metadata.version("sowsched") != "unknown"  # another sowsched is installed (this tree, editable)...
+    assert out == [str(tmp_path.resolve()), "unknown"]  # ...whose version is not the copy's
+
+
+class FakeDistribution:
+    """An installed sowsched as importlib.metadata sees it: where its files are, and its direct_url.json."""
+
+    def __init__(self, files_at: Path, direct_url: str | None = None) -> None:
+        self.version = "9.9.9"
+        self._files_at, self._direct_url = files_at, direct_url
+
+    def locate_file(self, path: str) -> Path:
+        return self._files_at / path
+
+    def read_text(self, name: str) -> str | None:
+        return self._direct_url if name == "direct_url.json" else None
+
+
+@pytest.mark.parametrize(("dist", "version"), [
+    (FakeDistribution(snapshot.ROOT), "9.9.9"),  # a wheel installed as this code's files (or this tree's egg-info)
+    (FakeDistribution(Path("/nowhere"), json.dumps({"url": snapshot.ROOT.as_uri(), "dir_info": {"editable": True}})),
+     "9.9.9"),  # this tree, installed editable
+    (FakeDistribution(Path("/nowhere"), json.dumps({"url": "file:///elsewhere", "dir_info": {"editable": True}})),
+     "unknown"),  # another tree, installed editable
+    (FakeDistribution(Path("/nowhere"), json.dumps({"url": snapshot.ROOT.as_uri(), "dir_info": {}})),
+     "unknown"),  # a wheel built from this tree but installed elsewhere: its files are not this code
+    (FakeDistribution(Path("/nowhere"), "not json"), "unknown"),
+    (FakeDistribution(Path("/nowhere")), "unknown"),
+])
+def test_server_version_names_an_installation_only_if_it_is_this_code(
+        monkeypatch: pytest.MonkeyPatch, dist: FakeDistribution, version: str) -> None:
+    from importlib import metadata
+    monkeypatch.setattr(metadata, "distribution", lambda name: dist)
+    snapshot.server_version.cache_clear()
+    try:
+        assert snapshot.server_version() == version
+    finally:
+        snapshot.server_version.cache_clear()

@@ -497,12 +497,14 @@ def test_a_price_menu_too_far_ahead_is_refused_and_allocates_nothing(srv: Runnin
 
 def test_invoices_are_per_tenant_and_operator_only_for_others(acme: SchedulerClient, globex: SchedulerClient,
                                                               op: SchedulerClient) -> None:
-    for client_, job in ((acme, "a1"), (globex, "g1")):  # one round each: both start at once
+    for client_, job in ((acme, "a1"), (globex, "g1"), (op, "o1")):  # one round each: both start at once
         client_.submit(job, sow(outcomes=[[0, 1, 1.0]]))
         client_.report_arrival(job)
         client_.report_completion(job)
         op.advance()
     assert [c.job for c in acme.invoice().lines] == ["a1"]
+    mine = op.invoice()  # naming no tenant: the operator's own jobs
+    assert (mine.tenant, [c.job for c in mine.lines]) == ("operator", ["o1"])
     assert [c.job for c in op.invoice("globex").lines] == ["g1"]
     with refused("PERMISSION_DENIED", "cannot read tenant 'globex'"):
         acme.invoice("globex")
@@ -526,6 +528,7 @@ def test_an_invoice_pages_through_a_billing_period_and_totals_the_whole_period(a
     period = sum(c.amount for c in whole.lines[1:4])
     assert first.total == second.total == pytest.approx(period, rel=1e-12)
     assert [c.job for c in acme.invoice(from_round=3).lines] == ["a3", "a4"]
+    assert acme.invoice(from_round=0) == whole  # the lowest from_round
     assert acme.invoice(page_size=1).lines == whole.lines  # all pages, one charge each
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
@@ -70,9 +70,10 @@ class LaunchPlan:
         return by_group[sow.table.group]
 
 
-_GROUP_ROW = attrgetter("arrival", "signal", "start", "utility")
-_OUTCOME_ROW = attrgetter("arrival", "duration", "signal", "probability", "start", "price", "failure_raw", "failure",
-                          "utility")
+# Every field in declaration order, as GroupPlan(*row) and OutcomeQuote(*row) take them back (a field added later
+# travels too, instead of coming back as its default).
+_GROUP_ROW = attrgetter(*(f.name for f in fields(GroupPlan)))
+_OUTCOME_ROW = attrgetter(*(f.name for f in fields(OutcomeQuote)))
 
 
 def _plan_from_rows(birth: int, groups: tuple[tuple[Any, ...], ...], outcomes: tuple[tuple[Any, ...], ...],

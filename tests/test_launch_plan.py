@@ -162,3 +162,18 @@ def test_utility_uses_the_announced_estimate_and_the_quote_carries_both() -> Non
     (o,) = plan.outcomes
     assert (o.start, o.failure_raw, o.failure) == (0, 0.05, 0.0)
     assert o.utility == pytest.approx(10.0 - 1.0 / 6.0, rel=1e-12)
+
+
+def test_a_plan_pickles_every_field_of_its_groups_outcome_quotes_and_itself_in_declaration_order() -> None:
+    # GroupPlan(*row) and OutcomeQuote(*row) rebuild them positionally: a field added or moved must move the rows
+    # too (an added field with a default would otherwise come back as its default, silently).
+    from dataclasses import fields
+
+    from mechanism.launch_plan import _GROUP_ROW, _OUTCOME_ROW, GroupPlan, LaunchPlan, OutcomeQuote
+    group = GroupPlan(*range(len(fields(GroupPlan))))  # a distinct value in every field
+    quote = OutcomeQuote(*range(len(fields(OutcomeQuote))))
+    assert _GROUP_ROW(group) == tuple(range(len(fields(GroupPlan))))
+    assert _OUTCOME_ROW(quote) == tuple(range(len(fields(OutcomeQuote))))
+    plan = LaunchPlan(7, (group,), (quote,), 0.5)
+    rebuild, args = plan.__reduce__()
+    assert len(args) == len(fields(LaunchPlan)) and rebuild(*args) == plan

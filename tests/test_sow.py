@@ -185,12 +185,13 @@ def test_a_sow_pickles_as_plain_fields_keeping_which_were_given() -> None:
 def test_a_sow_pickles_every_field_of_itself_and_of_its_outcomes() -> None:
     # SoW.__reduce__ names the fields one by one: a field added later must be added there too, or a snapshot would
     # bring it back as its default. A distinct value in every field (model_construct does not validate them).
+    from typing import Any
+
     from mechanism.sow import Outcome
-    outcome = Outcome.model_construct(**{name: ("outcome", name) for name in Outcome.model_fields})
-    sow = SoW.model_construct(**{name: ("sow", name) for name in SoW.model_fields if name != "outcomes"},
-                              outcomes=(outcome,))
+    outcome_fields: dict[str, Any] = {name: ("outcome", name) for name in Outcome.model_fields}
+    sow_fields: dict[str, Any] = {name: ("sow", name) for name in SoW.model_fields if name != "outcomes"}
+    outcome = Outcome.model_construct(**outcome_fields)
+    sow = SoW.model_construct(**sow_fields, outcomes=(outcome,))
     back = pickle.loads(pickle.dumps(sow, protocol=pickle.HIGHEST_PROTOCOL))
-    assert {name: getattr(back, name) for name in SoW.model_fields if name != "outcomes"} \
-        == {name: ("sow", name) for name in SoW.model_fields if name != "outcomes"}
-    assert {name: getattr(back.outcomes[0], name) for name in Outcome.model_fields} \
-        == {name: ("outcome", name) for name in Outcome.model_fields}
+    assert {name: getattr(back, name) for name in sow_fields} == sow_fields
+    assert {name: getattr(back.outcomes[0], name) for name in outcome_fields} == outcome_fields

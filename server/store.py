@@ -172,12 +172,20 @@ class CommandStore:
         return None if row is None else frozenset(json.loads(row[0]))
 
     def record_tenants(self, names: Iterable[str]) -> None:
-        """Record the tenants of the configuration the store is served with now (committed at once)."""
-        with self.transaction():
+        """Record the tenants of the configuration the store is served with now (committed at once). A write that
+        fails is rolled back, also a failed COMMIT: a refused reload must leave no transaction open, or the next
+        command batch could not begin one and the server would stop serving."""
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
             try:
                 self._db.execute("INSERT OR REPLACE INTO meta VALUES ('tenants', ?)", (json.dumps(sorted(names)),))
-            except sqlite3.Error as exc:
-                raise StoreError(f"store {self.path}: cannot record the configured tenants: {exc}") from None
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {self.path}: cannot record the configured tenants: {exc}") from None
 
     def commands(self, after: int = 0) -> Iterator[Command]:
         """Every logged command with a sequence number above `after` (up to the last one logged when the first is read),

@@ -1,0 +1,105 @@
+"""A tenant name is its namespace for good: the store records the configured tenants at every start-up and reload,
+and a configuration giving a name that owns jobs back without `reinstate = true` is refused (server/scheduler.py
+_adopt_tenants, server/store.py record_tenants)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mechanism.sow import SoW
+from server.config import OPERATOR, ConfigError, ServerConfig, parse_config
+from server.scheduler import DurableScheduler
+from server.service import encode_reply
+from server.store import CommandStore, StoreError
+from tests.grpc_support import ACME, CONFIG, GLOBEX, OP, FailingCommit, sow
+
+NEW_ACME_TOKEN = "acme-token-of-a-new-tenant"
+
+
+def configured(*tenants: dict[str, Any]) -> ServerConfig:
+    doc = copy.deepcopy(CONFIG)
+    doc["tenants"] = list(tenants)
+    return parse_config(doc)
+
+
+BOTH = configured({"name": "acme", "token": ACME}, {"name": "globex", "token": GLOBEX})
+WITHOUT_ACME = configured({"name": "globex", "token": GLOBEX})
+NEW_ACME = configured({"name": "acme", "token": NEW_ACME_TOKEN}, {"name": "globex", "token": GLOBEX})
+
+
+def open_store(path: Path, config: ServerConfig, snapshot_every: int = 0) -> DurableScheduler:
+    return DurableScheduler(config, CommandStore(path, config.identity()), encode_reply, snapshot_every=snapshot_every)
+
+
+def submit(sched: DurableScheduler, tenant: str, job_id: str, outcomes: list[list[Any]] | None = None) -> None:
+    operator = sched.config.authenticate(OP)
+    assert operator is not None
+    body = SoW.parse(sow(outcomes=outcomes), sched.config.platform).model_dump(mode="json")
+    sched.execute(operator, f"submit-{tenant}-{job_id}", "submit", {"tenant": tenant, "job_id": job_id, "sow": body})
+
+
+def acme_with_a_job_then_taken_out(path: Path) -> None:
+    """A store whose acme submitted a job and was then taken out of the configuration (a restart without it)."""
+    sched = open_store(path, BOTH)
+    submit(sched, "acme", "a1")
+    sched.close()
+    open_store(path, WITHOUT_ACME).close()
+
+
+def test_a_reload_whose_tenant_record_fails_to_commit_is_refused_and_the_server_serves_on(tmp_path: Path) -> None:
+    sched = open_store(tmp_path / "s.db", BOTH)
+    try:
+        real = sched.store._db
+        sched.store._db = FailingCommit(real)  # type: ignore[assignment]  # the disk is full for a moment
+        with pytest.raises(StoreError, match="cannot"):
+            sched.reconfigure(WITHOUT_ACME)
+        sched.store._db = real
+        assert sched.config is BOTH and sched.store.configured_tenants() == frozenset({"acme", "globex"})
+        submit(sched, "acme", "a1")  # the failed record left no transaction open: the log takes commands again
+        assert sched.log_seq == 1 and sched.broken is None
+    finally:
+        sched.close()
+
+
+def test_a_name_whose_only_jobs_are_archived_is_refused_to_a_new_tenant(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    sched = open_store(path, BOTH, snapshot_every=1)
+    submit(sched, "acme", "a1", outcomes=[[0, 1, 1.0]])
+    for _ in range(12):  # the job ends and a snapshot archives it: the engine forgets it
+        sched.execute(OPERATOR, None, "advance", {})
+    sched.close()
+    sched = open_store(path, WITHOUT_ACME, snapshot_every=1)
+    assert sched.restored_from > 0 and not sched.engine.jobs and sched.store.archive.holds_tenant("acme")
+    sched.close()
+    with pytest.raises(ConfigError, match="tenants 'acme': own jobs"):
+        open_store(path, NEW_ACME, snapshot_every=1)
+
+
+def test_a_refused_start_up_records_nothing_and_releases_the_store(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    acme_with_a_job_then_taken_out(path)
+    with pytest.raises(ConfigError, match=r"tenants 'acme': own jobs .* set `reinstate = true` in the entry"):
+        open_store(path, NEW_ACME)
+    reader = CommandStore(path, NEW_ACME.identity(), read_only=True)
+    try:
+        assert reader.configured_tenants() == frozenset({"globex"})
+    finally:
+        reader.close()
+    open_store(path, WITHOUT_ACME).close()  # the one-writer lock was released
+
+
+def test_the_refusal_names_every_returning_name_that_owns_jobs_and_only_those(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    sched = open_store(path, BOTH)
+    submit(sched, "acme", "a1")
+    submit(sched, "globex", "g1")
+    sched.close()
+    open_store(path, configured()).close()  # no tenants at all (authentication off): both taken out
+    back = configured({"name": "acme", "token": ACME}, {"name": "globex", "token": GLOBEX},
+                      {"name": "initech", "token": "initech-token-1"})
+    with pytest.raises(ConfigError, match=r"^tenants 'acme', 'globex': own jobs"):
+        open_store(path, back)

@@ -103,3 +103,17 @@ def test_the_refusal_names_every_returning_name_that_owns_jobs_and_only_those(tm
                       {"name": "initech", "token": "initech-token-1"})
     with pytest.raises(ConfigError, match=r"^tenants 'acme', 'globex': own jobs"):
         open_store(path, back)
+
+
+def test_a_start_up_whose_tenant_record_cannot_be_written_is_refused_and_releases_the_store(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = CommandStore(path, BOTH.identity())
+    store._db = FailingCommit(store._db)  # type: ignore[assignment]
+    with pytest.raises(StoreError, match=r"s\.db: cannot record the configured tenants: disk I/O error"):
+        DurableScheduler(BOTH, store, encode_reply, snapshot_every=0)  # `sowsched serve` exits 2 with this message
+    reader = CommandStore(path, BOTH.identity(), read_only=True)
+    try:
+        assert reader.configured_tenants() is None  # nothing recorded
+    finally:
+        reader.close()
+    open_store(path, BOTH).close()  # the one-writer lock is free

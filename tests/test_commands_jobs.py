@@ -437,3 +437,30 @@ def test_text_output_names_a_missing_signal_as_none_in_words_not_python() -> Non
     assert "arrival 0 signal (none): start round 0" in quote_text(quote) and "None" not in quote_text(quote)
     event = Event(seq=3, round=1, type="arrive", job="j", data={"signal": None})
     assert event_text(event) == "#3      round 1     arrive        j signal=(none)"
+
+
+def test_status_of_a_server_older_than_the_build_fields_says_unknown_and_its_json_stays_one_object(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # proto3 reads absent string fields as "": the text says unknown, the JSON keeps "" (one object either way)
+    from clients.client import ServerStatus
+    from clients.commands import jobs
+    from mechanism.platform import Platform
+    old = ServerStatus(platform=Platform(C=8, C_m=4, D_m=4, S_m=8, H=50.0), samples=2000, oracle="mc",
+                       clock="simulated", round_seconds=0.0, now=3, events=0, active_jobs=0, state_digest="")
+
+    class OldServer:
+        def __enter__(self) -> OldServer:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def status(self) -> ServerStatus:
+            return old
+
+    monkeypatch.setattr(jobs, "connect", lambda args: OldServer())
+    assert main(["status", "--server", "127.0.0.1:1", "--token", ACME]) == 0
+    assert capsys.readouterr().out.splitlines()[2] == "server sowsched unknown, code unknown"
+    assert main(["status", "--server", "127.0.0.1:1", "--token", ACME, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and (json.loads(out)["server_version"], json.loads(out)["code_identity"]) == ("", "")

@@ -529,6 +529,7 @@ def test_an_invoice_pages_through_a_billing_period_and_totals_the_whole_period(a
     assert first.total == second.total == pytest.approx(period, rel=1e-12)
     assert [c.job for c in acme.invoice(from_round=3).lines] == ["a3", "a4"]
     assert acme.invoice(from_round=0) == whole  # the lowest from_round
+    assert acme.invoice(to_round=1).lines == whole.lines[:1]  # the lowest to_round without a from_round
     assert acme.invoice(page_size=1).lines == whole.lines  # all pages, one charge each
 
 

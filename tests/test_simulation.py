@@ -380,3 +380,13 @@ def test_events_into_the_workload_file_are_refused_before_it_is_truncated(other:
     assert main(["simulate", *source, "--events", str(tmp_path / "." / "w.json"), "--no-offline"]) == 2
     assert w.read_text() == text
     assert f"--events {tmp_path / '.' / 'w.json'} is the same file as {other} {w}" in capsys.readouterr().err
+
+
+def test_an_events_path_that_is_a_symlink_to_a_file_not_yet_written_is_written_through_it(tmp_path: Path) -> None:
+    # e.g. latest.jsonl -> runs/today.jsonl: the check must follow the link as the write does (open "x" on a
+    # dangling link fails with "File exists")
+    (tmp_path / "runs").mkdir()
+    link = tmp_path / "latest.jsonl"
+    link.symlink_to(tmp_path / "runs" / "today.jsonl")
+    assert main(["simulate", "--workload", "toy", "--events", str(link), "--no-offline", "--json"]) == 0
+    assert link.is_symlink() and (tmp_path / "runs" / "today.jsonl").read_text().count("\n") > 0

@@ -77,7 +77,9 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def check_writable(path: Path) -> None:
     """Raise OSError unless `path` can be written, leaving it as it was: a run that fails later must neither
-    truncate an earlier events file nor leave an empty one behind."""
+    truncate an earlier events file nor leave an empty one behind. A symbolic link is followed, as the write will
+    (exclusive creation refuses the link itself, even one to a file not yet written)."""
+    path = Path(os.path.realpath(path))  # not Path.resolve: a link loop stays an OSError (ELOOP) when opened
     if path.exists():
         path.open("a", encoding="utf-8").close()  # opened for writing, not truncated
     else:

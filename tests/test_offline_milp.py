@@ -94,6 +94,15 @@ def test_milp_stopped_before_any_bound_reports_the_trivial_bound() -> None:
     best = sum(max(job.value(s) for s in job.starts()) for job in inst.jobs if job.can_earn)
     assert result.value <= result.bound <= best + 1e-9
 
+
+def test_lp_stopped_before_its_optimum_falls_back_to_the_trivial_bound() -> None:
+    # 1 ms does not solve the LP of 400 jobs: its unfinished objective is no bound, the best value per job is.
+    inst = random_instance(400, 3)
+    bound = lp_bound(inst, time_limit=1e-3)
+    assert bound.status != "optimal"
+    assert bound.bound == pytest.approx(sum(max(job.value(s) for s in job.starts()) for job in inst.jobs
+                                            if job.can_earn))
+
 def test_milp_and_lp_on_an_instance_without_valuable_starts_return_zero() -> None:
     inst = HindsightInstance(2, (HindsightJob("late", 0, 5, 2, 1, ((3, 4.0),)),))
     assert solve_milp(inst).value == 0.0 and solve_milp(inst).status == "optimal"
@@ -102,6 +111,7 @@ def test_milp_and_lp_on_an_instance_without_valuable_starts_return_zero() -> Non
 
 @pytest.mark.parametrize(("kw", "match"), [
     ({"time_limit": -1.0}, "time_limit=-1.0 must be above 0 seconds"),
+    ({"time_limit": 0.0}, "time_limit=0.0 must be above 0 seconds"),
     ({"threads": 0}, "threads=0 is below the bound 1"),
 ])
 def test_milp_params_validation_names_field_and_bound(kw: dict[str, float], match: str) -> None:

@@ -41,12 +41,9 @@ class SchedulerState:
 @cache
 def server_version() -> str:
     """The version (pyproject.toml) of the installed package this code is, or "unknown" when it is not one: run from
-    an uninstalled tree, also beside an installed sowsched (whose version says nothing about this code)."""
-    try:
-        dist = metadata.distribution("sowsched")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-    return dist.version if _installs_this_code(dist) else "unknown"
+    an uninstalled tree, also beside an installed sowsched (whose version says nothing about this code). Every
+    sowsched on the path is asked: the first one found may be another tree's (its egg-info in the working directory)."""
+    return next((d.version for d in metadata.distributions(name="sowsched") if _installs_this_code(d)), "unknown")
 
 
 def _installs_this_code(dist: metadata.Distribution) -> bool:

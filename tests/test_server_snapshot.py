@@ -505,9 +505,22 @@ class FakeDistribution:
 def test_server_version_names_an_installation_only_if_it_is_this_code(
         monkeypatch: pytest.MonkeyPatch, dist: FakeDistribution, version: str) -> None:
     from importlib import metadata
-    monkeypatch.setattr(metadata, "distribution", lambda name: dist)
+    monkeypatch.setattr(metadata, "distributions", lambda name: [dist] if name == "sowsched" else [])
     snapshot.server_version.cache_clear()
     try:
         assert snapshot.server_version() == version
+    finally:
+        snapshot.server_version.cache_clear()
+
+
+def test_server_version_asks_every_installed_sowsched_not_only_the_first_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib import metadata
+    other_tree = FakeDistribution(Path("/another/checkout"))  # its egg-info in the working directory, found first
+    this_tree = FakeDistribution(Path("/nowhere"), json.dumps({"url": snapshot.ROOT.as_uri(), "dir_info": {"editable": True}}))
+    this_tree.version = "1.2.3"
+    monkeypatch.setattr(metadata, "distributions", lambda name: [other_tree, this_tree])
+    snapshot.server_version.cache_clear()
+    try:
+        assert snapshot.server_version() == "1.2.3"
     finally:
         snapshot.server_version.cache_clear()

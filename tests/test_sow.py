@@ -195,3 +195,18 @@ def test_a_sow_pickles_every_field_of_itself_and_of_its_outcomes() -> None:
     back = pickle.loads(pickle.dumps(sow, protocol=pickle.HIGHEST_PROTOCOL))
     assert {name: getattr(back, name) for name in sow_fields} == sow_fields
     assert {name: getattr(back.outcomes[0], name) for name in outcome_fields} == outcome_fields
+
+
+def test_a_sow_with_signals_that_look_like_numbers_and_a_full_support_unpickles_equal() -> None:
+    # every (arrival, duration) the platform allows, signals 3 (an integer), "3", "03", "3.0", "1e3" and none: each
+    # stays the text it was validated to, in its outcome
+    pairs = [(a, d) for a in range(P.S_m) for d in range(1, P.D_m + 1)]
+    labels: list[object] = [3, "3", "03", "3.0", "1e3", None]
+    rows = [{"arrival_offset": a, "duration": d, "probability": 1 / len(pairs), "signal": labels[i % len(labels)]}
+            for i, (a, d) in enumerate(pairs)]
+    sow = SoW.parse({"concurrency": 1, "value_steps": [[P.S_m, 20]], "outcomes": rows}, P)
+    sow.table  # noqa: B018
+    back = pickle.loads(pickle.dumps(sow, protocol=pickle.HIGHEST_PROTOCOL))
+    assert back == sow and back.model_dump_json() == sow.model_dump_json() and back.group_keys() == sow.group_keys()
+    assert [o.signal for o in back.outcomes[:6]] == ["3", "3", "03", "3.0", "1e3", None]
+    np.testing.assert_array_equal(back.table.group, sow.table.group)

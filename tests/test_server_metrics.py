@@ -118,8 +118,9 @@ def test_rpc_total_counts_each_call_by_method_and_status_code(srv: RunningServer
 def test_rpc_labels_are_only_method_and_code(srv: RunningServer) -> None:
     client(srv, ACME).submit("tenant-job-id", sow())
     s = scrape(srv)
-    labels = {k for name, ls in s if name.startswith("sowsched_") for k, _ in ls}
+    labels = {k for name, ls in s if name.startswith("sowsched_") and name != "sowsched_build_info" for k, _ in ls}
     assert labels <= {"method", "code", "kind", "le"}
+    assert {k for name, ls in s if name == "sowsched_build_info" for k, _ in ls} == {"version", "code"}  # the build
     assert not any(v in ("acme", "tenant-job-id") for _, ls in s for _, v in ls)
 
 

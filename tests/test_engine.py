@@ -500,3 +500,11 @@ def test_an_ended_job_releases_its_sow_and_menu_and_keeps_its_plan_only_if_it_co
         assert job.sow.concurrency == job.concurrency and job.menu is not None and job.plan is not None
         with pytest.raises(IllegalTransition, match="only an ended job releases its SoW"):
             job.release()
+
+
+def test_a_job_id_of_exactly_256_characters_is_accepted_and_257_refused() -> None:
+    p = small_platform(samples=100)
+    e = Engine(p)
+    e.submit("x" * 256, one_round_sow(p))
+    with pytest.raises(EngineError, match="must have 1 to 256 characters"):
+        e.submit("y" * 257, one_round_sow(p))

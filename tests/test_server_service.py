@@ -769,3 +769,21 @@ def test_page_size_0_means_pages_of_100_jobs(tmp_path: Path) -> None:
         page, token = op.list_jobs_page()
         assert ([v.view.id for v in page], token != "") == ([f"j{i:03}" for i in range(100)], True)
         assert [v.view.id for v in op.list_jobs_page(page_token=token)[0]] == ["j100"]
+
+
+def test_a_graceful_stop_ends_a_following_stream_at_once_with_unavailable_and_where_to_resume(tmp_path: Path) -> None:
+    # it does not hold the stop for the whole grace period (an open stream is not a call that will finish)
+    from server.gen.sowsched.v1 import scheduler_pb2 as pb
+    s = start_server(config(), ServerOptions(store=str(tmp_path / "g.db"), listen="127.0.0.1:0"))
+    client(s, ACME).submit("j1", sow())
+    stream = client(s, None).stub.WatchEvents(pb.WatchEventsRequest(from_seq=0, follow=True),
+                                              metadata=(("authorization", f"Bearer {OP}"),))
+    time.sleep(0.3)  # the stream is open and waiting
+    started = time.monotonic()
+    s.stop(10.0)
+    assert time.monotonic() - started < 5.0
+    events = []
+    with pytest.raises(grpc.RpcError) as info:
+        events.extend(stream)
+    assert info.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert info.value.details() == f"the server is shutting down; resume from_seq={len(events)}"

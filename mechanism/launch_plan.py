@@ -54,9 +54,10 @@ class LaunchPlan:
     utility: float  # total estimated utility: sum over outcomes of P * utility
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle (server snapshots) as rows of plain tuples, not one dataclass state per group and outcome."""
+        """Pickle (server snapshots, archived completed jobs) as rows of plain tuples, not one dataclass state per
+        group and outcome, with the rows' field names (one tuple each, shared by every plan in one pickle)."""
         return _plan_from_rows, (self.birth, tuple(map(_GROUP_ROW, self.groups)),
-                                 tuple(map(_OUTCOME_ROW, self.outcomes)), self.utility)
+                                 tuple(map(_OUTCOME_ROW, self.outcomes)), self.utility, _GROUP_FIELDS, _OUTCOME_FIELDS)
 
     def start_for(self, arrival: int, signal: Signal) -> int | None:
         for g in self.groups:
@@ -70,16 +71,32 @@ class LaunchPlan:
         return by_group[sow.table.group]
 
 
-# Every field in declaration order, as GroupPlan(*row) and OutcomeQuote(*row) take them back (a field added later
-# travels too, instead of coming back as its default).
-_GROUP_ROW = attrgetter(*(f.name for f in fields(GroupPlan)))
-_OUTCOME_ROW = attrgetter(*(f.name for f in fields(OutcomeQuote)))
+# Every field in declaration order (a field added later travels too, instead of coming back as its default).
+_GROUP_FIELDS = tuple(f.name for f in fields(GroupPlan))
+_OUTCOME_FIELDS = tuple(f.name for f in fields(OutcomeQuote))
+_GROUP_ROW = attrgetter(*_GROUP_FIELDS)
+_OUTCOME_ROW = attrgetter(*_OUTCOME_FIELDS)
+# The rows' layout from 20ce32c until their field names were pickled with them (plans archived then keep it).
+_FIRST_GROUP_FIELDS = ("arrival", "signal", "start", "utility")
+_FIRST_OUTCOME_FIELDS = ("arrival", "duration", "signal", "probability", "start", "price", "failure_raw", "failure",
+                         "utility")
 
 
 def _plan_from_rows(birth: int, groups: tuple[tuple[Any, ...], ...], outcomes: tuple[tuple[Any, ...], ...],
-                    utility: float) -> LaunchPlan:
-    """Unpickle a plan pickled by `LaunchPlan.__reduce__`."""
-    return LaunchPlan(birth, tuple(GroupPlan(*g) for g in groups), tuple(OutcomeQuote(*o) for o in outcomes), utility)
+                    utility: float, group_fields: tuple[str, ...] = _FIRST_GROUP_FIELDS,
+                    outcome_fields: tuple[str, ...] = _FIRST_OUTCOME_FIELDS) -> LaunchPlan:
+    """Unpickle a plan pickled by `LaunchPlan.__reduce__`. The store's archive keeps completed jobs' plans for good
+    and pickles name this function, so it stays, and rows are read by the field names pickled with them: a plan
+    written by code whose fields were different reads back field by field, not shifted."""
+    return LaunchPlan(birth, _rows_as(GroupPlan, _GROUP_FIELDS, group_fields, groups),
+                      _rows_as(OutcomeQuote, _OUTCOME_FIELDS, outcome_fields, outcomes), utility)
+
+
+def _rows_as(cls: Any, own: tuple[str, ...], names: tuple[str, ...], rows: tuple[tuple[Any, ...], ...]) -> tuple[Any, ...]:
+    """`cls` (fields `own`) of each row holding the values of fields `names`: positionally when the layouts agree."""
+    if names == own:
+        return tuple(cls(*row) for row in rows)
+    return tuple(cls(**dict(zip(names, row, strict=True))) for row in rows)
 
 
 def utility_matrix(sow: SoW, birth: int, menu: Menu, est: FailureEstimates) -> np.ndarray:

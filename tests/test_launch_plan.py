@@ -176,4 +176,56 @@ def test_a_plan_pickles_every_field_of_its_groups_outcome_quotes_and_itself_in_d
     assert _OUTCOME_ROW(quote) == tuple(range(len(fields(OutcomeQuote))))
     plan = LaunchPlan(7, (group,), (quote,), 0.5)
     rebuild, args = plan.__reduce__()
-    assert len(args) == len(fields(LaunchPlan)) and rebuild(*args) == plan
+    n = len(fields(LaunchPlan))  # its own fields, then the rows' field names
+    assert args[n:] == (tuple(f.name for f in fields(GroupPlan)), tuple(f.name for f in fields(OutcomeQuote)))
+    assert rebuild(*args) == plan
+
+
+def test_a_pickled_plan_reads_back_by_field_name_under_a_changed_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Archived completed jobs keep their plans for good (server/archive.py pickles each ended Job once), and a
+    # server of later code reads them: a field added or moved in GroupPlan or OutcomeQuote must not shift the old
+    # rows' values into other fields.
+    import pickle
+    from dataclasses import asdict, dataclass, fields
+
+    from mechanism import launch_plan
+    from mechanism.launch_plan import GroupPlan, LaunchPlan, OutcomeQuote
+    plan = LaunchPlan(0, (GroupPlan(4, "s", 5, 2.5),), (OutcomeQuote(4, 2, "s", 1.0, 5, 0.25, 0.5, 0.75, 2.5),), 2.5)
+    blob = pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
+
+    @dataclass(frozen=True)
+    class LaterGroupPlan:  # a field added in front, the others reordered
+        priority: int = 0
+        start: int | None = None
+        utility: float = 0.0
+        signal: str | None = None
+        arrival: int = 0
+
+    @dataclass(frozen=True)
+    class LaterOutcomeQuote:
+        note: str = ""
+        utility: float = 0.0
+        failure: float | None = None
+        failure_raw: float | None = None
+        price: float | None = None
+        start: int | None = None
+        probability: float = 0.0
+        signal: str | None = None
+        duration: int = 0
+        arrival: int = 0
+
+    for name, later in (("GroupPlan", LaterGroupPlan), ("OutcomeQuote", LaterOutcomeQuote)):  # the later code
+        monkeypatch.setattr(launch_plan, name, later)
+    monkeypatch.setattr(launch_plan, "_GROUP_FIELDS", tuple(f.name for f in fields(LaterGroupPlan)))
+    monkeypatch.setattr(launch_plan, "_OUTCOME_FIELDS", tuple(f.name for f in fields(LaterOutcomeQuote)))
+    back = pickle.loads(blob)
+    assert asdict(back.groups[0]) == {**asdict(plan.groups[0]), "priority": 0}
+    assert asdict(back.outcomes[0]) == {**asdict(plan.outcomes[0]), "note": ""}
+
+
+def test_a_plan_pickled_before_its_field_names_travelled_reads_back_equal() -> None:
+    # the layout rows had from 20ce32c until the names went with them: plans archived then stay readable
+    from mechanism.launch_plan import GroupPlan, LaunchPlan, OutcomeQuote, _plan_from_rows
+    group, quote = GroupPlan(4, None, None, 0.0), OutcomeQuote(4, 2, None, 1.0, None, None, None, None, 0.0)
+    assert _plan_from_rows(3, ((4, None, None, 0.0),), ((4, 2, None, 1.0, None, None, None, None, 0.0),), 0.0) \
+        == LaunchPlan(3, (group,), (quote,), 0.0)

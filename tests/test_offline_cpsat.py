@@ -9,10 +9,12 @@ from ortools.sat.python import cp_model
 
 from mechanism.offline.brute import solve_brute
 from mechanism.offline.cpsat import (
+    MAX_SCALED_WEIGHT,
     BoundModel,
     CpSatParams,
     Model,
     Strategy,
+    auto_scale,
     build,
     build_indexed,
     combine,
@@ -132,6 +134,28 @@ def test_cpsat_solves_values_up_to_the_bound_h_next_to_a_value_that_needs_the_fi
     result = solve_cpsat(inst, CpSatParams(time_limit=5.0, workers=1, strategy=strategy))
     assert result.optimal and result.value == pytest.approx(solve_brute(inst).value) == 4e12
 
+
+
+def test_auto_scale_is_the_smallest_power_of_ten_up_to_1e6_that_makes_values_whole() -> None:
+    def lone(value: float) -> HindsightInstance:
+        return HindsightInstance(1, (HindsightJob("x", 0, 0, 1, 1, ((1, value),)),))
+
+    assert auto_scale(lone(3.0)) == 1.0
+    assert auto_scale(lone(1.25)) == 100.0
+    assert auto_scale(lone(1.1234567)) == 1e6  # 7 decimals: capped at 1e6, never 1e7
+
+
+def test_indexed_objective_weight_counts_every_start_of_a_job() -> None:
+    # Ten jobs worth 1e12 with 50 valuable starts each put 50 objective terms of 1e12 * scale per job into the
+    # indexed model: the scale drops to 10 so that the coefficients sum to at most 2^53.
+    jobs = (HindsightJob("small", 0, 0, 1, 1, ((1, 1.1234567),)),
+            *(HindsightJob(f"big{i}", 0, 0, 1, 1, ((50, 1e12),)) for i in range(10)))
+    inst = HindsightInstance(4, jobs)
+    built = build_indexed(inst)
+    assert built.scale == 10.0
+    assert sum(abs(c) for c in built.model.proto.objective.coeffs) <= MAX_SCALED_WEIGHT
+    result = solve_model(inst, CpSatParams(time_limit=10.0, workers=1), "indexed")
+    assert result.optimal and result.value == pytest.approx(1e13 + 1.1234567)
 
 def test_cpsat_under_a_tiny_time_limit_reports_its_gap_honestly() -> None:
     inst = random_instance(400, 3)

@@ -117,3 +117,18 @@ def test_a_start_up_whose_tenant_record_cannot_be_written_is_refused_and_release
     finally:
         reader.close()
     open_store(path, BOTH).close()  # the one-writer lock is free
+
+
+def test_a_backup_restored_under_another_name_carries_the_record_and_refuses_the_name_too(tmp_path: Path) -> None:
+    from server.backup import backup_store
+    path = tmp_path / "s.db"
+    acme_with_a_job_then_taken_out(path)
+    copy_path = backup_store(path, tmp_path / "other.db").path
+    with pytest.raises(ConfigError, match="tenants 'acme': own jobs"):
+        open_store(copy_path, NEW_ACME)
+    reinstated = configured({"name": "acme", "token": NEW_ACME_TOKEN, "reinstate": True},
+                            {"name": "globex", "token": GLOBEX})
+    open_store(copy_path, reinstated).close()
+    open_store(path, WITHOUT_ACME).close()  # the original's record is its own: acme is still out there
+    with pytest.raises(ConfigError, match="tenants 'acme': own jobs"):
+        open_store(path, NEW_ACME)

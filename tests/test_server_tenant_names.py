@@ -132,3 +132,23 @@ def test_a_backup_restored_under_another_name_carries_the_record_and_refuses_the
     open_store(path, WITHOUT_ACME).close()  # the original's record is its own: acme is still out there
     with pytest.raises(ConfigError, match="tenants 'acme': own jobs"):
         open_store(path, NEW_ACME)
+
+
+def test_sowsched_serve_refusing_a_name_back_exits_2_naming_the_tenant_and_the_fix(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.grpc_support import PLATFORM, ROOT
+    path = tmp_path / "s.db"
+    acme_with_a_job_then_taken_out(path)
+    toml = ["[platform]", *(f"{k} = {v!r}" for k, v in PLATFORM.items()), "[operator]", f'token = "{OP}"',
+            "[[tenants]]", 'name = "acme"', f'token = "{NEW_ACME_TOKEN}"', "[[tenants]]", 'name = "globex"',
+            f'token = "{GLOBEX}"']
+    (tmp_path / "platform.toml").write_text("\n".join(toml) + "\n")
+    run = subprocess.run([sys.executable, "-m", "clients.commands.server", "serve", "--config",
+                          str(tmp_path / "platform.toml"), "--store", str(path), "--listen", "127.0.0.1:0",
+                          "--log-level", "warning"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2
+    assert run.stderr.startswith("sowsched serve: tenants 'acme': own jobs but were not in the configuration this "
+                                 "store last served with")
+    assert "give a new tenant a new name, or set `reinstate = true` in the entry" in run.stderr

@@ -204,7 +204,9 @@ def _outcome_from_row(row: Any) -> Any:
     return row
 
 
-@dataclass(frozen=True)
+# eq=False: array fields have no truth value, so comparing two tables raised, and with them two equal SoWs whose
+# cached tables are both built (pydantic compares __dict__ first); by identity, SoW equality falls back to its fields.
+@dataclass(frozen=True, eq=False)
 class OutcomeTable:
     """The outcomes as arrays (offsets relative to birth), with each outcome's group index."""
 

@@ -210,3 +210,14 @@ def test_a_sow_with_signals_that_look_like_numbers_and_a_full_support_unpickles_
     assert back == sow and back.model_dump_json() == sow.model_dump_json() and back.group_keys() == sow.group_keys()
     assert [o.signal for o in back.outcomes[:6]] == ["3", "3", "03", "3.0", "1e3", None]
     np.testing.assert_array_equal(back.table.group, sow.table.group)
+
+
+def test_equal_sows_compare_equal_once_their_cached_tables_are_built() -> None:
+    import copy
+    a = SoW.parse({"concurrency": 1, "value_steps": [[6, 5.0]], "outcomes": [[0, 2, 0.5], [1, 3, 0.5]]}, P)
+    b = SoW.parse({"concurrency": 1, "value_steps": [[6, 5.0]], "outcomes": [[0, 2, 0.5], [1, 3, 0.5]]}, P)
+    a.table, b.table  # noqa: B018  both cached
+    assert a == b and copy.deepcopy(a) == a
+    c = SoW.parse({"concurrency": 2, "value_steps": [[6, 5.0]], "outcomes": [[0, 2, 0.5], [1, 3, 0.5]]}, P)
+    c.table  # noqa: B018
+    assert a != c

@@ -54,6 +54,39 @@ def test_hand_case_prices_and_fixings_match_the_hand_computation() -> None:
     assert split_jobs(prices) == (3, 0)
 
 
+
+def test_hand_case_prices_at_y_10_match_the_hand_computation() -> None:
+    # Every row priced 10. A^T y per column: A@s is 10 (job row) + 2 * 10 * 2 (two rounds, 2 nodes) = 50,
+    # B@0 10 + 10 + 10 = 30, C@1 10 + 10 = 20; r = c - A^T y = (-40, -45, -45, -22, -17).
+    # B(y) = b^T y = 10 * (1 + 1 + 1) + 10 * 2 * 4 = 110 (no positive r).
+    model = build(HAND)
+    prices = price(model, np.zeros(model.n_cols), np.full(model.n_rows, 10.0))
+    assert prices.reduced.tolist() == pytest.approx([-40.0, -45.0, -45.0, -22.0, -17.0])
+    assert prices.bound == pytest.approx(110.0)
+    # The largest |r| is that of a negative reduced cost; nothing is fixed below B(y) - 45 = 65, all of it at 111.
+    assert fix(prices, 60.0).max_reduced_cost == pytest.approx(45.0)
+    assert fix(prices, 65.0 - 1e-9).fixed == 0
+    assert fix(prices, 111.0).zero == {("A", 0), ("A", 1), ("A", 2), ("B", 0), ("C", 1)}
+
+
+def test_fixing_keeps_a_float_margin_below_the_incumbent() -> None:
+    # The hand case's B(y) - |r| is 15 for A@2 (r = 1): an incumbent at 15 or within the margin above it (or
+    # 0.01 below it) fixes only B@0 (B(y) - 5 = 11); 15 + 1e-3 is clearly above and fixes A@2 to 1 too.
+    prices = lp_prices(HAND)
+    for incumbent in (14.99, 15.0, 15.0 + 1e-9):
+        assert fix(prices, incumbent).one == {("B", 0)}
+    assert fix(prices, 15.0 + 1e-3).one == {("A", 2), ("B", 0)}
+
+
+def test_split_jobs_counts_whole_and_spread_jobs_of_the_lp_solution() -> None:
+    # Columns A@0, A@1, A@2, B@0, C@1. A at 0.5 on one start is neither whole nor spread; on two starts it is
+    # spread; B and C at 1 are whole; a value within tol of 0 is no support.
+    model = build(HAND)
+    y = np.zeros(model.n_rows)
+    assert split_jobs(price(model, np.array([0.5, 0.0, 0.0, 1.0, 1.0]), y)) == (2, 0)
+    assert split_jobs(price(model, np.array([0.5, 0.25, 0.0, 1.0, 1.0]), y)) == (2, 1)
+    assert split_jobs(price(model, np.array([0.0, 1e-9, 1.0, 1.0, 0.0]), y)) == (2, 0)
+
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 100_000), n=st.integers(1, 5), price_seed=st.integers(0, 1000))
 def test_bound_of_any_nonnegative_prices_is_at_least_the_brute_force_optimum(seed: int, n: int,

@@ -508,3 +508,34 @@ def test_a_job_id_of_exactly_256_characters_is_accepted_and_257_refused() -> Non
     e.submit("x" * 256, one_round_sow(p))
     with pytest.raises(EngineError, match="must have 1 to 256 characters"):
         e.submit("y" * 257, one_round_sow(p))
+
+
+def test_settle_is_false_in_a_quoted_round_with_nothing_crowded() -> None:
+    p = small_platform(C=4, samples=200, seed=3)
+    e = Engine(p)
+    e.submit("a", one_round_sow(p))
+    assert e.settle() is False  # the oracle exists for this round, and no row has a bound above C - C_m
+
+
+def test_a_running_jobs_residual_keeps_only_durations_longer_than_it_has_run() -> None:
+    # MODEL.md section 5: running since s, at round t it has durations >= t - s + 1 left, renormalised; from t
+    # it occupies d - (t - s) more rounds. Started at 0, at round 1: d in {2, 3} of {1, 2, 3}, 1/2 each.
+    p = small_platform(samples=100)
+    e = Engine(p)
+    e.submit("a", SoW.parse({"concurrency": 2, "value_steps": [[6, 40.0]],
+                             "outcomes": [[0, 1, 0.2], [0, 2, 0.3], [0, 3, 0.5]]}, p))
+    e.report_arrival("a", None)
+    e.advance()
+    assert e.jobs["a"].state is JobState.RUNNING and e.now == 1
+    (r,) = e.residuals()
+    assert (r.concurrency, r.start.tolist(), r.length.tolist()) == (2, [0, 0], [1, 2])
+    assert r.probability.tolist() == pytest.approx([0.375, 0.625], rel=1e-12)  # 0.3 / 0.8, 0.5 / 0.8
+
+
+def test_the_view_reports_the_round_of_a_pending_arrival_and_its_scheduled_start() -> None:
+    p = small_platform(samples=100)
+    e = Engine(p)
+    e.submit("a", one_round_sow(p, arrivals=(1,)))
+    e.advance()
+    view = e.report_arrival("a", None)
+    assert (view.reported_arrival, view.scheduled_start, view.state) == (1, 1, "SUBMITTED")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -27,7 +28,7 @@ from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
 from server.metrics import MAX_PORT, NO_METRICS, MetricsEndpoint, Observer, ServerMetrics, parse_address
 from server.scheduler import CLOCK, SNAPSHOT_EVERY, DurableScheduler, Refused
 from server.service import Clock, SchedulerService, encode_reply, legacy_replies
-from server.store import CommandStore, store_path
+from server.store import CommandStore, StoreError, store_path
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Scheduler"].full_name
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
@@ -224,6 +225,8 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     try:
         port = _bind(grpc_server, options)
     except (StartupError, OSError):  # nothing served yet: release the log before refusing to start
+        with contextlib.suppress(StoreError):  # the bind failure is the error to report
+            scheduler.not_served()
         scheduler.close()
         if endpoint is not None:
             endpoint.stop()

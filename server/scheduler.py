@@ -172,6 +172,7 @@ class DurableScheduler:
             self.engine.archive = store.archive
             self._snapshot_seq = self.restored_from
             self.replayed = self._replay()
+            self._tenants_before = self.store.configured_tenants() if not store.read_only else None
             self._adopt_tenants(config)
         except BaseException:  # not started: release the log and its one-writer lock
             store.close()
@@ -388,6 +389,12 @@ class DurableScheduler:
                                   "set `reinstate = true` in the entry if the same tenant is coming back")
         if previous != frozenset(config.tenants):
             self.store.record_tenants(config.tenants)
+
+    def not_served(self) -> None:
+        """Put back the tenant record this start-up replaced, when the server then failed to start (a port in use, a
+        TLS key unreadable): a configuration that never served must not decide which names may come back."""
+        if not self.store.read_only:
+            self.store.record_tenants(self._tenants_before)
 
     def reconfigure(self, config: ServerConfig) -> None:
         """Serve with new tokens, tenants and limits (platform.toml reloaded); the platform and the oracle are the

@@ -171,14 +171,18 @@ class CommandStore:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'tenants'").fetchone()
         return None if row is None else frozenset(json.loads(row[0]))
 
-    def record_tenants(self, names: Iterable[str]) -> None:
-        """Record the tenants of the configuration the store is served with now (committed at once). A write that
+    def record_tenants(self, names: Iterable[str] | None) -> None:
+        """Record the tenants of the configuration the store is served with now (committed at once; None removes the
+        record, as for a store that never had one). A write that
         fails is rolled back, also a failed COMMIT: a refused reload must leave no transaction open, or the next
         command batch could not begin one and the server would stop serving."""
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('tenants', ?)", (json.dumps(sorted(names)),))
+                if names is None:
+                    self._db.execute("DELETE FROM meta WHERE key = 'tenants'")
+                else:
+                    self._db.execute("INSERT OR REPLACE INTO meta VALUES ('tenants', ?)", (json.dumps(sorted(names)),))
                 self._db.execute("COMMIT")
             except BaseException:
                 if self._db.in_transaction:

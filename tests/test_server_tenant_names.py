@@ -152,3 +152,41 @@ def test_sowsched_serve_refusing_a_name_back_exits_2_naming_the_tenant_and_the_f
     assert run.stderr.startswith("sowsched serve: tenants 'acme': own jobs but were not in the configuration this "
                                  "store last served with")
     assert "give a new tenant a new name, or set `reinstate = true` in the entry" in run.stderr
+
+
+def test_a_start_up_that_fails_after_its_replay_puts_the_tenant_record_back(tmp_path: Path) -> None:
+    import socket
+
+    from server.app import ServerOptions, StartupError, start_server
+    path = tmp_path / "s.db"
+    sched = open_store(path, BOTH)
+    submit(sched, "acme", "a1")
+    sched.close()
+    with socket.socket() as taken:  # a port in use: the start-up fails after the replay recorded WITHOUT_ACME's tenants
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(StartupError, match="cannot bind"):
+            start_server(WITHOUT_ACME, ServerOptions(store=str(path), listen=f"127.0.0.1:{taken.getsockname()[1]}"))
+    reader = CommandStore(path, BOTH.identity(), read_only=True)
+    try:
+        assert reader.configured_tenants() == frozenset({"acme", "globex"})  # what last served, not what never did
+    finally:
+        reader.close()
+    open_store(path, BOTH).close()  # acme needs no reinstate: the configuration that never served did not count
+
+
+def test_a_failed_first_start_up_leaves_no_tenant_record(tmp_path: Path) -> None:
+    import socket
+
+    from server.app import ServerOptions, StartupError, start_server
+    path = tmp_path / "s.db"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(StartupError, match="cannot bind"):
+            start_server(BOTH, ServerOptions(store=str(path), listen=f"127.0.0.1:{taken.getsockname()[1]}"))
+    reader = CommandStore(path, BOTH.identity(), read_only=True)
+    try:
+        assert reader.configured_tenants() is None
+    finally:
+        reader.close()

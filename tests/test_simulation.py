@@ -390,3 +390,30 @@ def test_an_events_path_that_is_a_symlink_to_a_file_not_yet_written_is_written_t
     link.symlink_to(tmp_path / "runs" / "today.jsonl")
     assert main(["simulate", "--workload", "toy", "--events", str(link), "--no-offline", "--json"]) == 0
     assert link.is_symlink() and (tmp_path / "runs" / "today.jsonl").read_text().count("\n") > 0
+
+
+def test_an_events_write_that_fails_after_the_run_is_one_line_exit_1_and_keeps_the_earlier_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import clients.commands.simulate as sim
+    events = tmp_path / "ev.jsonl"
+    events.write_text("earlier run\n")
+    real_replace = sim.os.replace
+
+    def disk_full(src: str, dst: Path) -> None:
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(sim.os, "replace", disk_full)
+    assert main(["simulate", "--workload", "toy", "--events", str(events), "--no-offline"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"sowsched simulate: cannot write --events {events}: [Errno 28] No space left on device\n"
+    assert events.read_text() == "earlier run\n" and sorted(p.name for p in tmp_path.iterdir()) == ["ev.jsonl"]
+    monkeypatch.setattr(sim.os, "replace", real_replace)
+    events.chmod(0o640)
+    assert main(["simulate", "--workload", "toy", "--events", str(events), "--no-offline"]) == 0
+    assert events.read_text().count("\n") > 1 and events.stat().st_mode & 0o777 == 0o640  # replaced, mode kept
+
+
+def test_events_written_through_a_symbolic_link_replace_the_linked_file(tmp_path: Path) -> None:
+    target, link = tmp_path / "real.jsonl", tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    assert main(["simulate", "--workload", "toy", "--events", str(link), "--no-offline"]) == 0
+    assert link.is_symlink() and target.read_text().count("\n") > 1

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import stat
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +124,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"sowsched simulate: {exc}", file=sys.stderr)
             return 1
     if args.events:
-        write_events(result, args.events)
+        try:
+            write_events(result, args.events)
+        except OSError as exc:  # a full disk after the run: the earlier file stays whole
+            print(f"sowsched simulate: cannot write --events {args.events}: {exc}", file=sys.stderr)
+            return 1
     offline = None if args.no_offline else against_optimum(workload, result, args.offline_time_limit)
     if args.json:
         print(json.dumps({**result.summary(), "offline": offline}, sort_keys=True))
@@ -164,10 +171,32 @@ def offline_lines(d: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it back at once: this command runs one thread)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_events(result: SimulationResult, path: str) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        for e in result.events:
-            fh.write(json.dumps(e.to_dict(), sort_keys=True) + "\n")
+    """One JSON object per event. A regular file (links followed) is written whole or not at all: a temporary file
+    beside it replaces it once complete, so a write that fails (a full disk) leaves an earlier file as it was."""
+    lines = "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in result.events)
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_file():  # /dev/stdout, a FIFO: written in place
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(lines)
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(lines)
+        os.chmod(tmp, stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def report(result: SimulationResult, oracle: str = "mc") -> str:

@@ -177,10 +177,11 @@ class RunningServer:
                 raise ConfigError("the new configuration has no tokens, and a server without them listens only on "
                                   "loopback")
             self.scheduler.reconfigure(new)
-        except Exception as exc:  # a ConfigError, or a loader's bug: either way the server serves on
+        except Exception as exc:  # a ConfigError, a store that cannot record it, or a loader's bug: the server serves on
             self._observer.config_reload("refused")
-            log.error("configuration reload refused; the previous one stays", exc_info=not isinstance(exc, ConfigError),
-                      extra={"fields": {"error": str(exc) if isinstance(exc, ConfigError) else repr(exc)}})
+            expected = isinstance(exc, ConfigError | StoreError)  # its message says it all; a bug gets its traceback
+            log.error("configuration reload refused; the previous one stays", exc_info=not expected,
+                      extra={"fields": {"error": str(exc) if expected else repr(exc)}})
             return False
         self._observer.config_reload("applied")
         log.info("configuration reloaded", extra={"fields": config_changes(old, new)})

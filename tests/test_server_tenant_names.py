@@ -190,3 +190,18 @@ def test_a_failed_first_start_up_leaves_no_tenant_record(tmp_path: Path) -> None
         assert reader.configured_tenants() is None
     finally:
         reader.close()
+
+
+def test_a_reload_refused_by_a_failing_store_is_logged_by_its_message_without_a_traceback(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from tests.grpc_support import running
+    with running(tmp_path / "s.db") as srv:
+        real = srv.scheduler.store._db
+        srv.scheduler.store._db = FailingCommit(real)  # type: ignore[assignment]
+        try:
+            assert not srv.reload(lambda: WITHOUT_ACME)
+        finally:
+            srv.scheduler.store._db = real
+    refusal = next(r for r in caplog.records if r.getMessage().startswith("configuration reload refused"))
+    assert not refusal.exc_info
+    assert refusal.fields["error"].endswith("cannot record the configured tenants: disk I/O error")  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from mechanism.offline.brute import combinations, solve_brute
 from mechanism.offline.cpsat import CpSatParams, solve_cpsat
 from mechanism.offline.greedy import density_greedy
+from mechanism.offline.hindsight import HindsightInstance, HindsightJob
 from mechanism.offline.instances import random_instance
 from mechanism.offline.lns import LnsParams, improve, is_free
 from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY, enumerable
@@ -58,6 +59,34 @@ def test_a_window_frees_run_jobs_starting_in_it_and_idle_jobs_that_could_start_i
     assert is_free(a_job, 1, 1, 3) and not is_free(a_job, 0, 1, 3)
     assert is_free(a_job, None, 2, 5) and not is_free(a_job, None, 3, 5)
 
+
+
+def test_a_window_is_half_open_for_run_jobs_and_idle_jobs() -> None:
+    a_job, c_job = HAND.by_id()["A"], HAND.by_id()["C"]  # A: valuable starts 0..2; C: only 1
+    assert is_free(a_job, 1, 0, 2) and not is_free(a_job, 2, 0, 2)  # a run job starting at b is not freed
+    assert not is_free(c_job, None, 0, 1) and is_free(c_job, None, 1, 2)  # nor an idle job arriving at b
+
+
+def test_jobs_outside_the_only_window_keep_their_start_or_stay_out() -> None:
+    # C = 1, one window [0, 1) per pass (step 100). It frees only Y (run at 0). Z runs at 3 though 1 would earn
+    # 9 instead of 1, and X (arriving at 2) is out though it would earn 5: neither may change.
+    inst = HindsightInstance(1, (
+        HindsightJob("Y", 0, 0, 1, 1, ((1, 1.0),)),
+        HindsightJob("Z", 0, 1, 1, 1, ((3, 9.0), (6, 1.0))),
+        HindsightJob("X", 0, 2, 1, 1, ((5, 5.0),)),
+    ))
+    start: dict[str, int | None] = {"Y": 0, "Z": 3, "X": None}
+    result = improve(inst, start, LnsParams(window=1, step=100, time_limit=5.0))
+    assert result.starts == start and result.value == 2.0
+    assert (result.windows, result.improved) == (1, 0)
+
+
+def test_the_first_and_the_last_window_of_the_horizon_are_solved() -> None:
+    # V can only start at 0, W only at 3 (arrival 3, last deadline 4): the windows are [0, 2) and [2, 4), the
+    # first frees only V and the last only W.
+    inst = HindsightInstance(1, (HindsightJob("V", 0, 0, 1, 1, ((1, 4.0),)), HindsightJob("W", 0, 3, 1, 1, ((4, 5.0),))))
+    result = improve(inst, {"V": None, "W": None}, LnsParams(window=2, step=2, time_limit=5.0))
+    assert result.starts == {"V": 0, "W": 3} and result.value == 9.0
 
 def test_deterministic_window_lns_gives_the_same_schedule_twice() -> None:
     inst = random_instance(30, 3)

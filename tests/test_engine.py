@@ -539,3 +539,21 @@ def test_the_view_reports_the_round_of_a_pending_arrival_and_its_scheduled_start
     e.advance()
     view = e.report_arrival("a", None)
     assert (view.reported_arrival, view.scheduled_start, view.state) == (1, 1, "SUBMITTED")
+
+
+def test_a_completion_reported_by_a_job_that_overload_then_removes_is_dropped_with_it() -> None:
+    # A (c=3) arrives at 0 or 1; B (c=2, worth 40 only if it completes at 1) is planned at 0 with E = 1/2.
+    # Both start at 0: 3 + 2 > 4, so B, the newest, is cancelled, and its reported completion goes with it.
+    p = small_platform(samples=400)
+    e = Engine(p)
+    e.submit("a", SoW.parse({"concurrency": 3, "value_steps": [[6, 40.0]],
+                             "outcomes": [[0, 2, 0.5], [1, 2, 0.5]]}, p))
+    e.submit("b", SoW.parse({"concurrency": 2, "value_steps": [[1, 40.0]], "outcomes": [[0, 1, 1.0]]}, p))
+    assert e.jobs["b"].plan.start_for(0, None) == 0
+    e.report_arrival("a", None)
+    e.report_arrival("b", None)
+    e.report_completion("b")
+    e.advance()
+    assert e.jobs["b"].state is JobState.CANCELLED
+    with pytest.raises(InvalidReport, match="job 'b' is CANCELLED and does not run in round 1"):
+        e.report_completion("b")

@@ -444,12 +444,23 @@ def test_list_jobs_pages_in_birth_order_and_filters_by_state(op: SchedulerClient
     ({"page_token": "\u00b2"}, "page_token='\u00b2' is not a token this server returned"),  # isdigit, not int: was INTERNAL
     ({"page_token": "\u0661"}, "page_token='\u0661' is not a token this server returned"),  # Arabic-Indic 1
     ({"page_token": "9" * 5000}, "page_token='9999.* is not a token this server returned"),  # int() refuses: was INTERNAL
+    ({"page_token": "1" + "0" * 19}, "page_token='1.* is not a token this server returned"),  # 20 digits: above 2^63
     ({"states": ("DONE",)}, r"states=\['DONE'\] are not job states \(SUBMITTED, WAITING"),
     ({"tenant": "nobody"}, "tenant='nobody' is not configured"),
 ])
 def test_list_jobs_rejects_bad_paging(op: SchedulerClient, kw: dict, match: str) -> None:
     with refused("INVALID_ARGUMENT", match):
         op.list_jobs_page(**kw)
+
+
+def test_paging_takes_the_bounds_it_names(op: SchedulerClient, acme: SchedulerClient) -> None:
+    for i in range(3):
+        acme.submit(f"j{i}", sow())
+    for call in (op.list_jobs_page, acme.invoice_page):
+        assert call(page_size=1000)[1] == ""  # the largest page
+        assert call(page_token=str(2**63 - 1))[1] == ""  # the largest seq SQLite holds (19 digits): past the end
+    assert [v.view.id for v in acme.list_jobs_page(tenant="acme", page_size=2)[0]] == ["j0", "j1"]  # itself
+    assert acme.invoice("acme").tenant == "acme"
 
 
 def test_a_tenant_lists_only_its_own_jobs(op: SchedulerClient, acme: SchedulerClient,

@@ -713,15 +713,19 @@ def test_wall_clock_needs_a_positive_round_length(tmp_path: Path) -> None:
 
 
 def test_an_unexpected_error_is_internal_without_its_details(srv: RunningServer, acme: SchedulerClient,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
     acme.submit("j1", sow())
 
     def broken(job_id: str) -> None:
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(srv.scheduler.engine, "view", broken)
-    with pytest.raises(RpcFailure, match=r"^INTERNAL: internal error: RuntimeError$"):
+    with caplog.at_level(logging.INFO, logger="sowsched.rpc"), \
+            pytest.raises(RpcFailure, match=r"^INTERNAL: internal error: RuntimeError$"):
         acme.get_job("j1")
+    lines = [getattr(r, "fields", {}) for r in caplog.records if r.name == "sowsched.rpc" and r.msg == "rpc"]
+    assert [(f["method"], f["code"]) for f in lines] == [("GetJob", "INTERNAL")]  # the log line and metrics' label
 
 
 def test_the_rpc_log_line_of_a_command_names_the_tenant_and_the_job(

@@ -6,13 +6,19 @@ import pytest
 
 from clients.workloads import make_workload
 from mechanism.offline import report
-from mechanism.offline.hindsight import HindsightInstance, OfflineResult
-from mechanism.offline.milp import LpBound
+from mechanism.offline.baselines import fcfs
+from mechanism.offline.cpsat import CpSatParams
+from mechanism.offline.greedy import density_greedy
+from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult
+from mechanism.offline.milp import LpBound, MilpParams
 from mechanism.offline.report import (
     OfflineConfig,
+    against_optimum,
     at_least_hint,
     calibration_bins,
+    calibration_pairs,
     evaluate,
+    hindsight_optimum,
     mechanism_schedule,
     ratio,
     solve_offline,
@@ -20,19 +26,23 @@ from mechanism.offline.report import (
     tighten_with_lp,
 )
 from mechanism.platform import Platform
-from mechanism.simulation import Workload, WorkloadJob, run_simulation
+from mechanism.simulation import JobRecord, SimulationResult, Workload, WorkloadJob, run_simulation
 from mechanism.sow import SoW
 from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE
 
 
 @pytest.mark.parametrize(("name", "load", "seed"), [("toy", 1.0, 0), ("overload", 0.4, 1), ("overload", 0.6, 2)])
 def test_offline_optimum_is_never_below_the_mechanism_welfare(name: str, load: float, seed: int) -> None:
-    row = evaluate(make_workload(name, seed=seed, load=load), load, seed, OfflineConfig(time_limit=2.0))
+    workload = make_workload(name, seed=seed, load=load)
+    row = evaluate(workload, load, seed, OfflineConfig(time_limit=2.0))
     assert row["offline_value"] >= row["welfare"] - 1e-9
     assert row["offline_bound"] >= row["offline_value"]
     assert row["offline_value"] >= row["fcfs_welfare"] - 1e-9
     assert row["offline_value"] >= row["reservation_welfare"] - 1e-9
     assert row["ratio"] is None or row["ratio"] >= 1.0 - 1e-12
+    assert row["ratio"] == ratio(row["offline_value"], row["welfare"])
+    assert row["ratio_bound"] == ratio(row["offline_bound"], row["welfare"])
+    assert row["fcfs_welfare"] == fcfs(HindsightInstance.from_realized(workload)).welfare
     assert set(row["series"]) == {"unit_price", "expected_usage", "running", "capacity", "evictions"}
     assert len(row["series"]["unit_price"]) == row["rounds"]
 
@@ -87,6 +97,80 @@ def test_solve_offline_falls_back_to_the_hint_and_the_lp_proves_it_optimal(monke
     assert result.bound == pytest.approx(HAND_OPTIMUM, rel=2e-6) and result.gap < 2e-6
 
 
+
+def test_a_solver_result_as_good_as_its_hint_is_kept_with_its_status() -> None:
+    proven = OfflineResult(HAND_OPTIMUM, HAND_OPTIMUM, 0.0, "optimal", 0.1, {"A": 2, "B": 0, "C": 1}, "cpsat")
+    assert at_least_hint(HAND, proven, HAND_SCHEDULE) is proven
+
+
+def test_a_better_hint_raises_a_bound_below_it_and_an_infeasible_hint_is_refused() -> None:
+    stale = OfflineResult(0.0, 10.0, 1.0, "unknown", 0.1, {j.id: None for j in HAND.jobs}, "cpsat")
+    result = at_least_hint(HAND, stale, HAND_SCHEDULE)
+    assert result.value == result.bound == HAND_OPTIMUM and result.gap == 0.0
+    with pytest.raises(ValueError, match="round 0 load=3 exceeds the bound capacity=2"):
+        at_least_hint(HAND, stale, {"A": 0, "B": 0, "C": None})
+
+
+def test_lp_bound_below_the_value_proves_it_optimal_without_lowering_the_bound_under_it() -> None:
+    result = OfflineResult(10.0, 30.0, 2 / 3, "feasible", 1.0, {}, "cpsat")
+    met = tighten_with_lp(result, LpBound(9.0, "optimal", 0.1))
+    assert met.status == "optimal" and met.bound == 10.0 and met.gap == 0.0
+
+
+def test_a_value_just_outside_the_lp_tolerance_is_not_proven_optimal() -> None:
+    # LP_TOLERANCE is 1e-6 relative: 5e-6 below the LP optimum is a real gap.
+    result = OfflineResult(1.0 - 5e-6, 30.0, 1.0, "feasible", 1.0, {}, "cpsat")
+    assert tighten_with_lp(result, LpBound(1.0, "optimal", 0.1)).status == "feasible"
+
+
+def test_against_optimum_gives_the_value_ratio_and_the_bound_ratio() -> None:
+    row = against_optimum(OfflineResult(10.0, 12.0, 1 / 6, "feasible", 1.0, {}, "cpsat"), 5.0)
+    assert (row["ratio"], row["ratio_bound"], row["status"]) == (2.0, 2.4, "feasible")
+
+
+def test_solve_offline_passes_hint_bound_model_and_deterministic_time_to_cpsat(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[CpSatParams] = []
+
+    def fake(instance: HindsightInstance, params: CpSatParams) -> OfflineResult:
+        seen.append(params)
+        return OfflineResult(0.0, 20.0, 1.0, "unknown", 0.1, {}, "cpsat")
+
+    monkeypatch.setattr(report, "solve_cpsat", fake)
+    solve_offline(HAND, HAND_SCHEDULE, OfflineConfig(time_limit=3.0, workers=2))
+    (params,) = seen
+    assert (params.time_limit, params.workers, params.hint, params.strategy, params.bound_model,
+            params.deterministic) == (3.0, 2, HAND_SCHEDULE, "two_phase", "indexed", True)
+
+
+def test_solve_offline_passes_the_hint_to_the_milp(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[MilpParams] = []
+
+    def fake(instance: HindsightInstance, params: MilpParams) -> OfflineResult:
+        seen.append(params)
+        return OfflineResult(0.0, 20.0, 1.0, "unknown", 0.1, {}, "highs-milp")
+
+    monkeypatch.setattr(report, "solve_milp", fake)
+    solve_offline(HAND, HAND_SCHEDULE, OfflineConfig(solver="milp", time_limit=3.0))
+    assert [(p.time_limit, p.hint) for p in seen] == [(3.0, HAND_SCHEDULE)]
+
+
+def test_hindsight_optimum_is_warm_started_with_the_best_candidate_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    # C = 1. Density greedy runs the denser "short" (3 per node-round) and blocks "long" (5 over 2 rounds): 3.
+    # The extra schedule running "long" is worth 5, the empty mechanism schedule 0: the hint must be the 5.
+    inst = HindsightInstance(1, (HindsightJob("short", 0, 0, 1, 1, ((1, 3.0),)),
+                                 HindsightJob("long", 0, 0, 2, 1, ((2, 5.0),))))
+    sim = SimulationResult(workload="none", platform=Platform(C=1, C_m=1, D_m=3, S_m=10, H=100.0))
+    hints: list[dict[str, int | None]] = []
+
+    def fake(instance: HindsightInstance, hint: dict[str, int | None], config: OfflineConfig) -> OfflineResult:
+        hints.append(hint)
+        return OfflineResult(0.0, 0.0, 0.0, "optimal", 0.0, {}, "cpsat")
+
+    monkeypatch.setattr(report, "solve_offline", fake)
+    assert inst.schedule_value(density_greedy(inst)) == 3.0
+    hindsight_optimum(inst, sim, OfflineConfig(), {"short": None, "long": 0})
+    assert hints == [{"short": None, "long": 0}]
+
 def test_lp_bound_tightens_a_looser_solver_bound_but_never_below_the_value() -> None:
     loose = OfflineResult(10.0, 30.0, 2 / 3, "feasible", 1.0, {}, "cpsat")
     tight = tighten_with_lp(loose, LpBound(12.0, "optimal", 0.1))
@@ -110,6 +194,17 @@ def test_competitive_ratio_is_ratio_of_means_not_mean_of_ratios() -> None:
     (s,) = summarize(rows)
     assert s["competitive_ratio"] == pytest.approx(60.0 / 40.0)
     assert s["welfare"] == 20.0 and s["offline"] == 30.0 and s["optimal"] == 2 and s["seeds"] == 2
+    assert s["welfare_std"] == pytest.approx(10.0)  # population spread of 10 and 30
+
+
+def test_competitive_ratio_bound_uses_the_mean_offline_bound_and_only_proven_optima_count() -> None:
+    rows = [{"load": 1.0, "welfare": 10.0, "revenue": 0.0, "offline_value": 20.0, "offline_bound": b,
+             "offline_status": st, "ratio": 2.0, "fcfs_welfare": 0.0, "reservation_welfare": 0.0}
+            for b, st in ((20.0, "optimal"), (30.0, "feasible"))]
+    (s,) = summarize(rows)
+    assert s["competitive_ratio"] == pytest.approx(2.0)
+    assert s["offline_bound"] == pytest.approx(25.0) and s["competitive_ratio_bound"] == pytest.approx(2.5)
+    assert s["optimal"] == 1
 
 
 def test_ratio_is_undefined_when_the_mechanism_earns_nothing() -> None:
@@ -136,6 +231,21 @@ def test_calibration_bins_count_estimates_and_realized_failures() -> None:
     with pytest.raises(ValueError, match="bins=0 is below the bound 1"):
         calibration_bins(pairs, bins=0)
 
+
+
+def test_calibration_pairs_keep_started_jobs_that_completed_or_failed_with_their_raw_estimate() -> None:
+    def record(job_id: str, state: str, start: int | None, failure: float | None,
+               raw: float | None) -> JobRecord:
+        return JobRecord(job_id, 0, 1, state, start, 1, 0.0, 0.0, failure, raw)
+
+    sim = SimulationResult(workload="none", platform=Platform(C=1, C_m=1, D_m=3, S_m=10, H=100.0), jobs=[
+        record("done", "completed", 0, 0.1, 0.05),
+        record("evicted", "evicted", 1, 0.2, None),  # no raw estimate: the announced one stands in
+        record("cancelled", "cancelled", 2, 0.3, 0.4),
+        record("never", "rejected", None, 0.5, 0.5),
+        record("no-estimate", "completed", 3, None, None),
+    ])
+    assert calibration_pairs(sim) == [[0.1, 0.05, 0.0], [0.2, 0.2, 1.0], [0.3, 0.4, 1.0]]
 
 @pytest.mark.parametrize(("kw", "match"), [
     ({"solver": "gurobi"}, "solver='gurobi' is not one of cpsat, milp"),

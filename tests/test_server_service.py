@@ -733,10 +733,13 @@ def test_the_rpc_log_line_of_a_command_names_the_tenant_and_the_job(
     acme.submit("j1", sow())
     with caplog.at_level(logging.INFO, logger="sowsched.rpc"):
         caplog.clear()  # the submit's line, when an earlier test left the rpc logger at info
+        started = time.perf_counter()
         op.report_arrival("j1", tenant="acme", request_id="arr")
+        took_ms = 1000 * (time.perf_counter() - started)
     fields = [getattr(r, "fields", {}) for r in caplog.records if r.name == "sowsched.rpc"]
     assert [(f["method"], f["caller"], f["tenant"], f["job_id"], f["request_id"]) for f in fields] == [
         ("ReportArrival", "operator", "acme", "j1", "arr")]
+    assert 0 <= fields[0]["writer_ms"] <= fields[0]["ms"] <= took_ms  # the server's share of the call's time
 
 
 def test_a_submission_beyond_the_tenants_max_active_jobs_is_resource_exhausted(tmp_path: Path) -> None:

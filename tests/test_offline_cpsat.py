@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
+from mechanism.offline import cpsat
 from mechanism.offline.brute import solve_brute
 from mechanism.offline.cpsat import (
     MAX_SCALED_WEIGHT,
@@ -14,6 +15,7 @@ from mechanism.offline.cpsat import (
     CpSatParams,
     Model,
     Strategy,
+    add_hint,
     auto_scale,
     build,
     build_indexed,
@@ -21,6 +23,7 @@ from mechanism.offline.cpsat import (
     shifted_hint,
     solve_cpsat,
     solve_model,
+    trivial_bound,
 )
 from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult
 from mechanism.offline.instances import random_instance
@@ -156,6 +159,74 @@ def test_indexed_objective_weight_counts_every_start_of_a_job() -> None:
     assert sum(abs(c) for c in built.model.proto.objective.coeffs) <= MAX_SCALED_WEIGHT
     result = solve_model(inst, CpSatParams(time_limit=10.0, workers=1), "indexed")
     assert result.optimal and result.value == pytest.approx(1e13 + 1.1234567)
+
+
+def test_cpsat_bound_covers_the_true_optimum_when_coarse_rounding_misleads_the_model() -> None:
+    # value_scale 1: three 1-node jobs worth 1.4 (rounded to 1 each) against one 3-node job worth 3.5 (rounded to
+    # 4), all only at round 0 on C = 3. The rounded model runs the 3.5; the true optimum is 4.2, and the bound
+    # (the model's 4 plus the rounding slack 3 * 0.4 + 0.5) must cover it.
+    inst = HindsightInstance(3, (*(HindsightJob(f"s{i}", 0, 0, 1, 1, ((1, 1.4),)) for i in range(3)),
+                                 HindsightJob("big", 0, 0, 1, 3, ((1, 3.5),))))
+    result = solve_model(inst, CpSatParams(time_limit=5.0, workers=1, value_scale=1.0), "plain")
+    assert result.value == 3.5 and result.bound == pytest.approx(5.7)
+    assert result.bound >= solve_brute(inst).value == pytest.approx(4.2)
+
+
+def test_cpsat_bound_never_exceeds_the_trivial_bound() -> None:
+    # 1.5 rounds to 2 at value_scale 1, so the model's bound plus slack is 2.5; no schedule beats the value 1.5.
+    inst = HindsightInstance(1, (HindsightJob("x", 0, 0, 1, 1, ((1, 1.5),)),))
+    result = solve_model(inst, CpSatParams(time_limit=5.0, workers=1, value_scale=1.0), "plain")
+    assert (result.value, result.bound, result.gap) == (1.5, 1.5, 0.0)
+    assert trivial_bound(HAND) == 10.0 + 8.0 + 3.0  # each job's best reachable value
+
+
+def test_cpsat_bound_is_never_below_its_value_even_by_a_rounding_error() -> None:
+    # 0.1 + 0.2 summed in floating point is 0.30000000000000004, above the model's 3 / 10.
+    inst = HindsightInstance(2, (HindsightJob("x", 0, 0, 1, 1, ((1, 0.1),)),
+                                 HindsightJob("y", 0, 0, 1, 1, ((1, 0.2),))))
+    result = solve_model(inst, CpSatParams(time_limit=5.0, workers=1), "plain")
+    assert result.optimal and result.value == 0.1 + 0.2
+    assert result.bound >= result.value
+
+
+def test_cpsat_stopped_with_a_schedule_is_feasible_not_optimal() -> None:
+    # Deterministic time 0.05 on 200 jobs: a schedule, far from the bound, and not claimed optimal.
+    inst = random_instance(200, 5)
+    result = solve_model(inst, CpSatParams(time_limit=0.05, workers=1, deterministic=True), "plain")
+    assert result.status == "feasible" and result.gap > 0.1
+    inst.check_schedule(result.starts)
+
+
+def test_two_phase_hints_its_second_phase_with_the_first_phase_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, CpSatParams, OfflineResult]] = []
+
+    def recording(instance: HindsightInstance, params: CpSatParams, model: Model) -> OfflineResult:
+        result = solve_model(instance, params, model)
+        calls.append((model, params, result))
+        return result
+
+    monkeypatch.setattr(cpsat, "solve_model", recording)
+    inst = random_instance(200, 5)
+    solve_cpsat(inst, CpSatParams(time_limit=0.2, workers=1, deterministic=True, bound_model="indexed"))
+    (plain, first_params, first), (indexed, second_params, _) = calls
+    assert (plain, indexed) == ("plain", "indexed") and first.status == "feasible"
+    assert first_params.time_limit == pytest.approx(0.2 * 0.3) and second_params.time_limit == pytest.approx(0.2 * 0.7)
+    assert second_params.hint == first.starts
+
+
+def test_add_hint_hints_the_schedule_and_reads_an_unusable_start_as_not_run() -> None:
+    built = build(HAND, time_indexed=True)
+    add_hint(built, {"A": 2, "B": 0, "C": 99})
+    hint = dict(zip(built.model.proto.solution_hint.vars, built.model.proto.solution_hint.values, strict=True))
+
+    def hinted(var: cp_model.IntVar) -> int:
+        return hint[var.index]
+
+    assert [hinted(built.at["A"][s]) for s in (0, 1, 2)] == [0, 0, 1]
+    assert (hinted(built.run["A"]), hinted(built.start["A"])) == (1, 2)
+    assert (hinted(built.run["B"]), hinted(built.at["B"][0])) == (1, 1)
+    # C's start 99 earns nothing: C is hinted as not run, at its arrival.
+    assert (hinted(built.run["C"]), hinted(built.start["C"]), hinted(built.at["C"][1])) == (0, 1, 0)
 
 def test_cpsat_under_a_tiny_time_limit_reports_its_gap_honestly() -> None:
     inst = random_instance(400, 3)

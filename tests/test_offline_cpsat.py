@@ -214,6 +214,18 @@ def test_two_phase_hints_its_second_phase_with_the_first_phase_schedule(monkeypa
     assert second_params.hint == first.starts
 
 
+def test_two_phase_leaves_the_lns_share_out_of_the_second_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    limits: list[float] = []
+
+    def recording(instance: HindsightInstance, params: CpSatParams, model: Model) -> OfflineResult:
+        limits.append(params.time_limit)
+        return solve_model(instance, params, model)
+
+    monkeypatch.setattr(cpsat, "solve_model", recording)
+    solve_cpsat(random_instance(200, 5), CpSatParams(time_limit=0.2, workers=1, deterministic=True, lns_share=0.2))
+    assert limits == pytest.approx([0.2 * 0.3, 0.2 * (1.0 - 0.3 - 0.2)])
+
+
 def test_add_hint_hints_the_schedule_and_reads_an_unusable_start_as_not_run() -> None:
     built = build(HAND, time_indexed=True)
     add_hint(built, {"A": 2, "B": 0, "C": 99})

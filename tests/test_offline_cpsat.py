@@ -226,6 +226,15 @@ def test_two_phase_leaves_the_lns_share_out_of_the_second_phase(monkeypatch: pyt
     assert limits == pytest.approx([0.2 * 0.3, 0.2 * (1.0 - 0.3 - 0.2)])
 
 
+def test_two_phase_without_a_plain_schedule_runs_no_lns_and_claims_no_schedule() -> None:
+    # Deterministic time 0.05 on 400 jobs: neither phase finds a schedule; window LNS must not start from the
+    # empty stand-in, so the result is "unknown" with value 0 and nothing run.
+    inst = random_instance(400, 3)
+    result = solve_cpsat(inst, CpSatParams(time_limit=0.05, workers=1, deterministic=True, lns_share=0.3))
+    assert result.status == "unknown" and result.value == 0.0
+    assert all(s is None for s in result.starts.values())
+
+
 def test_add_hint_hints_the_schedule_and_reads_an_unusable_start_as_not_run() -> None:
     built = build(HAND, time_indexed=True)
     add_hint(built, {"A": 2, "B": 0, "C": 99})

@@ -221,3 +221,15 @@ def test_equal_sows_compare_equal_once_their_cached_tables_are_built() -> None:
     c = SoW.parse({"concurrency": 2, "value_steps": [[6, 5.0]], "outcomes": [[0, 2, 0.5], [1, 3, 0.5]]}, P)
     c.table  # noqa: B018
     assert a != c
+
+
+def test_a_sow_at_every_bound_is_accepted() -> None:
+    # concurrency = C_m, first k = 1, last k = S_m, first v = H, last v = 1, duration = D_m, arrival = S_m - 1
+    s = SoW.parse(sow(concurrency=4, value_steps=[[1, 100.0], [10, 1.0]], outcomes=[[9, 5, 0.5], [0, 1, 0.5]]), P)
+    assert (s.concurrency, s.value_steps, s.table.groups) == (4, ((1, 100.0), (10, 1.0)), ((0, None), (9, None)))
+
+
+def test_probabilities_may_miss_1_by_the_tolerance_and_no_more() -> None:
+    assert len(SoW.parse(sow(outcomes=[[0, 2, 0.5], [1, 3, 0.5 + 0.5e-9]]), P).outcomes) == 2
+    with pytest.raises(ValidationError, match=r"sum to 1\.0000000015\d*, not 1 \(tolerance 1e-09\)"):
+        SoW.parse(sow(outcomes=[[0, 2, 0.5], [1, 3, 0.5 + 1.5e-9]]), P)

@@ -34,7 +34,7 @@ from server.scheduler import (
     body_hash,
 )
 from server.service import encode_reply, legacy_replies
-from server.store import CommandStore
+from server.store import CommandStore, StoreError
 from tests.conftest import random_sow, small_platform
 from tests.grpc_support import FailingCommit
 
@@ -380,6 +380,8 @@ def test_a_retry_of_a_report_logged_by_the_previous_build_gets_its_logged_reply(
         sched.execute("operator", "r3", "complete", {"job_id": "h", "tenant": "operator"})  # another job
     with pytest.raises(Refused, match="request_id='r2' was already used for a different arrive request"):
         sched.execute("globex", "r2", "arrive", {"job_id": "g", "tenant": "globex", "signal": "1"})  # another signal
+    with pytest.raises(Refused, match="request_id='r3' was already used for a different complete request"):
+        sched.execute("operator", "r3", "complete", {"job_id": "g", "tenant": "globex"})  # naming another namespace
     assert sched.store.count() == 5
     sched.close()
 
@@ -528,3 +530,10 @@ def test_a_snapshot_that_fails_in_any_way_never_fails_the_committed_command(tmp_
     ack = sched.execute("acme", "r0", "submit", _submit("j0"))
     assert not ack.replayed and sched.store.count() == 1 and sched.execute("operator", None, "advance", {})
     sched.close()
+
+
+def test_a_command_of_an_unknown_kind_is_a_store_error_and_changes_nothing() -> None:
+    engine = Engine(PLATFORM)
+    with pytest.raises(StoreError, match="command kind='cancel' is unknown"):
+        apply_command(engine, "cancel", {"job_id": "j", "tenant": "acme"})
+    assert engine.now == 0 and not engine.jobs

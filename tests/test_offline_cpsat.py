@@ -283,6 +283,15 @@ def test_combine_keeps_the_better_schedule_and_the_tighter_bound() -> None:
     assert combine(unknown, unknown).status == "unknown"
 
 
+def test_combine_never_reports_a_bound_below_the_better_value() -> None:
+    # b solved a model fixed to schedules worth more than a's 10 and proved its best is 5 (bound 8): the
+    # optimum is a's 10, and so is the bound.
+    a = OfflineResult(10.0, 30.0, 2 / 3, "feasible", 1.0, {"x": 1}, "cpsat")
+    b = OfflineResult(5.0, 8.0, 3 / 8, "optimal", 1.0, {"x": 2}, "cpsat")
+    both = combine(a, b)
+    assert (both.value, both.bound, both.gap, both.status, both.starts) == (10.0, 10.0, 0.0, "optimal", {"x": 1})
+
+
 def test_cpsat_with_the_optimal_hint_still_proves_the_optimum() -> None:
     result = solve_cpsat(HAND, CpSatParams(time_limit=10.0, workers=1, hint=HAND_SCHEDULE))
     assert result.status == "optimal" and result.value == HAND_OPTIMUM

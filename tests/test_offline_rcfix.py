@@ -10,14 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mechanism.offline import cpsat, rcfix
 from mechanism.offline.brute import solve_brute
 from mechanism.offline.cpsat import CpSatParams, Model, solve_cpsat, solve_fixed
 from mechanism.offline.greedy import density_greedy
-from mechanism.offline.hindsight import HindsightInstance
+from mechanism.offline.hindsight import HindsightInstance, OfflineResult
 from mechanism.offline.instances import random_instance
 from mechanism.offline.milp import build, lp_bound
-from mechanism.offline.rcfix import Fixing, fix, lp_prices, price, split_jobs
-from tests.offline_cases import HAND, HAND_OPTIMUM, TINY, enumerable
+from mechanism.offline.rcfix import Fixing, LpPrices, fix, lp_prices, price, split_jobs
+from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY, enumerable
 
 FAST = CpSatParams(time_limit=10.0, workers=1)
 
@@ -155,6 +156,52 @@ def test_two_phase_with_rc_fixing_proves_the_brute_force_optimum(seed: int, n: i
     assert result.bound >= exact.value - 1e-6
     inst.check_schedule(result.starts)
 
+
+
+@pytest.mark.parametrize("model", ["channel", "indexed"])
+def test_solve_fixed_obeys_a_hand_made_fixing(model: Model) -> None:
+    def fixing(zero: set[tuple[str, int]], one: set[tuple[str, int]]) -> Fixing:
+        return Fixing(incumbent=0.0, bound=16.0, zero=frozenset(zero), one=frozenset(one), columns=5,
+                      max_reduced_cost=5.0)
+
+    # A@0 forced: it fills rounds 0 and 1, so B and C cannot run: 10. B@0 forbidden: A@0 alone is best: 10.
+    forced = solve_fixed(HAND, FAST, model, fixing(set(), {("A", 0)}))
+    assert forced is not None and forced.value == 10.0 and forced.starts == {"A": 0, "B": None, "C": None}
+    barred = solve_fixed(HAND, FAST, model, fixing({("B", 0)}, set()))
+    assert barred is not None and barred.value == 10.0 and barred.starts["B"] is None
+    # The fixing at L = 13 (A@1 to 0, B@0 to 1) keeps the optimum 16.
+    kept = solve_fixed(HAND, FAST, model, fix(lp_prices(HAND), 13.0))
+    assert kept is not None and kept.value == HAND_OPTIMUM
+    # A@0 and B@0 together overload round 0: no schedule at all.
+    assert solve_fixed(HAND, FAST, model, fixing(set(), {("A", 0), ("B", 0)})) is None
+
+
+def test_rc_fixing_phase_fixes_at_the_plain_value_and_finds_the_better_schedule(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The plain phase stops at B@0 + A@2 (13, not proven); fixing at 13 keeps the optimum 16.
+    plain = OfflineResult(13.0, 21.0, 8 / 21, "feasible", 0.1, {"A": 2, "B": 0, "C": None}, "cpsat")
+    incumbents: list[float] = []
+    real_fix = rcfix.fix
+
+    def recording_fix(prices: LpPrices, incumbent: float) -> Fixing:
+        incumbents.append(incumbent)
+        return real_fix(prices, incumbent)
+
+    monkeypatch.setattr(cpsat, "solve_model", lambda *a, **k: plain)
+    monkeypatch.setattr(rcfix, "fix", recording_fix)
+    result = solve_cpsat(HAND, CpSatParams(time_limit=10.0, workers=1, rc_fixing=True))
+    assert incumbents == [13.0]
+    assert result.optimal and result.value == HAND_OPTIMUM and result.starts == HAND_SCHEDULE
+
+
+def test_rc_fixing_phase_without_a_better_schedule_proves_the_plain_one_optimal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = OfflineResult(HAND_OPTIMUM, 21.0, 5 / 21, "feasible", 0.1, dict(HAND_SCHEDULE), "cpsat")
+    monkeypatch.setattr(cpsat, "solve_model", lambda *a, **k: plain)
+    monkeypatch.setattr(cpsat, "solve_fixed", lambda *a, **k: None)
+    result = solve_cpsat(HAND, CpSatParams(time_limit=10.0, workers=1, rc_fixing=True))
+    assert (result.status, result.value, result.bound, result.gap) == ("optimal", HAND_OPTIMUM, HAND_OPTIMUM, 0.0)
+    assert result.starts == HAND_SCHEDULE
 
 def test_lp_prices_of_an_instance_without_valuable_starts_are_empty() -> None:
     inst = random_instance(0, 1, TINY)

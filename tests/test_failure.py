@@ -201,3 +201,31 @@ def test_draws_for_small_and_large_supports_match_the_literal_procedure(outcomes
     est = mc(p, rs).estimates(2)
     for s, d in ((0, 1), (2, 3), (5, 4)):
         assert est[s, d - 1] == literal_failure(p, 3, rs, 2, s, d, p.sample_count)
+
+
+def one_outcome(job: int, c: int, start: int, length: int) -> Residual:
+    return Residual(job=job, concurrency=c, start=np.array([start]), length=np.array([length]),
+                    probability=np.array([1.0]))
+
+
+def test_settle_applies_pending_jobs_once_on_crowded_rows_and_reports_whether_it_worked() -> None:
+    # C = 4, C_m = 3: a row is crowded when its bound exceeds C - C_m = 1. The earlier job puts 2 on every row.
+    p = small_platform(C=4, samples=50)
+    oracle = mc(p, [one_outcome(0, 2, 0, 1)], round_=0)
+    assert oracle.settle() is False  # no paths yet
+    before = oracle.estimates(1)
+    assert oracle.settle() is False  # built, nothing appended
+    oracle.append(one_outcome(1, 1, 0, 1))  # bound 3 > 1 on every row: crowded
+    assert oracle.settle() is True
+    assert oracle.settle() is False  # nothing left pending
+    assert oracle.estimates(1)[0, 0] == 0.0 and before[0, 0] == 0.0  # 2 + 1 + 1 = 4 still fits round 0
+    assert oracle.estimates(2)[0, 0] == 1.0  # 2 + 1 + 2 = 5 does not
+
+
+def test_settle_leaves_roomy_rows_pending() -> None:
+    p = small_platform(C=40, samples=50, C_m=3)
+    oracle = mc(p, [one_outcome(0, 2, 0, 1)], round_=0)
+    oracle.estimates(1)
+    oracle.append(one_outcome(1, 1, 0, 1))  # bound 3 <= C - C_m = 37: nothing could matter yet
+    assert oracle.settle() is False
+    assert oracle.estimates(3)[0, 0] == 0.0

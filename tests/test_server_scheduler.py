@@ -21,6 +21,7 @@ from mechanism.engine import DuplicateJob, Engine, EngineError, UnknownJob
 from server import namespace
 from server.config import ServerConfig
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
+from server.metrics import Observer
 from server.scheduler import (
     CLOCK,
     Acknowledged,
@@ -537,3 +538,21 @@ def test_a_command_of_an_unknown_kind_is_a_store_error_and_changes_nothing() -> 
     with pytest.raises(StoreError, match="command kind='cancel' is unknown"):
         apply_command(engine, "cancel", {"job_id": "j", "tenant": "acme"})
     assert engine.now == 0 and not engine.jobs
+
+
+def test_between_batches_the_settler_does_the_oracle_work_a_crowded_round_left(tmp_path: Path) -> None:
+    # C = 6, C_m = 3: once admitted jobs put more than 3 nodes on the sampled paths, the next quote has work to start
+    # with; the settler does it while the replies are on the wire (and a quote that finds it undone does it first)
+    settled = threading.Event()
+
+    class Recorder(Observer):
+        def settle(self, seconds: float) -> None:
+            settled.set()
+
+    sched = DurableScheduler(CONFIG, CommandStore(tmp_path / "s.db", CONFIG.identity()), encode_reply,
+                             metrics=Recorder())
+    crowding = {"concurrency": 2, "value_steps": [[2, 40.0]], "outcomes": [[0, 1, 1.0]]}
+    for i in range(3):
+        sched.execute("acme", None, "submit", {"job_id": f"j{i}", "tenant": "acme", "sow": crowding})
+    assert settled.wait(10)
+    sched.close()

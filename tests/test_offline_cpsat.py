@@ -283,6 +283,31 @@ def test_combine_keeps_the_better_schedule_and_the_tighter_bound() -> None:
     assert combine(unknown, unknown).status == "unknown"
 
 
+def test_combine_of_an_unknown_and_a_feasible_result_is_feasible() -> None:
+    unknown = OfflineResult(0.0, 30.0, 1.0, "unknown", 1.0, {"x": None}, "cpsat")
+    found = OfflineResult(8.0, 12.0, 1 / 3, "feasible", 2.0, {"x": 2}, "cpsat")
+    assert combine(unknown, found).status == "feasible" and combine(found, unknown).status == "feasible"
+
+
+def test_two_phase_with_left_shift_builds_its_plain_phase_without_the_dominance() -> None:
+    result = solve_cpsat(HAND, CpSatParams(time_limit=10.0, workers=1, left_shift=True))
+    assert result.optimal and result.value == HAND_OPTIMUM
+
+
+def test_left_shift_hints_the_left_shifted_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    hints: list[dict[str, int | None]] = []
+    real_add_hint = cpsat.add_hint
+
+    def recording(built: cpsat.CpSatModel, hint: dict[str, int | None]) -> None:
+        hints.append(dict(hint))
+        real_add_hint(built, hint)
+
+    monkeypatch.setattr(cpsat, "add_hint", recording)
+    late = {"A": None, "B": 3, "C": None}  # B three rounds after its arrival: left-shifted to 0
+    solve_model(HAND, CpSatParams(time_limit=10.0, workers=1, left_shift=True, hint=late), "channel")
+    assert hints == [{"A": None, "B": 0, "C": None}]
+
+
 def test_combine_never_reports_a_bound_below_the_better_value() -> None:
     # b solved a model fixed to schedules worth more than a's 10 and proved its best is 5 (bound 8): the
     # optimum is a's 10, and so is the bound.

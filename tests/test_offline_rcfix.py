@@ -214,10 +214,12 @@ def test_bound_with_optimal_duals_is_the_lp_bound_on_a_benchmark_sized_instance(
     assert lp_prices(inst).bound == pytest.approx(lp_bound(inst).bound, rel=1e-7)
 
 
-def test_negative_prices_are_refused_naming_the_bound() -> None:
+def test_negative_or_infinite_prices_are_refused_naming_the_bound() -> None:
     model = build(HAND)
     with pytest.raises(ValueError, match=r"y has min=-1.0, below the bound 0"):
         price(model, np.zeros(model.n_cols), np.full(model.n_rows, -1.0))
+    with pytest.raises(ValueError, match=r"y has min=inf, below the bound 0 \(or not finite\)"):
+        price(model, np.zeros(model.n_cols), np.full(model.n_rows, np.inf))
 
 
 def test_prices_of_the_wrong_length_are_refused() -> None:

@@ -94,7 +94,7 @@ def test_a_snapshot_from_other_code_is_ignored(tmp_path: Path) -> None:
     assert again.snapshot_seq >= again.log_seq - 1
 
 
-@pytest.mark.parametrize("damage", ["bytes", "digest"])
+@pytest.mark.parametrize("damage", ["bytes", "digest", "seq", "marks"])
 def test_a_damaged_snapshot_falls_back_to_the_older_one_or_the_log(tmp_path: Path, damage: str) -> None:
     sched = open_with(tmp_path / "s.db", 2)
     run(sched, 6, 30)
@@ -102,6 +102,13 @@ def test_a_damaged_snapshot_falls_back_to_the_older_one_or_the_log(tmp_path: Pat
     newest, older = sched.store.snapshots()
     bad = Snapshot(newest.seq, newest.code, newest.digest, b"not a pickle") if damage == "bytes" else \
         Snapshot(newest.seq, newest.code, "0" * 64, newest.state)
+    if damage == "seq":  # the older state under the newest seq: its own digest, but not the state after that seq
+        bad = Snapshot(newest.seq, newest.code, older.digest, older.state)
+    if damage == "marks":  # the newest state claiming the older one's history marks
+        state, older_marks = snapshot.load(newest.state), snapshot.load(older.state).marks
+        assert state.marks != older_marks
+        state.marks = older_marks
+        bad = Snapshot(newest.seq, newest.code, newest.digest, snapshot.dump(state))
     sched.store.save_snapshot(bad)
     sched.close()
     again = open_with(tmp_path / "s.db", 2)

@@ -229,3 +229,35 @@ def test_settle_leaves_roomy_rows_pending() -> None:
     oracle.append(one_outcome(1, 1, 0, 1))  # bound 3 <= C - C_m = 37: nothing could matter yet
     assert oracle.settle() is False
     assert oracle.estimates(3)[0, 0] == 0.0
+
+
+def test_settling_after_a_query_materialised_only_some_rows_equals_a_rebuilt_oracle() -> None:
+    # The earlier job (c = 2) runs in round 0 in about a tenth of the samples. After appending A (c = 1), those
+    # rows alone are crowded (bound 3 > C - C_m = 1), too few to settle, so asking for c = 2 materialises A on
+    # them only (bound 3 > room 2); the others keep A pending. Appending B (c = 1) crowds every row, so settle
+    # must apply what each row lacks: only B, or A and B.
+    p = small_platform(C=4, samples=200)
+    earlier = Residual(job=0, concurrency=2, start=np.array([0, -1]), length=np.array([1, 1]),
+                       probability=np.array([0.1, 0.9]))
+    a, b = one_outcome(1, 1, 0, 1), one_outcome(2, 1, 0, 1)
+    oracle = mc(p, [earlier], round_=0)
+    oracle.estimates(1)
+    oracle.append(a)
+    oracle.estimates(2)
+    assert 0 < int((oracle._applied == 1).sum()) < p.sample_count  # a mixed state: some rows have A, some not
+    oracle.append(b)
+    assert oracle.settle() is True
+    rebuilt = mc(p, [earlier, a, b], round_=0)
+    for c in (1, 2, 3):
+        assert np.array_equal(oracle.estimates(c), rebuilt.estimates(c))
+    assert oracle.estimates(3)[0, 0] == 1.0  # 1 + 1 + 3 > 4 in every sample
+
+
+def test_a_row_whose_bound_leaves_room_for_the_widest_job_is_not_crowded() -> None:
+    # Bound C - C_m = 1: even a job of concurrency C_m = 3 fits (1 + 3 = 4), so no query can need the row.
+    p = small_platform(C=4, samples=50)
+    oracle = mc(p, [], round_=0)
+    oracle.estimates(1)
+    oracle.append(one_outcome(0, 1, 0, 1))
+    assert oracle.settle() is False
+    assert oracle.estimates(3)[0, 0] == 0.0 and oracle.estimates(3)[0, 1] == 0.0

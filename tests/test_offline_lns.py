@@ -88,6 +88,14 @@ def test_the_first_and_the_last_window_of_the_horizon_are_solved() -> None:
     result = improve(inst, {"V": None, "W": None}, LnsParams(window=2, step=2, time_limit=5.0))
     assert result.starts == {"V": 0, "W": 3} and result.value == 9.0
 
+
+def test_a_window_gets_at_most_the_time_left_of_the_limit() -> None:
+    # One window over all 200 jobs may take 1 unit of deterministic time, but only 0.05 are left of the limit.
+    inst = random_instance(200, 5)
+    params = LnsParams(window=1000, step=1000, window_time=1.0, time_limit=0.05, deterministic=True)
+    result = improve(inst, density_greedy(inst), params)
+    assert result.windows == 1 and result.seconds <= 0.05 * 1.2
+
 def test_deterministic_window_lns_gives_the_same_schedule_twice() -> None:
     inst = random_instance(30, 3)
     params = LnsParams(window=20, step=10, window_time=0.5, time_limit=3.0, deterministic=True)

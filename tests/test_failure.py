@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -261,3 +263,19 @@ def test_a_row_whose_bound_leaves_room_for_the_widest_job_is_not_crowded() -> No
     oracle.append(one_outcome(0, 1, 0, 1))
     assert oracle.settle() is False
     assert oracle.estimates(3)[0, 0] == 0.0 and oracle.estimates(3)[0, 1] == 0.0
+
+
+@pytest.mark.parametrize("pickled", [False, True])
+def test_jobs_appended_before_the_paths_exist_are_pending_on_every_row(pickled: bool) -> None:
+    # A (c = 2) is appended before any query (or the paths are dropped by pickling, as a snapshot does); it runs
+    # at offset 0 in every sample, so a job of concurrency 3 starting there fails: 2 + 3 > 4.
+    p = small_platform(C=4, samples=50)
+    oracle = mc(p, [], round_=0)
+    if pickled:
+        oracle.estimates(1)
+    oracle.append(one_outcome(0, 2, 0, 1))
+    if pickled:
+        oracle = pickle.loads(pickle.dumps(oracle))
+    est = oracle.estimates(3)
+    assert est[0, 0] == 1.0 and est[1, 0] == 0.0  # round 0 is full, round 1 is free
+    assert np.array_equal(est, mc(p, [one_outcome(0, 2, 0, 1)], round_=0).estimates(3))

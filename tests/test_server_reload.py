@@ -104,9 +104,10 @@ def test_a_changed_limit_applies_to_the_next_submission_both_ways(tmp_path: Path
         assert acme.status().own_active_jobs == 2
 
 
+@pytest.mark.parametrize("every", [0, 1])  # its jobs held in memory, or its ended ones in the archive
 def test_a_removed_tenant_loses_its_token_but_the_operator_still_reads_and_reports_on_its_jobs(
-        tmp_path: Path) -> None:
-    with running(tmp_path / "log.db", snapshot_every=1) as srv:
+        tmp_path: Path, every: int) -> None:
+    with running(tmp_path / "log.db", snapshot_every=every) as srv:
         globex, op = client(srv, GLOBEX), client(srv, OP)
         globex.submit("done", sow(outcomes=[[0, 2, 1.0]]))
         globex.submit("open", sow(outcomes=[[3, 1, 1.0]]))

@@ -805,3 +805,10 @@ def test_a_graceful_stop_ends_a_following_stream_at_once_with_unavailable_and_wh
         events.extend(stream)
     assert info.value.code() is grpc.StatusCode.UNAVAILABLE
     assert info.value.details() == f"the server is shutting down; resume from_seq={len(events)}"
+
+
+def test_the_operator_names_its_own_namespace_before_it_owns_any_job(op: SchedulerClient) -> None:
+    with refused("NOT_FOUND", "'operator/x'"):  # not "tenant='operator' is not configured"
+        op.get_job("x", tenant="operator")
+    with refused("NOT_FOUND", "'operator/x'"):
+        op.report_arrival("x", tenant="operator")

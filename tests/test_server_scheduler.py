@@ -556,3 +556,12 @@ def test_between_batches_the_settler_does_the_oracle_work_a_crowded_round_left(t
         sched.execute("acme", None, "submit", {"job_id": f"j{i}", "tenant": "acme", "sow": crowding})
     assert settled.wait(10)
     sched.close()
+
+
+def test_an_empty_request_id_is_no_request_id_and_never_answers_a_retry(tmp_path: Path) -> None:
+    sched = open_scheduler(tmp_path / "s.db")
+    first = sched.execute("acme", "", "submit", _submit("a"))
+    second = sched.execute("acme", "", "submit", _submit("b"))
+    assert not first.replayed and not second.replayed and sched.log_seq == 2
+    assert [c.request_id for c in sched.store.commands()] == [None, None]
+    sched.close()

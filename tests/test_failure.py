@@ -279,3 +279,27 @@ def test_jobs_appended_before_the_paths_exist_are_pending_on_every_row(pickled: 
     est = oracle.estimates(3)
     assert est[0, 0] == 1.0 and est[1, 0] == 0.0  # round 0 is full, round 1 is free
     assert np.array_equal(est, mc(p, [one_outcome(0, 2, 0, 1)], round_=0).estimates(3))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_oracle_reset_for_a_new_round_equals_a_fresh_one(seed: int) -> None:
+    # One oracle serves every round (the engine keeps it): after a round with queries, appends and settling,
+    # reset must forget that round's paths and appended jobs entirely.
+    p = small_platform(C=4, samples=300, seed=seed)
+    rng = np.random.default_rng(seed)
+    reused = mc(p, random_residuals(rng, p, 3), round_=3)
+    for c in (1, 3, 2):
+        reused.estimates(c)
+        reused.append(random_residuals(rng, p, 1)[0])
+    reused.settle()
+    later = random_residuals(rng, p, 3)
+    reused.reset(4, later)
+    fresh = mc(p, later, round_=4)
+    for c in (1, 2, 3):
+        assert np.array_equal(reused.estimates(c), fresh.estimates(c))
+    extra = random_residuals(rng, p, 1)[0]
+    reused.append(extra)
+    fresh.append(extra)
+    reused.settle()
+    for c in (3, 1):
+        assert np.array_equal(reused.estimates(c), fresh.estimates(c))

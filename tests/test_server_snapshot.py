@@ -535,3 +535,29 @@ def test_server_version_asks_every_installed_sowsched_not_only_the_first_found(m
         assert snapshot.server_version() == "1.2.3"
     finally:
         snapshot.server_version.cache_clear()
+
+
+def test_with_snapshots_off_a_restart_replays_the_whole_log_and_leaves_the_stored_snapshots_alone(tmp_path: Path) -> None:
+    sched = open_with(tmp_path / "s.db", 2)
+    run(sched, 6, 30)
+    digest, kept = sched.engine.digest(), [s.seq for s in sched.store.snapshots()]
+    sched.close()
+    again = open_with(tmp_path / "s.db", 0)
+    assert (again.restored_from, again.replayed, again.engine.digest()) == (0, again.log_seq, digest)
+    assert [s.seq for s in again.store.snapshots()] == kept
+    again.close()
+
+
+def test_a_restart_that_can_use_no_snapshot_drops_them_all_and_the_next_restart_uses_its_new_one(tmp_path: Path) -> None:
+    sched = open_with(tmp_path / "s.db", 2)
+    run(sched, 6, 30)
+    digest = sched.engine.digest()
+    for s in sched.store.snapshots():
+        sched.store.save_snapshot(Snapshot(s.seq, s.code, "0" * 64, s.state))
+    sched.close()
+    again = open_with(tmp_path / "s.db", 2)
+    assert again.restored_from == 0 and again.engine.digest() == digest
+    again.close()
+    third = open_with(tmp_path / "s.db", 2)
+    assert third.restored_from > 0 and third.engine.digest() == digest
+    third.close()

@@ -303,3 +303,12 @@ def test_an_oracle_reset_for_a_new_round_equals_a_fresh_one(seed: int) -> None:
     reused.settle()
     for c in (3, 1):
         assert np.array_equal(reused.estimates(c), fresh.estimates(c))
+
+
+def test_a_load_saturated_at_c_plus_1_reads_as_an_overflow_at_the_int8_boundary() -> None:
+    # C = 127, C_m = 1: 128 earlier jobs of one node in round 0 saturate the load at C + 1 = 128, one more than
+    # int8 holds, so the rows need a wider type; every start in round 0 or after fails (cancelled while waiting).
+    p = small_platform(C=127, samples=10, C_m=1)
+    est = mc(p, [one_outcome(k, 1, 0, 1) for k in range(128)], round_=0).estimates(1)
+    assert est[0, 0] == 1.0 and est[1, 0] == 1.0
+    assert mc(p, [one_outcome(k, 1, 0, 1) for k in range(126)], round_=0).estimates(1)[0, 0] == 0.0  # 127 fits

@@ -233,3 +233,10 @@ def test_probabilities_may_miss_1_by_the_tolerance_and_no_more() -> None:
     assert len(SoW.parse(sow(outcomes=[[0, 2, 0.5], [1, 3, 0.5 + 0.5e-9]]), P).outcomes) == 2
     with pytest.raises(ValidationError, match=r"sum to 1\.0000000015\d*, not 1 \(tolerance 1e-09\)"):
         SoW.parse(sow(outcomes=[[0, 2, 0.5], [1, 3, 0.5 + 1.5e-9]]), P)
+
+
+def test_more_than_10000_value_steps_are_refused_even_without_a_platform() -> None:
+    steps = [[k, 20_000.0 - k] for k in range(1, 10_002)]
+    with pytest.raises(ValidationError, match="at most 10000 items"):
+        SoW.model_validate(sow(value_steps=steps))
+    assert len(SoW.model_validate(sow(value_steps=steps[:10_000])).value_steps) == 10_000

@@ -240,3 +240,12 @@ def test_more_than_10000_value_steps_are_refused_even_without_a_platform() -> No
     with pytest.raises(ValidationError, match="at most 10000 items"):
         SoW.model_validate(sow(value_steps=steps))
     assert len(SoW.model_validate(sow(value_steps=steps[:10_000])).value_steps) == 10_000
+
+
+@pytest.mark.parametrize(("steps", "match"), [
+    ([[4, 0.0]], r"value_steps\[0\] value v=0\.0 must be positive and finite"),  # not merely below the bound 1
+    ([[4, 50.0], [8, 50.0]], r"value_steps\[1\] value v=50\.0 must be below the previous v=50\.0"),  # strictly
+])
+def test_a_zero_value_or_a_repeated_value_step_is_refused(steps: list[list[float]], match: str) -> None:
+    with pytest.raises(ValidationError, match=match):
+        SoW.parse(sow(value_steps=steps), P)

@@ -565,3 +565,13 @@ def test_an_empty_request_id_is_no_request_id_and_never_answers_a_retry(tmp_path
     assert not first.replayed and not second.replayed and sched.log_seq == 2
     assert [c.request_id for c in sched.store.commands()] == [None, None]
     sched.close()
+
+
+def test_a_closed_scheduler_is_unavailable_for_reads_and_commands(tmp_path: Path) -> None:
+    sched = open_scheduler(tmp_path / "s.db")
+    sched.execute("acme", "r0", "submit", _submit("a"))
+    sched.close()
+    with pytest.raises(Unavailable, match="the server is shutting down"), sched.reading():
+        pass
+    with pytest.raises(Unavailable, match="the server is shutting down"):
+        sched.execute("acme", "r1", "submit", _submit("b"))

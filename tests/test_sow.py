@@ -249,3 +249,8 @@ def test_more_than_10000_value_steps_are_refused_even_without_a_platform() -> No
 def test_a_zero_value_or_a_repeated_value_step_is_refused(steps: list[list[float]], match: str) -> None:
     with pytest.raises(ValidationError, match=match):
         SoW.parse(sow(value_steps=steps), P)
+
+
+def test_at_one_arrival_the_unlabelled_group_comes_first_then_numbers_by_value_then_text() -> None:
+    s = SoW.parse(sow(outcomes=[[0, 1, 0.25, "x"], [0, 2, 0.25, "10"], [0, 3, 0.25], [0, 4, 0.25, "9"]]), P)
+    assert s.table.groups == ((0, None), (0, "9"), (0, "10"), (0, "x"))

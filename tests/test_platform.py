@@ -53,3 +53,27 @@ def test_concurrency_bound_above_the_node_count_is_refused() -> None:
     with pytest.raises(ValidationError, match="C_m=101 exceeds the bound C=100"):
         platform(C_m=101)
     assert platform(C_m=100).C_m == 100  # equal is allowed
+
+
+def test_the_mechanism_parameters_default_to_the_documented_values() -> None:
+    p = Platform(C=4, C_m=2, D_m=3, S_m=6, H=10.0)
+    assert (p.epsilon, p.eps0, p.delta0, p.seed, p.samples) == (0.1, 0.02, 0.01, 0, None)
+
+
+@pytest.mark.parametrize(("field", "top", "match"), [
+    ("C", 1_000_000, "less than or equal to 1000000"),
+    ("D_m", 10_000, "less than or equal to 10000"),
+    ("S_m", 10_000, "less than or equal to 10000"),
+    ("H", 1e12, "less than or equal to 1000000000000"),
+])
+def test_a_bound_is_accepted_at_its_limit_and_refused_above(field: str, top: float, match: str) -> None:
+    assert getattr(platform(**{field: top}), field) == top
+    above = top + 1 if isinstance(top, int) else top * 2
+    with pytest.raises(ValidationError, match=rf"{field}\n.*{match}"):
+        platform(**{field: above})
+
+
+@pytest.mark.parametrize("field", ["eps0", "delta0", "epsilon"])
+def test_an_accuracy_or_confidence_of_1_is_refused(field: str) -> None:
+    with pytest.raises(ValidationError, match=rf"{field}\n.*less than 1"):
+        platform(**{field: 1.0})

@@ -77,3 +77,20 @@ def test_a_bound_is_accepted_at_its_limit_and_refused_above(field: str, top: flo
 def test_an_accuracy_or_confidence_of_1_is_refused(field: str) -> None:
     with pytest.raises(ValidationError, match=rf"{field}\n.*less than 1"):
         platform(**{field: 1.0})
+
+
+def test_seed_and_samples_are_bounded() -> None:
+    assert platform(seed=2**63 - 1).seed == 2**63 - 1  # the largest seed the random streams take
+    with pytest.raises(ValidationError, match=r"seed\n.*less than 9223372036854775808"):
+        platform(seed=2**63)
+    assert platform(samples=10_000_000).samples == 10_000_000
+    with pytest.raises(ValidationError, match=r"samples\n.*less than or equal to 10000000"):
+        platform(samples=10_000_001)
+
+
+def test_a_platform_is_frozen_and_refuses_unknown_fields() -> None:
+    p = platform()
+    with pytest.raises(ValidationError, match="frozen"):
+        p.C = 5
+    with pytest.raises(ValidationError, match=r"typo\n.*Extra inputs are not permitted"):
+        platform(typo=1)

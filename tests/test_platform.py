@@ -91,6 +91,6 @@ def test_seed_and_samples_are_bounded() -> None:
 def test_a_platform_is_frozen_and_refuses_unknown_fields() -> None:
     p = platform()
     with pytest.raises(ValidationError, match="frozen"):
-        p.C = 5
+        p.C = 5  # type: ignore[misc]
     with pytest.raises(ValidationError, match=r"typo\n.*Extra inputs are not permitted"):
         platform(typo=1)

@@ -154,42 +154,41 @@ def test_sowsched_serve_refusing_a_name_back_exits_2_naming_the_tenant_and_the_f
     assert "give a new tenant a new name, or set `reinstate = true` in the entry" in run.stderr
 
 
-def test_a_start_up_that_fails_after_its_replay_puts_the_tenant_record_back(tmp_path: Path) -> None:
+def fail_to_bind(path: Path, config: ServerConfig) -> None:
+    """Start a server on `path` with `config` on a port in use: it fails after the replay."""
     import socket
 
     from server.app import ServerOptions, StartupError, start_server
-    path = tmp_path / "s.db"
-    sched = open_store(path, BOTH)
-    submit(sched, "acme", "a1")
-    sched.close()
-    with socket.socket() as taken:  # a port in use: the start-up fails after the replay recorded WITHOUT_ACME's tenants
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        with pytest.raises(StartupError, match="cannot bind"):
-            start_server(WITHOUT_ACME, ServerOptions(store=str(path), listen=f"127.0.0.1:{taken.getsockname()[1]}"))
-    reader = CommandStore(path, BOTH.identity(), read_only=True)
-    try:
-        assert reader.configured_tenants() == frozenset({"acme", "globex"})  # what last served, not what never did
-    finally:
-        reader.close()
-    open_store(path, BOTH).close()  # acme needs no reinstate: the configuration that never served did not count
-
-
-def test_a_failed_first_start_up_leaves_no_tenant_record(tmp_path: Path) -> None:
-    import socket
-
-    from server.app import ServerOptions, StartupError, start_server
-    path = tmp_path / "s.db"
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         with pytest.raises(StartupError, match="cannot bind"):
-            start_server(BOTH, ServerOptions(store=str(path), listen=f"127.0.0.1:{taken.getsockname()[1]}"))
+            start_server(config, ServerOptions(store=str(path), listen=f"127.0.0.1:{taken.getsockname()[1]}"))
+
+
+def recorded(path: Path) -> frozenset[str] | None:
+    """The store's tenant record, read as an offline reader does."""
     reader = CommandStore(path, BOTH.identity(), read_only=True)
     try:
-        assert reader.configured_tenants() is None
+        return reader.configured_tenants()
     finally:
         reader.close()
+
+
+def test_a_start_up_that_fails_after_its_replay_puts_the_tenant_record_back(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    sched = open_store(path, BOTH)
+    submit(sched, "acme", "a1")
+    sched.close()
+    fail_to_bind(path, WITHOUT_ACME)  # the start-up fails after the replay recorded WITHOUT_ACME's tenants
+    assert recorded(path) == frozenset({"acme", "globex"})  # what last served, not what never did
+    open_store(path, BOTH).close()  # acme needs no reinstate: the configuration that never served did not count
+
+
+def test_a_failed_first_start_up_leaves_no_tenant_record(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    fail_to_bind(path, BOTH)
+    assert recorded(path) is None
 
 
 def test_a_reload_refused_by_a_failing_store_is_logged_by_its_message_without_a_traceback(

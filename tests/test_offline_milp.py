@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -117,3 +120,13 @@ def test_milp_and_lp_on_an_instance_without_valuable_starts_return_zero() -> Non
 def test_milp_params_validation_names_field_and_bound(kw: dict[str, float], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         MilpParams(**kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("first", ["highspy", "ortools.sat.python.cp_model"])
+def test_highs_and_cp_sat_load_in_one_process_whichever_comes_first(first: str) -> None:
+    # The benchmark and the welfare reports run both solvers in one process. ortools >= 9.12 bundles its own
+    # libhighs.so.1, and the loader then binds highspy (or ortools) to the other's HiGHS: an ImportError.
+    second = "ortools.sat.python.cp_model" if first == "highspy" else "highspy"
+    code = f"import importlib; importlib.import_module({first!r}); importlib.import_module({second!r})"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -1,0 +1,245 @@
+"""Engine digest and hash chains: states that differ hash apart, damaged history fails to verify, links re-hash."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from mechanism.engine import CHAIN_BYTES, Engine, _chain
+from mechanism.events import Event
+from mechanism.history import HistoryMarks, MemoryArchive
+from mechanism.jobs import Job, JobState
+from mechanism.platform import Platform
+from mechanism.sow import SoW
+from tests.conftest import small_platform
+
+
+def _platform(seed: int = 7) -> Platform:
+    return small_platform(C=4, samples=50, seed=seed)
+
+
+def _sow(p: Platform, outcomes: list[list[object]], c: int = 1, mode: str = "none") -> SoW:
+    return SoW.parse({"concurrency": c, "value_steps": [[5, 40.0]], "signal_mode": mode, "outcomes": outcomes}, p)
+
+
+def _busy_engine() -> Engine:
+    """Three rounds of a small history: retired jobs (completed, overrun, expired) and events, then active jobs
+    that are RUNNING, WAITING and SUBMITTED (one with a pending arrival, one with a pending completion)."""
+    p = _platform()
+    e = Engine(p)
+    e.submit("done", _sow(p, [[0, 1, 1.0]]))
+    e.submit("overrun", _sow(p, [[0, 1, 1.0]]))
+    e.submit("never", _sow(p, [[0, 1, 1.0]]))
+    e.report_arrival("done", None)
+    e.report_arrival("overrun", None)
+    e.report_completion("done")
+    e.advance()  # round 0: done completes, overrun is evicted, never expires
+    e.submit("run", _sow(p, [[0, 3, 1.0]], c=2))
+    e.report_arrival("run", None)
+    e.advance()  # round 1: run starts
+    e.submit("wait", _sow(p, [[0, 2, 0.5], [0, 3, 0.5]], mode="duration"))
+    e.report_arrival("wait", "2")
+    e.advance()  # round 2: wait arrives, planned to start later
+    e.advance()  # round 3: run starts
+    e.submit("later", _sow(p, [[0, 1, 1.0]]))
+    e.report_arrival("later", None)
+    e.report_completion("run")
+    states = {j.id: j.state for j in e.jobs_after(-1, active_only=True)}
+    assert states == {"run": JobState.RUNNING, "wait": JobState.WAITING, "later": JobState.SUBMITTED}
+    assert [e.jobs[j].state for j in e.retired] == [JobState.COMPLETED, JobState.EXPIRED, JobState.EVICTED]
+    return e
+
+
+# ---- the digest tells apart states that differ in one thing ----
+
+STATE_CHANGES: dict[str, Callable[[Engine], None]] = {
+    "the clock": lambda e: setattr(e, "now", e.now + 1),
+    "the busy node-rounds": lambda e: setattr(e, "busy_node_rounds", e.busy_node_rounds + 1),
+    "the count of jobs submitted": lambda e: setattr(e, "submitted", e.submitted + 1),
+    "the count of forgotten events": lambda e: setattr(e, "forgotten", HistoryMarks(0, 1, 0)),
+    "the count of forgotten retired jobs": lambda e: setattr(e, "forgotten", HistoryMarks(1, 0, 0)),
+    "the oracle kind": lambda e: setattr(e, "oracle_kind", "exact"),
+    "the platform": lambda e: setattr(e, "platform", e.platform.model_copy(update={"seed": e.platform.seed + 1})),
+}
+
+
+@pytest.mark.parametrize("change", STATE_CHANGES, ids=list(STATE_CHANGES))
+def test_the_digest_changes_with_every_engine_counter_and_setting(change: str) -> None:
+    e = _busy_engine()
+    before = e.digest()
+    STATE_CHANGES[change](e)
+    assert e.digest() != before, f"{change} is not in the digest"
+
+
+def test_engines_that_differ_only_in_oracle_kind_or_platform_hash_apart() -> None:
+    p = _platform()
+    digests = {Engine(p).digest(), Engine(p, oracle="exact").digest(), Engine(_platform(seed=8)).digest(),
+               Engine(small_platform(C=4, samples=51)).digest()}
+    assert len(digests) == 4
+
+
+JOB_CHANGES: dict[str, Callable[[Job], None]] = {
+    "id": lambda j: setattr(j, "id", j.id + "x"),
+    "seq": lambda j: setattr(j, "seq", j.seq + 100),
+    "state": lambda j: setattr(j, "state", JobState.WAITING if j.state is not JobState.WAITING else JobState.RUNNING),
+    "birth": lambda j: setattr(j, "birth", j.birth - 1),
+    "concurrency": lambda j: setattr(j, "concurrency", j.concurrency + 1),
+    "arrival": lambda j: setattr(j, "arrival", (j.arrival or 0) + 1),
+    "signal": lambda j: setattr(j, "signal", "other"),
+    "start": lambda j: setattr(j, "start", (j.start or 0) + 1),
+    "finish": lambda j: setattr(j, "finish", (j.finish or 0) + 1),
+    "ended": lambda j: setattr(j, "ended", (j.ended or 0) + 1),
+    "charge": lambda j: setattr(j, "charge", j.charge + 1.0),
+    "value": lambda j: setattr(j, "value", j.value + 1.0),
+    "pending_completion": lambda j: setattr(j, "pending_completion", 7 if j.pending_completion is None else None),
+}
+
+
+@pytest.mark.parametrize("field", JOB_CHANGES, ids=list(JOB_CHANGES))
+@pytest.mark.parametrize("job_id", ["run", "wait", "later"])
+def test_the_digest_changes_with_every_field_of_every_active_job(field: str, job_id: str) -> None:
+    e = _busy_engine()
+    before = e.digest()
+    JOB_CHANGES[field](e.jobs[job_id])
+    assert e.digest() != before, f"{field} of the active job {job_id} is not in the digest"
+
+
+def test_the_digest_changes_with_the_expected_usage_ahead() -> None:
+    e = _busy_engine()
+    before = e.digest()
+    e.prices.commit(e.now, np.array([0.0, 0.5]))
+    assert e.digest() != before
+
+
+def test_the_digest_covers_every_active_job_oldest_and_newest() -> None:
+    e = _busy_engine()
+    active = list(e.jobs_after(-1, active_only=True))
+    assert len(active) >= 3
+    for job in (active[0], active[-1]):
+        before = e.digest()
+        job.charge += 1.0
+        assert e.digest() != before, f"the active job {job.id} is not in the digest"
+        job.charge -= 1.0
+
+
+# ---- the hash chains: a link from first principles, and every damaged record fails to verify ----
+
+
+def test_a_chain_link_is_sha256_of_the_previous_link_and_the_records_sorted_json() -> None:
+    previous = bytes(range(CHAIN_BYTES))
+    record = {"type": "start", "seq": 3, "job": "j", "data": [1, 2.5, None]}  # keys out of order
+    canonical = b'{"data": [1, 2.5, null], "job": "j", "seq": 3, "type": "start"}'
+    assert _chain(previous, record) == hashlib.sha256(previous + canonical).digest()
+    assert _chain(bytes(CHAIN_BYTES), record) != _chain(previous, record)
+
+
+def test_the_event_chain_is_the_fold_of_links_over_every_events_fields() -> None:
+    e = _busy_engine()
+    archive = _forget_all(e)
+    link = bytes(CHAIN_BYTES)
+    for ev in archive.events:
+        record = {"seq": ev.seq, "round": ev.round, "type": ev.type, "job": ev.job, **ev.data}
+        link = hashlib.sha256(link + json.dumps(record, sort_keys=True).encode()).digest()
+    assert e.verify_chains(archive.events, archive.jobs).events == link  # all forgotten: the point is the end
+
+
+EVENT_DAMAGE: dict[str, Callable[[Event], Event]] = {
+    "round": lambda ev: dataclasses.replace(ev, round=ev.round + 1),
+    "type": lambda ev: dataclasses.replace(ev, type="cancel" if ev.type != "cancel" else "expire"),
+    "job": lambda ev: dataclasses.replace(ev, job=ev.job + "x"),
+    "data": lambda ev: dataclasses.replace(ev, data={**ev.data, "extra": 1}),
+}
+
+
+@pytest.mark.parametrize("field", EVENT_DAMAGE, ids=list(EVENT_DAMAGE))
+@pytest.mark.parametrize("forgotten", [False, True], ids=["held", "archived"])
+def test_an_event_damaged_in_any_field_fails_to_verify(field: str, forgotten: bool) -> None:
+    e = _busy_engine()
+    archive = _forget_all(e) if forgotten else None
+    events = archive.events if archive is not None else e.events
+    events[2] = EVENT_DAMAGE[field](events[2])
+    with pytest.raises(ValueError, match="do not reproduce its hash chains"):
+        e.verify_chains(*((archive.events, archive.jobs) if archive is not None else ()))
+
+
+def test_an_event_out_of_its_place_fails_to_verify() -> None:
+    e = _busy_engine()
+    e.events[1], e.events[2] = e.events[2], e.events[1]
+    with pytest.raises(ValueError, match="event 2 is where event 1 belongs"):
+        e.verify_chains()
+
+
+@pytest.mark.parametrize("field", [f for f in JOB_CHANGES if f != "pending_completion"] + ["pending_completion"])
+@pytest.mark.parametrize("forgotten", [False, True], ids=["held", "archived"])
+def test_a_retired_job_damaged_in_any_field_fails_to_verify(field: str, forgotten: bool) -> None:
+    e = _busy_engine()
+    archive = _forget_all(e) if forgotten else None
+    jobs = archive.jobs if archive is not None else [e.jobs[i] for i in e.retired]
+    assert len(jobs) == 3
+    JOB_CHANGES[field](jobs[1])
+    with pytest.raises(ValueError, match="do not reproduce its hash chains"):
+        e.verify_chains(*((archive.events, archive.jobs) if archive is not None else ()))
+
+
+def test_retired_jobs_in_another_order_fail_to_verify() -> None:
+    e = _busy_engine()
+    e.retired[0], e.retired[1] = e.retired[1], e.retired[0]
+    with pytest.raises(ValueError, match="do not reproduce its hash chains"):
+        e.verify_chains()
+
+
+def test_a_missing_forgotten_part_fails_to_verify() -> None:
+    e = _busy_engine()
+    archive = _forget_all(e)
+    e.verify_chains(archive.events, archive.jobs)
+    with pytest.raises(ValueError, match="event 1 is where event 0 belongs"):
+        e.verify_chains(archive.events[1:], archive.jobs)
+    with pytest.raises(ValueError, match="do not reproduce its hash chains"):
+        e.verify_chains(archive.events, archive.jobs[1:])
+    with pytest.raises(ValueError, match="do not reproduce its hash chains"):
+        e.verify_chains(archive.events[:-1], archive.jobs)
+
+
+def test_a_wrong_count_of_unretired_jobs_fails_to_verify() -> None:
+    e = _busy_engine()
+    e.submitted += 1
+    with pytest.raises(ValueError, match="do not reproduce its hash chains"):
+        e.verify_chains()
+
+
+def test_the_checked_point_holds_the_chains_at_the_forgotten_marks_not_at_the_end() -> None:
+    e = _busy_engine()
+    archive = _forget_all(e)
+    e.submit("after", _sow(e.platform, [[0, 1, 1.0]]))
+    e.advance()  # events and a retired job after the forgotten marks
+    assert e.events and e.retired
+    point = e.verify_chains(archive.events, archive.jobs)
+    events, retired = bytes(CHAIN_BYTES), bytes(CHAIN_BYTES)
+    for ev in archive.events:
+        events = _chain(events, ev.to_dict())
+    for job in archive.jobs:
+        retired = _chain(retired, _retired_record(job))
+    assert (point.marks, point.events, point.retired) == (archive.marks, events, retired)
+    assert e.verify_chains(start=point) == point  # a check from that point needs no archived rows
+
+
+def _retired_record(job: Job) -> dict[str, object]:
+    """A retired job's record, field by field: its view (no report is pending once it ended) and no completion."""
+    return {"id": job.id, "seq": job.seq, "state": job.state.value, "birth": job.birth, "concurrency": job.concurrency,
+            "arrival": job.arrival, "signal": job.signal, "start": job.start, "finish": job.finish, "ended": job.ended,
+            "charge": job.charge, "value": job.value, "reported_arrival": None, "scheduled_start": job.start,
+            "pending_completion": None}
+
+
+def _forget_all(e: Engine) -> MemoryArchive:
+    archive = MemoryArchive()
+    e.archive = archive
+    archive.add(e.history_since(HistoryMarks(0, 0, 0)))
+    e.forget_history(archive.marks)
+    return archive
+

@@ -411,6 +411,8 @@ class Engine:
     def _job_state(self, job: Job) -> dict[str, Any]:
         state = self.view_of(job).to_dict()
         state["pending_completion"] = job.pending_completion
+        if job.pending_arrival is not None:  # its signal too: the next advance acts on it (never set once retired)
+            state["pending_arrival"] = list(job.pending_arrival)
         return state
 
     def digest(self) -> str:

@@ -116,6 +116,21 @@ def test_the_digest_changes_with_the_expected_usage_ahead() -> None:
     assert e.digest() != before
 
 
+def test_the_digest_changes_with_a_pending_arrival_or_its_signal() -> None:
+    """A reported arrival is applied in the next advance, so it is state: two engines that differ in the signal
+    reported (both mapping to the same start) must not hash alike, since their next rounds differ."""
+    p = _platform()
+    sow = _sow(p, [[0, 1, 0.5, "a"], [0, 2, 0.5, "b"]], mode="explicit")
+    a, b, none = Engine(p), Engine(p), Engine(p)
+    for e in (a, b, none):
+        plan = e.submit("j", sow).plan
+    assert plan.start_for(0, "a") == plan.start_for(0, "b") == 0
+    a.report_arrival("j", "a")
+    b.report_arrival("j", "b")
+    assert len({a.digest(), b.digest(), none.digest()}) == 3
+    assert [ev.type for ev in a.advance().events] != [ev.type for ev in b.advance().events]  # they do diverge
+
+
 def test_the_digest_covers_every_active_job_oldest_and_newest() -> None:
     e = _busy_engine()
     active = list(e.jobs_after(-1, active_only=True))

@@ -1,0 +1,151 @@
+"""Failure oracle kernels against independent references: the bit search and the draw against brute force, every
+sampled path (and its peak, first overflow and bound) against `lifo_loads`, the estimates across 64-round words and
+sample counts around the 64 chunks against `fails_given_loads`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mechanism.failure import CHUNKS, MonteCarloOracle, Residual, _draw, _next_bit
+from mechanism.failure_literal import sampled_outcomes
+from mechanism.lifo import fails_given_loads, lifo_loads
+from mechanism.platform import Platform
+from mechanism.rng import stream_key, uniforms
+from tests.conftest import small_platform
+
+ROUND = 3
+
+
+def _residuals(rng: np.random.Generator, p: Platform, n_jobs: int, max_outcomes: int = 3,
+               late: int = 0) -> list[Residual]:
+    """Random earlier jobs: starts in [late, S_m) or never (-1), lengths in [1, D_m]."""
+    out = []
+    for k in range(n_jobs):
+        m = int(rng.integers(1, max_outcomes + 1))
+        prob = rng.uniform(0.1, 1.0, size=m)
+        out.append(Residual(job=k, concurrency=int(rng.integers(1, p.C_m + 1)),
+                            start=np.where(rng.random(m) < 0.1, -1, rng.integers(late, p.S_m, size=m)),
+                            length=rng.integers(1, p.D_m + 1, size=m).astype(np.int64),
+                            probability=prob / prob.sum()))
+    return out
+
+
+def _lifo_rows(p: Platform, residuals: list[Residual], samples: int) -> list[list[int]]:
+    """Per sample, the loads LIFO plays for the sampled outcomes (drawn as the literal procedure draws them)."""
+    idx = sampled_outcomes(p, ROUND, residuals, samples)
+    rows = []
+    for n in range(samples):
+        jobs = [(int(r.start[idx[n, k]]), int(r.length[idx[n, k]]), r.concurrency) for k, r in enumerate(residuals)]
+        rows.append(lifo_loads(jobs, p.horizon, p.C)[0])
+    return rows
+
+
+def _check_rows(oracle: MonteCarloOracle, expected: list[list[int]]) -> None:
+    """Each path is the LIFO load saturated at C + 1; its peak, first overflow (horizon if none) and bound match."""
+    p = oracle.platform
+    paths = oracle.paths()
+    want = np.minimum(np.array(expected, dtype=np.int64).reshape(paths.shape), p.C + 1)
+    assert np.array_equal(paths.astype(np.int64), want)
+    over = want > p.C
+    first = np.where(over.any(axis=1), over.argmax(axis=1), p.horizon)
+    assert np.array_equal(oracle._peak, want.max(axis=1, initial=0))
+    assert np.array_equal(oracle._first, first)
+    assert np.array_equal(oracle._bound, oracle._peak)
+    assert np.all(oracle._applied == len(oracle._appended))
+
+
+# ---- the bit search and the draw, against brute force ----
+
+
+def test_next_bit_finds_the_first_set_or_clear_bit_at_or_after_pos_in_every_word() -> None:
+    rng = np.random.default_rng(5)
+    for n_words in (1, 2, 3):
+        for pattern in ("random", "sparse", "zeros", "ones"):
+            if pattern == "random":
+                words = rng.integers(0, 2**63, size=n_words, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+            elif pattern == "sparse":
+                words = np.zeros(n_words, dtype=np.uint64)
+                words[-1] = np.uint64(1) << np.uint64(63)
+            else:
+                words = np.full(n_words, 0 if pattern == "zeros" else 2**64 - 1, dtype=np.uint64)
+            bits = [(int(words[i // 64]) >> (i % 64)) & 1 for i in range(64 * n_words)]
+            for pos in range(64 * n_words):
+                for want in (True, False):
+                    expect = next((i for i in range(pos, 64 * n_words) if bits[i] == want), 64 * n_words)
+                    assert _next_bit(words, pos, want) == expect, (pattern, n_words, pos, want)
+
+
+@pytest.mark.parametrize("outcomes", [1, 2, 63, 64, 65, 66, 200])
+def test_a_draw_is_the_first_outcome_whose_cdf_exceeds_the_uniform_inside_its_slice(outcomes: int) -> None:
+    rng = np.random.default_rng(outcomes)
+    w = rng.uniform(0.0, 1.0, size=outcomes)
+    w[rng.random(outcomes) < 0.2] = 0.0  # repeated cdf values: zero-probability outcomes are never drawn
+    w[-1] += 0.1
+    cdf = np.cumsum(w / w.sum())
+    cdf[-1] = 1.0
+    lo = 7  # the job's outcomes sit after another job's, as in the packed arrays
+    packed = np.concatenate([np.linspace(0.1, 1.0, lo), cdf, np.linspace(0.5, 1.0, 5)])
+    key = stream_key(11, 2, outcomes)
+    u = uniforms(key, 300)
+    for n in range(300):
+        expect = lo + int(np.searchsorted(cdf, u[n], side="right"))
+        assert _draw(np.uint64(key), n, packed, lo, lo + outcomes) == expect
+
+
+# ---- sampled paths against the literal LIFO play ----
+
+
+@pytest.mark.parametrize("samples", [1, CHUNKS - 1, CHUNKS + 1, 2 * CHUNKS + 1, 3 * CHUNKS - 1])
+@pytest.mark.parametrize("capacity", [3, 5])
+def test_every_sampled_path_is_the_lifo_load_saturated_at_c_plus_1(samples: int, capacity: int) -> None:
+    # Sample counts around the 64 chunks of the path build: every row is built, once, whatever the count.
+    p = small_platform(C=capacity, samples=samples, seed=samples, C_m=3)
+    rs = _residuals(np.random.default_rng(samples * 10 + capacity), p, 7)
+    oracle = MonteCarloOracle(p)
+    oracle.reset(ROUND, rs)
+    _check_rows(oracle, _lifo_rows(p, rs, samples))
+
+
+@pytest.mark.parametrize("settle", [False, True])
+def test_appended_jobs_reach_every_path_lazily_or_all_at_once_as_lifo_plays_them(settle: bool) -> None:
+    p = small_platform(C=4, samples=130, seed=2, C_m=3)
+    rng = np.random.default_rng(8)
+    rs = _residuals(rng, p, 9)
+    oracle = MonteCarloOracle(p)
+    oracle.reset(ROUND, rs[:3])
+    for m in range(3, len(rs)):
+        oracle.estimates(int(rng.integers(1, 4)))  # materialises only the rows this query needs
+        oracle.append(rs[m])
+        if settle:
+            oracle.settle()
+        assert np.all(oracle._bound >= oracle._peak)
+    _check_rows(oracle, _lifo_rows(p, rs, p.sample_count))
+
+
+# ---- estimates against fails_given_loads, across 64-round words ----
+
+
+@pytest.mark.parametrize(("s_m", "seed", "late_jobs"),
+                         [(5, 0, 6), (62, 1, 6), (63, 1, 6), (64, 1, 6), (65, 1, 3), (70, 3, 6), (127, 0, 23)])
+def test_estimates_equal_the_lifo_definition_for_every_start_and_duration_across_64_round_words(
+        s_m: int, seed: int, late_jobs: int) -> None:
+    # horizon = S_m + 2 straddles the 64-bit words of the full-round bitmap. Three early jobs of one node never
+    # overflow C = 4; the later ones start from round 58 on, so first overflows fall before, at and after round 64.
+    p = small_platform(C=4, samples=40, seed=s_m, S_m=s_m, C_m=3)
+    rng = np.random.default_rng(seed)
+    early = [Residual(job=k, concurrency=1, start=rng.integers(-1, p.S_m, size=2).astype(np.int64),
+                      length=np.array([p.D_m, 1]), probability=np.array([0.5, 0.5])) for k in range(3)]
+    late = _residuals(rng, p, late_jobs, late=min(58, s_m - 1))
+    rs = early + [Residual(3 + k, r.concurrency, r.start, r.length, r.probability) for k, r in enumerate(late)]
+    rows = _lifo_rows(p, rs, p.sample_count)
+    oracle = MonteCarloOracle(p)
+    oracle.reset(ROUND, rs)
+    firsts = {next((t for t, load in enumerate(r) if load > p.C), p.horizon) for r in rows}
+    if s_m > 64:  # overflows first in the first word, in a later one, and not at all
+        assert min(firsts) < 64 <= max(firsts - {p.horizon}) and p.horizon in firsts, sorted(firsts)
+    for c in (1, 2, 3):
+        est = oracle.estimates(c)
+        want = np.array([[np.mean([fails_given_loads(r, s, d, c, p.C) for r in rows]) for d in range(1, p.D_m + 1)]
+                         for s in range(p.S_m)])
+        assert np.array_equal(est, want), c

@@ -29,6 +29,7 @@ def test_store_urls_follow_the_sqlalchemy_convention(url: str, path: Path) -> No
 @pytest.mark.parametrize(("url", "match"), [
     ("postgres://db/x", r"store='postgres://db/x': only sqlite:///PATH"),
     ("sqlite:///", r"store='sqlite:///' names no file"),
+    ("sqlite://s.db", r"store='sqlite://s.db': only sqlite:///PATH"),  # two slashes: not the SQLAlchemy form
 ])
 def test_other_store_urls_are_rejected(url: str, match: str) -> None:
     with pytest.raises(StoreError, match=match):
@@ -52,10 +53,19 @@ def test_the_log_is_in_wal_mode(tmp_path: Path) -> None:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-def test_a_log_replays_only_into_the_platform_that_wrote_it(tmp_path: Path) -> None:
+def test_the_log_is_fsynced_at_every_commit(tmp_path: Path) -> None:
+    # synchronous=FULL is a setting of the connection, not of the file: a store opened without it would acknowledge
+    # commands a power cut can still take back (2 is FULL)
+    store = CommandStore(tmp_path / "s.db", IDENTITY)
+    assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2
+    store.close()
+
+
+def test_a_log_replays_only_into_the_platform_that_wrote_it_and_the_refusal_releases_the_store(tmp_path: Path) -> None:
     CommandStore(tmp_path / "s.db", IDENTITY).close()
     with pytest.raises(StoreError, match=r"was written for .* not for the configured"):
         CommandStore(tmp_path / "s.db", {"platform": {"C": 9}, "oracle": "mc"})
+    CommandStore(tmp_path / "s.db", IDENTITY).close()  # the refused open held no lock afterwards
 
 
 def test_an_unknown_command_kind_is_refused(tmp_path: Path) -> None:
@@ -64,10 +74,12 @@ def test_an_unknown_command_kind_is_refused(tmp_path: Path) -> None:
         store.append("reboot", "x", None, {}, "h", b"", 0)
 
 
-def test_an_unwritable_store_is_reported(tmp_path: Path) -> None:
+def test_an_unwritable_store_is_reported_and_the_failed_open_releases_its_lock(tmp_path: Path) -> None:
     (tmp_path / "dir.db").mkdir()
     with pytest.raises(StoreError, match="cannot open"):
         CommandStore(tmp_path / "dir.db", IDENTITY)
+    (tmp_path / "dir.db").rmdir()
+    CommandStore(tmp_path / "dir.db", IDENTITY).close()  # a lock kept by the failed open would refuse this one
 
 
 def test_a_request_id_is_unique_per_caller_in_the_log(tmp_path: Path) -> None:
@@ -160,9 +172,16 @@ def test_a_read_only_store_opens_any_file_name_and_creates_no_file(tmp_path: Pat
     writer.close()
 
 
+def _tables_without_identity(path: Path) -> None:
+    CommandStore(path, IDENTITY).close()
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM meta")
+
+
 @pytest.mark.parametrize(("make", "match"), [
     (lambda p: None, r"s\.db: no such file"),
     (lambda p: sqlite3.connect(p).close(), r"s\.db is not a sowsched command log"),
+    (_tables_without_identity, r"s\.db holds no command log yet"),  # a reader writes no identity into it
 ])
 def test_a_read_only_store_must_be_an_existing_log(tmp_path: Path, make: object, match: str) -> None:
     make(tmp_path / "s.db")  # type: ignore[operator]

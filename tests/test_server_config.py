@@ -250,3 +250,19 @@ def test_a_configuration_path_that_is_not_a_regular_file_is_refused_without_bloc
         load_config(fifo)
     with pytest.raises(ConfigError, match=r"not a regular file"):
         load_config(tmp_path)
+
+
+def test_a_token_beginning_or_ending_with_a_space_is_refused_since_the_server_strips_what_clients_send(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the server reads 'authorization: Bearer <token>' and strips the token, so such a token never authenticated:
+    # accepted, it locked its holder out (UNAUTHENTICATED with the very token configured)
+    for token in ("acme-token-1 ", " acme-token-1"):
+        with pytest.raises(ConfigError, match=r"tenants\[0\]\.token: the token begins or ends with a space"):
+            parse_config(with_(tenants=[{"name": "acme", "token": token}]))
+    monkeypatch.setenv("ACME_TOKEN", "acme-token-1 ")
+    with pytest.raises(ConfigError, match=r"tenants\[0\]\.token_env='ACME_TOKEN': the token begins or ends with a "
+                                          r"space"):
+        parse_config(with_(tenants=[{"name": "acme", "token_env": "ACME_TOKEN"}]))
+    with pytest.raises(ConfigError) as info:
+        parse_config(with_(tenants=[{"name": "acme", "token": "acme-token-1 "}]))
+    assert "acme-token-1" not in str(info.value)  # described, never echoed

@@ -62,6 +62,9 @@ def _sendable(name: str, token: str) -> str:
         if not " " <= c <= "~":
             raise ConfigError(f"{name}: the token holds U+{ord(c):04X} at character {i}, outside printable ASCII "
                               "(no client can send it)")
+    if token != token.strip():  # the server strips the token a client sends: this one would never authenticate
+        raise ConfigError(f"{name}: the token begins or ends with a space (the server strips it from the token a "
+                          "client sends, so no client could authenticate with it)")
     return token
 
 

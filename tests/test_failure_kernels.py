@@ -11,7 +11,7 @@ from mechanism.failure import CHUNKS, MonteCarloOracle, Residual, _draw, _next_b
 from mechanism.failure_literal import sampled_outcomes
 from mechanism.lifo import fails_given_loads, lifo_loads
 from mechanism.platform import Platform
-from mechanism.rng import stream_key, uniforms
+from mechanism.rng import stream_key, uniform, uniforms
 from tests.conftest import small_platform
 
 ROUND = 3
@@ -91,6 +91,34 @@ def test_a_draw_is_the_first_outcome_whose_cdf_exceeds_the_uniform_inside_its_sl
     for n in range(300):
         expect = lo + int(np.searchsorted(cdf, u[n], side="right"))
         assert _draw(np.uint64(key), n, packed, lo, lo + outcomes) == expect
+
+
+def _key_drawing(u: float) -> int:
+    """The stream key whose sample 0 is exactly u (a multiple of 2**-53): splitmix64's output step inverted."""
+    mask = 2**64 - 1
+
+    def unxorshift(z: int, k: int) -> int:
+        x = z
+        for _ in range(64 // k + 1):
+            x = z ^ (x >> k)
+        return x & mask
+
+    z = int(u * 2**53) << 11
+    z = (unxorshift(z, 31) * pow(0x94D049BB133111EB, -1, 2**64)) & mask
+    z = (unxorshift(z, 27) * pow(0xBF58476D1CE4E5B9, -1, 2**64)) & mask
+    return (unxorshift(z, 30) - 0x9E3779B97F4A7C15) & mask
+
+
+@pytest.mark.parametrize("outcomes", [4, 100])
+def test_a_uniform_equal_to_a_cdf_entry_draws_the_next_outcome(outcomes: int) -> None:
+    # Inverse CDF takes the first outcome with cdf > u, as the literal procedure's searchsorted(side="right"):
+    # on an exact tie (u = cdf[j] = 0.5) outcome j + 1 is drawn, by the count and by the binary search alike.
+    key = _key_drawing(0.5)
+    assert uniform(np.uint64(key), 0) == 0.5
+    cdf = np.linspace(1.0 / outcomes, 1.0, outcomes)
+    j = outcomes // 2 - 1
+    assert cdf[j] == 0.5
+    assert _draw(np.uint64(key), 0, cdf, 0, outcomes) == j + 1 == int(np.searchsorted(cdf, 0.5, side="right"))
 
 
 # ---- sampled paths against the literal LIFO play ----

@@ -7,16 +7,20 @@ import pytest
 from clients.workloads import make_workload
 from mechanism.offline import report
 from mechanism.offline.baselines import fcfs
+from mechanism.offline.brute import solve_brute
 from mechanism.offline.cpsat import CpSatParams
 from mechanism.offline.greedy import density_greedy
 from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult
+from mechanism.offline.instances import random_instance
 from mechanism.offline.milp import LpBound, MilpParams
 from mechanism.offline.report import (
+    BOTH_NAME,
     OfflineConfig,
     against_optimum,
     at_least_hint,
     calibration_bins,
     calibration_pairs,
+    combine,
     evaluate,
     hindsight_optimum,
     mechanism_schedule,
@@ -28,7 +32,7 @@ from mechanism.offline.report import (
 from mechanism.platform import Platform
 from mechanism.simulation import JobRecord, SimulationResult, Workload, WorkloadJob, run_simulation
 from mechanism.sow import SoW
-from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE
+from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY
 
 
 @pytest.mark.parametrize(("name", "load", "seed"), [("toy", 1.0, 0), ("overload", 0.4, 1), ("overload", 0.6, 2)])
@@ -248,7 +252,7 @@ def test_calibration_pairs_keep_started_jobs_that_completed_or_failed_with_their
     assert calibration_pairs(sim) == [[0.1, 0.05, 0.0], [0.2, 0.2, 1.0], [0.3, 0.4, 1.0]]
 
 @pytest.mark.parametrize(("kw", "match"), [
-    ({"solver": "gurobi"}, "solver='gurobi' is not one of cpsat, milp"),
+    ({"solver": "gurobi"}, "solver='gurobi' is not one of cpsat, milp, both"),
     ({"time_limit": 0.0}, "time_limit=0.0 must be above 0 seconds"),
     ({"workers": 0}, "workers=0 is below the bound 1"),
     ({"strategy": "x"}, "strategy='x' is not one of plain, channel, two_phase"),
@@ -257,3 +261,73 @@ def test_calibration_pairs_keep_started_jobs_that_completed_or_failed_with_their
 def test_offline_config_validation_names_field_and_bound(kw: dict[str, object], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         OfflineConfig(**kw)  # type: ignore[arg-type]
+
+
+def _result(value: float, bound: float, status: str, starts: dict[str, int | None], seconds: float | None = 1.0,
+            solver: str = "x") -> OfflineResult:
+    return OfflineResult(value, bound, (bound - value) / bound, status, seconds, starts, solver)  # type: ignore[arg-type]
+
+
+def test_combine_keeps_the_better_schedule_under_the_lower_bound() -> None:
+    milp = _result(10.0, 12.0, "feasible", {"a": 0}, 2.0)
+    cpsat = _result(11.0, 13.0, "feasible", {"a": 1}, 3.0)
+    both = combine(milp, cpsat)
+    assert (both.value, both.bound, both.status, both.starts, both.solver) == (11.0, 12.0, "feasible", {"a": 1},
+                                                                               BOTH_NAME)
+    assert both.gap == pytest.approx(1 / 12) and both.solve_seconds == 5.0
+
+
+def test_combine_proves_the_better_schedule_optimal_with_the_other_solvers_bound() -> None:
+    # Neither solver proved its own: CP-SAT found 11, HiGHS's bound is 11 (within the LP tolerance).
+    both = combine(_result(10.0, 11.0 + 1e-7, "feasible", {"a": 0}), _result(11.0, 13.0, "feasible", {"a": 1}))
+    assert (both.value, both.bound, both.gap, both.status) == (11.0, 11.0, 0.0, "optimal")
+    just_outside = combine(_result(10.0, 11.0 + 1e-4, "feasible", {}), _result(11.0, 13.0, "feasible", {}))
+    assert just_outside.status == "feasible" and just_outside.bound == 11.0 + 1e-4
+
+
+def test_combine_prefers_the_first_on_a_tie_and_has_no_time_when_a_solver_has_none() -> None:
+    both = combine(_result(10.0, 12.0, "feasible", {"a": 0}, None), _result(10.0, 12.0, "feasible", {"a": 1}))
+    assert both.starts == {"a": 0} and both.solve_seconds is None and both.status == "feasible"
+
+
+def test_both_skips_cpsat_when_highs_proves_optimality(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report, "solve_cpsat", lambda *a, **k: pytest.fail("CP-SAT ran after a proof"))
+    result = solve_offline(HAND, {}, OfflineConfig(solver="both"))
+    assert (result.value, result.status, result.solver) == (HAND_OPTIMUM, "optimal", BOTH_NAME)
+
+
+def test_both_warm_starts_cpsat_with_the_better_of_hint_and_highs_and_keeps_the_lower_bound(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # HiGHS stops at 10 (A at 0) with bound 18; the hint (the optimum, 16) is better, so CP-SAT is hinted with it;
+    # CP-SAT reports no schedule of its own and a bound of 20: the result is the hint under HiGHS's bound 18,
+    # then tightened by the LP relaxation (16, the hand case's LP optimum), which proves it.
+    seen: list[CpSatParams] = []
+    stopped = OfflineResult(10.0, 18.0, 0.8 / 1.8, "feasible", 0.5, {"A": 0, "B": None, "C": None}, "highs-milp")
+    monkeypatch.setattr(report, "solve_milp", lambda *a, **k: stopped)
+
+    def fake(instance: HindsightInstance, params: CpSatParams) -> OfflineResult:
+        seen.append(params)
+        return OfflineResult(0.0, 20.0, 1.0, "unknown", 0.25, {j.id: None for j in HAND.jobs}, "cpsat")
+
+    monkeypatch.setattr(report, "solve_cpsat", fake)
+    monkeypatch.setattr(report, "lp_bound", lambda *a, **k: LpBound(18.5, "optimal", 0.1))
+    result = solve_offline(HAND, HAND_SCHEDULE, OfflineConfig(solver="both", time_limit=3.0))
+    (params,) = seen
+    assert (params.hint, params.time_limit, params.deterministic) == (HAND_SCHEDULE, 3.0, True)
+    assert (result.value, result.bound, result.starts, result.solver) == (HAND_OPTIMUM, 18.0, HAND_SCHEDULE,
+                                                                          BOTH_NAME)
+    assert result.status == "feasible" and result.solve_seconds == 0.75
+
+
+@pytest.mark.parametrize("highs_stops", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_both_solvers_in_turn_reach_the_brute_force_optimum(seed: int, highs_stops: bool,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    inst = random_instance(4, 7000 + seed, TINY)
+    if highs_stops:  # HiGHS returns nothing (as at a time limit before its first schedule): CP-SAT must close it
+        top = sum(j.value_steps[0][1] for j in inst.jobs)
+        monkeypatch.setattr(report, "solve_milp", lambda *a, **k: OfflineResult(
+            0.0, top, 1.0, "unknown", 0.0, {j.id: None for j in inst.jobs}, "highs-milp"))
+    result = solve_offline(inst, {}, OfflineConfig(solver="both", time_limit=5.0))
+    assert result.status == "optimal" and result.value == pytest.approx(solve_brute(inst).value, abs=1e-6)
+    inst.check_schedule(result.starts)

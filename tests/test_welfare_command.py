@@ -63,6 +63,8 @@ def test_the_table_header_names_the_cpsat_settings_and_the_milp_wall_clock_limit
     assert _header("cpsat").endswith("offline solver cpsat (two_phase, bound model indexed, limit 2), backend local")
     milp = _header("milp")  # HiGHS has no strategy or bound model; its limit is wall-clock seconds
     assert milp.endswith("offline solver milp (HiGHS, limit 2 s wall clock), backend local")
+    assert _header("both").endswith("offline solver both (HiGHS, limit 2 s wall clock, then CP-SAT two_phase, "
+                                    "bound model indexed, limit 2), backend local")
 
 
 @pytest.mark.parametrize(("text", "match"), [("1,x", "--loads entry 'x' is not a number"),

@@ -266,3 +266,75 @@ def test_a_token_beginning_or_ending_with_a_space_is_refused_since_the_server_st
     with pytest.raises(ConfigError) as info:
         parse_config(with_(tenants=[{"name": "acme", "token": "acme-token-1 "}]))
     assert "acme-token-1" not in str(info.value)  # described, never echoed
+
+
+def test_every_token_source_takes_8_characters_and_refuses_7(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACME_TOKEN_7", "acme-to")
+    monkeypatch.setenv("ACME_TOKEN_8", "acme-tok")
+    (tmp_path / "seven").write_text("acme-to\n")
+    (tmp_path / "eight").write_text("acme-tok\n")
+    for source, short in (({"token": "acme-to"}, r"tenants.0.token \(value hidden: 7 characters\).*at least 8"),
+                          ({"token_env": "ACME_TOKEN_7"}, r"token_env='ACME_TOKEN_7': the variable is unset or shorter "
+                                                          r"than 8 characters"),
+                          ({"token_file": "seven"}, r"token_file='.*/seven' line 1: the token has 7 characters, below "
+                                                    r"the bound 8")):
+        with pytest.raises(ConfigError, match=short):
+            parse_config(with_(tenants=[{"name": "acme", **source}]), base=tmp_path)
+    for source in ({"token": "acme-tok"}, {"token_env": "ACME_TOKEN_8"}, {"token_file": "eight"}):
+        cfg = parse_config(with_(tenants=[{"name": "acme", **source}]), base=tmp_path)
+        assert cfg.authenticate("acme-tok").name == "acme"  # type: ignore[union-attr]
+
+
+def test_a_token_may_hold_every_printable_ascii_character_from_the_first_to_the_last() -> None:
+    token = "!acme-token~"  # U+0021 and U+007E, the ends of the printable range after the space
+    assert parse_config(with_(tenants=[{"name": "acme", "token": token}])).authenticate(token).name == "acme"  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match=r"tenants\[0\]\.token: the token holds U\+007F at character 11"):
+        parse_config(with_(tenants=[{"name": "acme", "token": "acme-token\x7f"}]))
+
+
+def test_a_token_file_of_exactly_the_size_bound_is_read(tmp_path: Path) -> None:
+    (tmp_path / "acme").write_text("x" * (MAX_TOKEN_FILE - 1) + "\n")
+    cfg = parse_config(with_(tenants=[{"name": "acme", "token_file": "acme"}]), base=tmp_path)
+    assert cfg.authenticate("x" * (MAX_TOKEN_FILE - 1)).name == "acme"  # type: ignore[union-attr]
+    assert MAX_TOKEN_FILE == 4096  # the bound README documents
+
+
+def test_a_tenant_name_is_1_to_64_characters_starting_with_a_letter_or_digit() -> None:
+    for name in ("a", "7", "a" * 64, "A.b_c-9"):
+        assert parse_config(with_(tenants=[{"name": name, "token": ACME}])).tenants == (name,)
+    for name in ("a" * 65, "-acme", ".acme", "_acme", ""):
+        with pytest.raises(ConfigError, match=rf"tenants\.0\.name \(value '{re.escape(name)}'\): String should match "
+                                              r"pattern"):
+            parse_config(with_(tenants=[{"name": name, "token": ACME}]))
+
+
+def test_two_token_sources_are_refused_without_echoing_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACME_TOKEN", "acme-from-environment")
+    for both in ({"token": "acme-secret-value", "token_env": "ACME_TOKEN"},
+                 {"token": "acme-secret-value", "token_file": "acme"}, {"token_env": "ACME_TOKEN", "token_file": "acme"}):
+        with pytest.raises(ConfigError, match=r"tenants\.0: Value error, give exactly one of token") as info:
+            parse_config(with_(tenants=[{"name": "acme", **both}]))
+        assert "secret-value" not in str(info.value)  # the error is about the whole entry: its value is not shown
+
+
+@pytest.mark.parametrize(("source", "match"), [
+    ({"token_env": ""}, r"tenants\.0\.token_env \(value hidden: 0 characters\): String should have at least 1 character"),
+    ({"token_file": ""}, r"tenants\.0\.token_file \(value hidden: 0 characters\): String should have at least 1 "
+                         r"character"),
+    ({"token_file": 12345678}, r"tenants\.0\.token_file \(value hidden: int\)"),
+])
+def test_an_empty_token_variable_or_file_name_is_refused_as_a_field(source: dict[str, Any], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        parse_config(with_(tenants=[{"name": "acme", **source}]))
+
+
+def test_an_unknown_key_in_the_server_section_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"server\.orcale \(value hidden: 5 characters\): Extra inputs are not "
+                                          r"permitted"):
+        parse_config(with_(server={"orcale": "exact"}))
+
+
+def test_a_token_file_may_repeat_a_token_of_its_own_tenant(tmp_path: Path) -> None:
+    (tmp_path / "acme").write_text("acme-token-new-1\nacme-token-new-1\n")  # a rotation half done by hand
+    cfg = parse_config(with_(tenants=[{"name": "acme", "token_file": "acme"}]), base=tmp_path)
+    assert cfg.authenticate("acme-token-new-1").name == "acme"  # type: ignore[union-attr]

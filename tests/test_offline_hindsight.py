@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult, relative_gap
+from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult, combine, relative_gap
 
 
 def job(**kw: object) -> HindsightJob:
@@ -109,3 +109,41 @@ def test_horizon_ignores_jobs_that_cannot_earn() -> None:
     assert HindsightInstance(2, (late,)).horizon == 0
     short = job(id="short", birth=0, arrival=0, duration=1, value_steps=((2, 1.0),))  # last start 1, occupies 1
     assert HindsightInstance(2, (short, late)).horizon == 2
+
+
+def _result(value: float, bound: float, status: str, starts: dict[str, int | None],
+            seconds: float | None = 1.0) -> OfflineResult:
+    return OfflineResult(value, bound, relative_gap(value, bound), status, seconds, starts, "x")  # type: ignore[arg-type]
+
+
+def test_combine_keeps_the_better_schedule_under_the_lower_bound_and_names_the_pair() -> None:
+    both = combine(_result(10.0, 12.0, "feasible", {"a": 0}, 2.0), _result(11.0, 13.0, "feasible", {"a": 1}, 3.0),
+                   "pair")
+    assert (both.value, both.bound, both.status, both.starts, both.solver) == (11.0, 12.0, "feasible", {"a": 1},
+                                                                               "pair")
+    assert both.gap == pytest.approx(1 / 12) and both.solve_seconds == 5.0
+
+
+def test_combine_proves_the_better_schedule_with_the_other_bound_within_the_tolerance_only() -> None:
+    # Neither proved its own: one found 11, the other's bound is 11 + 1e-7 (relative 1e-6 allowed).
+    both = combine(_result(10.0, 11.0 + 1e-7, "feasible", {"a": 0}), _result(11.0, 13.0, "feasible", {"a": 1}),
+                   "pair", 1e-6)
+    assert (both.value, both.bound, both.gap, both.status) == (11.0, 11.0, 0.0, "optimal")
+    outside = combine(_result(10.0, 11.0 + 1e-4, "feasible", {}), _result(11.0, 13.0, "feasible", {}), "pair", 1e-6)
+    assert outside.status == "feasible" and outside.bound == 11.0 + 1e-4
+    exact = combine(_result(10.0, 11.0 + 1e-7, "feasible", {}), _result(11.0, 13.0, "feasible", {}), "pair")
+    assert exact.status == "feasible"  # no tolerance: a bound above the value proves nothing
+    met = combine(_result(10.0, 11.0, "feasible", {}), _result(11.0, 13.0, "feasible", {}), "pair")
+    assert met.status == "optimal" and met.gap == 0.0  # a bound met exactly is a proof
+
+
+def test_combine_takes_the_second_on_a_tie_and_sums_only_the_times_it_has() -> None:
+    both = combine(_result(10.0, 12.0, "feasible", {"a": 0}, None), _result(10.0, 12.0, "feasible", {"a": 1}), "p")
+    assert both.starts == {"a": 1} and both.solve_seconds == 1.0 and both.status == "feasible"
+    assert combine(_result(1.0, 2.0, "feasible", {}, None), _result(1.0, 2.0, "feasible", {}, None),
+                   "p").solve_seconds is None
+
+
+def test_combine_of_two_results_without_a_schedule_is_unknown_and_keeps_the_lower_bound() -> None:
+    both = combine(_result(0.0, 30.0, "unknown", {"a": None}), _result(0.0, 20.0, "unknown", {"a": None}), "p")
+    assert (both.status, both.bound) == ("unknown", 20.0)

@@ -20,7 +20,6 @@ from mechanism.offline.report import (
     at_least_hint,
     calibration_bins,
     calibration_pairs,
-    combine,
     evaluate,
     hindsight_optimum,
     mechanism_schedule,
@@ -261,33 +260,6 @@ def test_calibration_pairs_keep_started_jobs_that_completed_or_failed_with_their
 def test_offline_config_validation_names_field_and_bound(kw: dict[str, object], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         OfflineConfig(**kw)  # type: ignore[arg-type]
-
-
-def _result(value: float, bound: float, status: str, starts: dict[str, int | None], seconds: float | None = 1.0,
-            solver: str = "x") -> OfflineResult:
-    return OfflineResult(value, bound, (bound - value) / bound, status, seconds, starts, solver)  # type: ignore[arg-type]
-
-
-def test_combine_keeps_the_better_schedule_under_the_lower_bound() -> None:
-    milp = _result(10.0, 12.0, "feasible", {"a": 0}, 2.0)
-    cpsat = _result(11.0, 13.0, "feasible", {"a": 1}, 3.0)
-    both = combine(milp, cpsat)
-    assert (both.value, both.bound, both.status, both.starts, both.solver) == (11.0, 12.0, "feasible", {"a": 1},
-                                                                               BOTH_NAME)
-    assert both.gap == pytest.approx(1 / 12) and both.solve_seconds == 5.0
-
-
-def test_combine_proves_the_better_schedule_optimal_with_the_other_solvers_bound() -> None:
-    # Neither solver proved its own: CP-SAT found 11, HiGHS's bound is 11 (within the LP tolerance).
-    both = combine(_result(10.0, 11.0 + 1e-7, "feasible", {"a": 0}), _result(11.0, 13.0, "feasible", {"a": 1}))
-    assert (both.value, both.bound, both.gap, both.status) == (11.0, 11.0, 0.0, "optimal")
-    just_outside = combine(_result(10.0, 11.0 + 1e-4, "feasible", {}), _result(11.0, 13.0, "feasible", {}))
-    assert just_outside.status == "feasible" and just_outside.bound == 11.0 + 1e-4
-
-
-def test_combine_prefers_the_first_on_a_tie_and_has_no_time_when_a_solver_has_none() -> None:
-    both = combine(_result(10.0, 12.0, "feasible", {"a": 0}, None), _result(10.0, 12.0, "feasible", {"a": 1}))
-    assert both.starts == {"a": 0} and both.solve_seconds is None and both.status == "feasible"
 
 
 def test_both_skips_cpsat_when_highs_proves_optimality(monkeypatch: pytest.MonkeyPatch) -> None:

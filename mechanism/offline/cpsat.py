@@ -43,7 +43,7 @@ from typing import Literal
 from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
-from mechanism.offline import dominance, lns, rcfix
+from mechanism.offline import dominance, hindsight, lns, rcfix
 from mechanism.offline.hindsight import HindsightInstance, HindsightJob, OfflineResult, Status, relative_gap
 
 SOLVER_NAME = "cpsat"
@@ -454,10 +454,4 @@ def shifted_hint(instance: HindsightInstance, hint: Mapping[str, int | None]) ->
 
 def combine(a: OfflineResult, b: OfflineResult) -> OfflineResult:
     """Two solves of the same instance: the better schedule, the tighter bound, their total time."""
-    best = b if b.value >= a.value else a
-    bound = max(min(a.bound, b.bound), best.value)
-    status: Status = "optimal" if a.optimal or b.optimal else (
-        "feasible" if "feasible" in (a.status, b.status) else "unknown")
-    seconds = (a.solve_seconds or 0.0) + (b.solve_seconds or 0.0)
-    return OfflineResult(value=best.value, bound=bound, gap=relative_gap(best.value, bound), status=status,
-                         solve_seconds=seconds, starts=best.starts, solver=SOLVER_NAME)
+    return hindsight.combine(a, b, SOLVER_NAME)

@@ -162,6 +162,21 @@ class OfflineResult:
         return self.status == "optimal"
 
 
+def combine(a: OfflineResult, b: OfflineResult, solver: str, tolerance: float = 0.0) -> OfflineResult:
+    """Two results on one instance (two phases, or two solvers): the better schedule (b on a tie) under the lower
+    of the two bounds (each bounds the optimum, never taken below the value), their total time. Optimal when
+    either proved it or that bound meets the value, within `tolerance` relative (bounds of two solvers are
+    computed in different arithmetic)."""
+    best = b if b.value >= a.value else a
+    low = min(a.bound, b.bound)
+    proven = a.optimal or b.optimal or best.value >= low - tolerance * max(1.0, abs(low))
+    bound = best.value if proven else max(low, best.value)
+    status: Status = "optimal" if proven else "feasible" if "feasible" in (a.status, b.status) else "unknown"
+    times = [t for t in (a.solve_seconds, b.solve_seconds) if t is not None]
+    return OfflineResult(best.value, bound, relative_gap(best.value, bound), status, sum(times) if times else None,
+                         dict(best.starts), solver)
+
+
 def relative_gap(value: float, bound: float) -> float:
     """(bound - value) / max(|bound|, 1e-9), clipped at 0: 0 when the bound is met."""
     return max(0.0, bound - value) / max(abs(bound), 1e-9)

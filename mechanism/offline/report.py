@@ -19,7 +19,7 @@ import numpy as np
 from mechanism.offline.baselines import fcfs, reservation
 from mechanism.offline.cpsat import BOUND_MODELS, STRATEGIES, BoundModel, CpSatParams, Strategy, solve_cpsat
 from mechanism.offline.greedy import density_greedy
-from mechanism.offline.hindsight import HindsightInstance, OfflineResult, Status, relative_gap
+from mechanism.offline.hindsight import HindsightInstance, OfflineResult, Status, combine, relative_gap
 from mechanism.offline.milp import LpBound, MilpParams, lp_bound, solve_milp
 from mechanism.simulation import SimulationResult, Workload, run_simulation
 
@@ -85,26 +85,13 @@ def _cpsat(instance: HindsightInstance, hint: dict[str, int | None], config: Off
 
 def _milp_then_cpsat(instance: HindsightInstance, hint: dict[str, int | None], config: OfflineConfig) -> OfflineResult:
     """HiGHS first; unless it proves optimality, CP-SAT warm-started with the better of the hint and HiGHS's
-    schedule. Each closes instances the other leaves open (README, offline Not done)."""
+    schedule: HiGHS closes instances CP-SAT leaves open (README, offline Not done), and where it stops at its limit
+    CP-SAT may still find a better schedule or a lower bound."""
     milp = at_least_hint(instance, solve_milp(instance, MilpParams(config.time_limit, config.workers, hint=hint)),
                          hint)
     if milp.optimal:
         return replace(milp, solver=BOTH_NAME)
-    return combine(milp, _cpsat(instance, milp.starts, config))
-
-
-def combine(first: OfflineResult, second: OfflineResult) -> OfflineResult:
-    """Two solvers' results on one instance: the better schedule (the first on a tie) under the lower of the two
-    bounds (each bounds the optimum); optimal when either proved its schedule or that bound meets the value
-    (LP_TOLERANCE relative, as for the LP bound)."""
-    best = second if second.value > first.value else first
-    low = min(first.bound, second.bound)
-    proven = best.optimal or best.value >= low - LP_TOLERANCE * max(1.0, abs(low))
-    bound = best.value if proven else max(low, best.value)
-    seconds = None if first.solve_seconds is None or second.solve_seconds is None \
-        else first.solve_seconds + second.solve_seconds
-    return OfflineResult(best.value, bound, relative_gap(best.value, bound), "optimal" if proven else best.status,
-                         seconds, dict(best.starts), BOTH_NAME)
+    return combine(milp, _cpsat(instance, milp.starts, config), BOTH_NAME, LP_TOLERANCE)
 
 
 def at_least_hint(instance: HindsightInstance, result: OfflineResult, hint: dict[str, int | None]) -> OfflineResult:

@@ -165,3 +165,57 @@ def test_processor_counts_are_compared_with_maxprocs_on_an_smp_header() -> None:
     workload, report = clean(parse_swf(lines))
     assert workload.nodes == report.nodes == 16
     assert report.kept == 2 and report.counts["dropped_size_above_machine"] == 0
+
+
+# ---------------------------------------------------------------- bounds at their edges (mutation testing)
+
+
+def test_comments_without_a_single_word_key_before_a_colon_are_not_header_entries() -> None:
+    # SWF header entries are '; Key: value' with a one-word key; a comment that is one word without a colon,
+    # or has a colon after several words, is prose.
+    lines = [";Remark", "; note that: the clock was reset", "; MaxNodes: 4", line(1, 0, 10, 2)]
+    assert parse_swf(lines).header == {"MaxNodes": "4"}
+
+
+def test_a_machine_of_one_node_is_accepted_from_the_override_and_from_the_header() -> None:
+    assert machine_nodes({"MaxNodes": "8"}, override=1) == 1
+    assert machine_nodes({"MaxProcs": "1"}) == 1
+    assert machine_nodes({"MaxNodes": "1"}) == 1
+    with pytest.raises(ValueError, match=r"header MaxProcs=-1 must be > 0"):
+        machine_nodes({"MaxProcs": "-1", "MaxNodes": "8"})
+
+
+def clean_one(record: str, nodes: int = 4) -> tuple[list[tuple[int, int, int, int]], dict[str, int]]:
+    """Clean one SWF line on an R-node header; the kept jobs as (submit, runtime, size, requested)."""
+    workload, report = clean(parse_swf([f"; MaxNodes: {nodes}", record]))
+    touched = {k: v for k, v in report.counts.items() if v}
+    return [(j.submit, j.runtime, j.size, j.requested) for j in workload.jobs], touched
+
+
+def test_zero_allocated_processors_count_as_missing_and_one_is_kept() -> None:
+    assert clean_one(line(1, 0, 10, 0, req_procs=3)) == ([(0, 10, 3, 100)], {"size_from_requested": 1})
+    assert clean_one(line(1, 0, 10, 1, req_procs=3)) == ([(0, 10, 1, 100)], {})
+
+
+def test_a_size_of_zero_after_rule_one_is_dropped_and_a_size_equal_to_the_machine_kept() -> None:
+    assert clean_one(line(1, 0, 10, 0, req_procs=0)) == (
+        [], {"size_from_requested": 1, "dropped_nonpositive_size": 1})
+    assert clean_one(line(1, 0, 10, 4)) == ([(0, 10, 4, 100)], {})
+    assert clean_one(line(1, 0, 10, 5)) == ([], {"dropped_size_above_machine": 1})
+
+
+def test_a_runtime_of_one_second_is_kept_and_zero_dropped() -> None:
+    assert clean_one(line(1, 0, 1, 2)) == ([(0, 1, 2, 100)], {})
+    assert clean_one(line(1, 0, 0, 2)) == ([], {"dropped_nonpositive_runtime": 1})
+
+
+def test_a_submit_time_of_minus_one_is_dropped_and_zero_kept() -> None:
+    assert clean_one(line(1, -1, 10, 2)) == ([], {"dropped_negative_submit": 1})
+    assert clean_one(line(1, 0, 10, 2)) == ([(0, 10, 2, 100)], {})
+
+
+def test_a_requested_time_of_zero_is_missing_and_one_is_a_real_limit() -> None:
+    assert clean_one(line(1, 0, 10, 2, req_time=0)) == ([(0, 10, 2, 10)], {"requested_missing_set_to_runtime": 1})
+    assert clean_one(line(1, 0, 1, 2, req_time=1)) == ([(0, 1, 2, 1)], {})
+    assert clean_one(line(1, 0, 2, 2, req_time=1)) == ([(0, 2, 2, 2)], {"requested_raised_to_runtime": 1})
+    assert clean_one(line(1, 0, 10, 2, req_time=10)) == ([(0, 10, 2, 10)], {})

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from mechanism.engine import CHAIN_BYTES, Engine
 from server import namespace, reads, snapshot
 from server import store as store_module
+from server.archive import ArchiveError
 from server.backup import backup_store
 from server.scheduler import DurableScheduler, Refused, Unavailable
 from server.service import encode_reply
@@ -210,15 +211,18 @@ def test_a_read_only_scheduler_takes_no_commands_and_leaves_the_writers_snapshot
     sched.close()
 
 
+@pytest.mark.parametrize("error", [MemoryError("no memory for the history part"),  # not an SQLite error
+                                   ArchiveError("cannot archive history: disk I/O error"),
+                                   sqlite3.OperationalError("database or disk is full")])
 def test_a_snapshot_that_fails_with_any_error_rolls_back_and_the_next_commands_are_served(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
     sched = open_with(tmp_path / "s.db", 3)
     run(sched, 11, 20)
     before = sched.engine.forgotten
 
     def fail(*args: object) -> None:
-        raise MemoryError("no memory for the history part")
-    monkeypatch.setattr(sched.store.archive, "add", fail)  # inside the snapshot's transaction, not an SQLite error
+        raise error
+    monkeypatch.setattr(sched.store.archive, "add", fail)  # inside the snapshot's transaction
     for i in range(3):  # a snapshot is due among these, and fails: nothing is forgotten
         sched.execute("operator", f"failing-{i}", "advance", {})
     assert sched.engine.forgotten == before
@@ -380,6 +384,22 @@ def test_a_restart_whose_checked_point_cannot_be_recorded_still_starts_and_the_o
     later = open_with(path, 10)
     assert later.engine.digest() == digest and later.store.verified_point().marks == later.engine.forgotten  # type: ignore[union-attr]
     later.close()
+
+
+def test_a_restart_from_the_very_point_the_last_one_checked_keeps_that_point_when_it_cannot_record_its_own(
+        tmp_path: Path) -> None:
+    # the restart drops the checked point only if it checked rows now dropped (beyond the marks it restores to): one
+    # that sits exactly at those marks stays, also when recording the new point fails
+    path = tmp_path / "s.db"
+    first = restarted_once(path)
+    checked = first.store.verified_point()
+    assert checked is not None and checked.marks == first.engine.forgotten
+    first.close()
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TRIGGER full BEFORE INSERT ON verified BEGIN SELECT RAISE(FAIL, 'disk is full'); END")
+    again = open_with(path, 10)
+    assert again.store.verified_point() == checked
+    again.close()
 
 
 def test_a_damaged_checked_point_costs_a_full_hash_of_the_archive_not_the_snapshots(tmp_path: Path) -> None:

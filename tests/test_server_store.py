@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from mechanism.history import HistoryMarks
 from server.scheduler import DurableScheduler, ReplayDiverged, body_hash, body_json
 from server.service import encode_reply
-from server.store import CommandStore, StoreError, store_path
+from server.store import CommandStore, Snapshot, StoreError, store_path
 from tests.grpc_support import ACME, client, config, running, sow
 
 IDENTITY = {"platform": {"C": 8}, "oracle": "mc"}
@@ -187,3 +188,16 @@ def test_a_read_only_store_must_be_an_existing_log(tmp_path: Path, make: object,
     make(tmp_path / "s.db")  # type: ignore[operator]
     with pytest.raises(StoreError, match=match):
         CommandStore(tmp_path / "s.db", IDENTITY, read_only=True)
+
+
+def test_discarding_a_builds_later_snapshots_leaves_another_builds_alone(tmp_path: Path) -> None:
+    # a restart of this build that uses none of its snapshots drops them; another build's are not its to drop (they
+    # go when this build saves its first snapshot)
+    store = CommandStore(tmp_path / "s.db", IDENTITY)
+    for seq, code in ((1, "this build"), (2, "another build"), (3, "this build")):
+        store.append("advance", "operator", None, {}, "h", b"r", 0)
+        store._db.execute("INSERT INTO snapshots VALUES (?, ?, 'd', x'00', 0)", (seq, code))
+    store.discard_after("this build", 1, HistoryMarks(0, 0, 0))
+    assert [(s.seq, s.code) for s in store.snapshots()] == [(2, "another build"), (1, "this build")]
+    assert store.snapshots()[0] == Snapshot(2, "another build", "d", b"\x00")
+    store.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 import pytest
@@ -189,3 +190,36 @@ def test_conservative_backfilling_never_delays_an_earlier_reservation(case: tupl
     for index, start in enumerate(result.starts):
         assert start <= recorder.first[index]
     assert result.starts == simulate(w, conservative(Order.FCFS), "exact").starts
+
+
+def test_order_keys_match_the_definitions_of_alg_1_on_random_queues() -> None:
+    # the keys written out: E_j, r_j E_j, -r_j E_j, r_j E_j^2, then FCFS (submit, then arrival index)
+    formula = {
+        Order.FCFS: lambda w: 0,
+        Order.SJF: lambda w: w.estimate,
+        Order.SAF: lambda w: w.size * w.estimate,
+        Order.LAF: lambda w: -(w.size * w.estimate),
+        Order.SPF: lambda w: w.size * w.estimate**2,
+    }
+    rng = random.Random(11)
+    for _ in range(300):
+        submits = sorted(rng.randint(0, 5) for _ in range(rng.randint(1, 7)))
+        queue = [Waiting(i, s, rng.randint(1, 12), rng.randint(1, 15)) for i, s in enumerate(submits)]
+        rng.shuffle(queue)
+        for order, key in formula.items():
+            by_formula = sorted(queue, key=lambda w: (key(w), w.submit, w.index))
+            assert sorted(queue, key=order_key(order)) == by_formula, (order, queue)
+
+
+def test_spf_puts_a_wide_short_job_before_a_narrow_long_one_with_a_smaller_area() -> None:
+    # (r, E) = (10, 3): r E^2 = 90, r E = 30; (1, 10): r E^2 = 100, r E = 10
+    queue = [Waiting(0, 0, 1, 10), Waiting(1, 0, 10, 3)]
+    assert [w.index for w in sorted(queue, key=order_key(Order.SPF))] == [1, 0]
+    assert [w.index for w in sorted(queue, key=order_key(Order.SAF))] == [0, 1]
+
+
+def test_running_jobs_past_or_at_their_estimated_end_free_their_nodes_from_now() -> None:
+    # R = 4 at t = 10: estimated ends 5 and 10 are not in the future, so their 3 nodes count as free now;
+    # only the end at 20 is a breakpoint.
+    profile = FreeProfile(state(10, 4, [(2, 10), (1, 5), (1, 20)], []))
+    assert (profile.times, profile.free) == ([10, 20], [3, 4])

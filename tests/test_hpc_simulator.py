@@ -80,3 +80,13 @@ def test_a_scheduler_that_never_starts_a_job_is_reported() -> None:
     w = workload(2, (0, 4, 1, 4))
     with pytest.raises(SchedulerError, match=r"1 jobs never started"):
         simulate(w, lambda state: [])
+
+
+def test_max_queue_is_the_longest_queue_any_round_saw() -> None:
+    # R = 1: job 0 runs [0, 10); jobs 1-3 arrive at 1, 2, 3 and wait: the round at t = 3 sees all three
+    w = workload(1, (0, 10, 1, 10), (1, 5, 1, 5), (2, 5, 1, 5), (3, 5, 1, 5))
+    rec = Recorder()
+    result = simulate(w, rec)
+    assert [len(s.queue) for s in rec.states] == [1, 1, 2, 3, 3, 2, 1]
+    assert (result.max_queue, result.rounds) == (3, 7)
+    assert result.starts == (0, 10, 15, 20)

@@ -223,3 +223,10 @@ def test_running_jobs_past_or_at_their_estimated_end_free_their_nodes_from_now()
     # only the end at 20 is a breakpoint.
     profile = FreeProfile(state(10, 4, [(2, 10), (1, 5), (1, 20)], []))
     assert (profile.times, profile.free) == ([10, 20], [3, 4])
+
+
+def test_earliest_is_now_when_the_nodes_are_free_now_for_the_whole_duration() -> None:
+    profile = FreeProfile(state(3, 4, [(2, 10)], []))
+    assert (profile.times, profile.free) == ([3, 10], [2, 4])
+    assert profile.earliest(2, 50) == 3
+    assert profile.earliest(3, 1) == 10

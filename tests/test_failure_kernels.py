@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mechanism.failure import CHUNKS, MonteCarloOracle, Residual, _draw, _next_bit
+from mechanism.failure import CHUNKS, MonteCarloOracle, Residual, _draw, _next_bit, _survival_histogram
 from mechanism.failure_literal import sampled_outcomes
 from mechanism.lifo import fails_given_loads, lifo_loads
 from mechanism.platform import Platform
@@ -142,30 +142,67 @@ def test_appended_jobs_reach_every_path_lazily_or_all_at_once_as_lifo_plays_them
     rs = _residuals(rng, p, 9)
     oracle = MonteCarloOracle(p)
     oracle.reset(ROUND, rs[:3])
-    for m in range(3, len(rs)):
-        oracle.estimates(int(rng.integers(1, 4)))  # materialises only the rows this query needs
-        oracle.append(rs[m])
-        if settle:
-            oracle.settle()
-        assert np.all(oracle._bound >= oracle._peak)
+    for m in range(3, len(rs) + 1):
+        rows = _lifo_rows(p, rs[:m], p.sample_count)
+        for c in (3, 2, 1):
+            assert np.array_equal(oracle.estimates(c), _definition(p, rows, c)), (m, c)
+        if m < len(rs):
+            oracle.append(rs[m])
+            if settle:
+                oracle.settle()
+            assert np.all(oracle._bound >= oracle._peak)
     _check_rows(oracle, _lifo_rows(p, rs, p.sample_count))
+
+
+def test_a_row_that_turns_out_roomy_once_its_pending_job_is_applied_survives_every_duration() -> None:
+    # C = 8, C_m = 4. E (c = 3) runs round 0 in about a sixth of the samples; A (c = 2, appended) adds 2 to every
+    # bound: 5 there, 2 elsewhere. Too few rows are crowded (bound > C - C_m = 4) to settle, so a query for c = 4
+    # (room 4) applies A to those rows alone, and each is roomy after all (3 and 2 never share a round).
+    p = small_platform(C=8, samples=100, seed=4, C_m=4)
+    e = Residual(job=0, concurrency=3, start=np.array([0, -1]), length=np.array([1, 1]),
+                 probability=np.array([0.15, 0.85]))
+    a = Residual(job=1, concurrency=2, start=np.array([1, -1]), length=np.array([1, 1]),
+                 probability=np.array([0.5, 0.5]))
+    oracle = MonteCarloOracle(p)
+    oracle.reset(ROUND, [e])
+    oracle.estimates(1)
+    oracle.append(a)
+    crowded = int(np.count_nonzero(oracle._bound > 4))
+    assert 0 < crowded < p.sample_count / 4 and oracle.settle() is False
+    est = oracle.estimates(4)
+    assert int(np.count_nonzero(oracle._applied == 1)) == crowded  # applied to the crowded rows only
+    assert np.array_equal(est, _definition(p, _lifo_rows(p, [e, a], p.sample_count), 4))
+    assert not est.any()  # every row has room for 4 nodes in every round
+
+
+def _definition(p: Platform, rows: list[list[int]], c: int) -> np.ndarray:
+    """E(s, c, d) as MODEL.md section 5 defines it, from each sample's LIFO loads."""
+    return np.array([[np.mean([fails_given_loads(r, s, d, c, p.C) for r in rows]) for d in range(1, p.D_m + 1)]
+                     for s in range(p.S_m)])
 
 
 # ---- estimates against fails_given_loads, across 64-round words ----
 
 
-@pytest.mark.parametrize(("s_m", "seed", "late_jobs"),
-                         [(5, 0, 6), (62, 1, 6), (63, 1, 6), (64, 1, 6), (65, 1, 3), (70, 3, 6), (127, 0, 23)])
-def test_estimates_equal_the_lifo_definition_for_every_start_and_duration_across_64_round_words(
-        s_m: int, seed: int, late_jobs: int) -> None:
-    # horizon = S_m + 2 straddles the 64-bit words of the full-round bitmap. Three early jobs of one node never
-    # overflow C = 4; the later ones start from round 58 on, so first overflows fall before, at and after round 64.
+def _window_case(s_m: int, seed: int, late_jobs: int) -> tuple[Platform, list[Residual]]:
+    """Three early jobs of one node that never overflow C = 4, and later ones from round 58 on."""
     p = small_platform(C=4, samples=40, seed=s_m, S_m=s_m, C_m=3)
     rng = np.random.default_rng(seed)
     early = [Residual(job=k, concurrency=1, start=rng.integers(-1, p.S_m, size=2).astype(np.int64),
                       length=np.array([p.D_m, 1]), probability=np.array([0.5, 0.5])) for k in range(3)]
     late = _residuals(rng, p, late_jobs, late=min(58, s_m - 1))
-    rs = early + [Residual(3 + k, r.concurrency, r.start, r.length, r.probability) for k, r in enumerate(late)]
+    return p, early + [Residual(3 + k, r.concurrency, r.start, r.length, r.probability) for k, r in enumerate(late)]
+
+
+WINDOWS = [(5, 0, 6), (61, 1, 6), (62, 1, 6), (63, 1, 6), (64, 1, 6), (65, 1, 3), (70, 3, 6), (127, 0, 23)]
+
+
+@pytest.mark.parametrize(("s_m", "seed", "late_jobs"), WINDOWS)
+def test_estimates_equal_the_lifo_definition_for_every_start_and_duration_across_64_round_words(
+        s_m: int, seed: int, late_jobs: int) -> None:
+    # horizon = S_m + 2 straddles the 64-bit words of the full-round bitmap (63, 64, 65, ... 129 rounds), and
+    # first overflows fall before, at and after round 64.
+    p, rs = _window_case(s_m, seed, late_jobs)
     rows = _lifo_rows(p, rs, p.sample_count)
     oracle = MonteCarloOracle(p)
     oracle.reset(ROUND, rs)
@@ -173,7 +210,41 @@ def test_estimates_equal_the_lifo_definition_for_every_start_and_duration_across
     if s_m > 64:  # overflows first in the first word, in a later one, and not at all
         assert min(firsts) < 64 <= max(firsts - {p.horizon}) and p.horizon in firsts, sorted(firsts)
     for c in (1, 2, 3):
-        est = oracle.estimates(c)
-        want = np.array([[np.mean([fails_given_loads(r, s, d, c, p.C) for r in rows]) for d in range(1, p.D_m + 1)]
-                         for s in range(p.S_m)])
-        assert np.array_equal(est, want), c
+        assert np.array_equal(oracle.estimates(c), _definition(p, rows, c)), c
+
+
+@pytest.mark.parametrize("first", [57, 63, 64, 65, 128])
+def test_a_first_overflow_on_a_word_boundary_fails_only_the_starts_from_it_on(first: int) -> None:
+    # A (c = 3) and, in half the samples, B (c = 2) demand round `first`: 5 > C = 4 there. Starts before it are
+    # free for durations that end before it; the first-overflow mask must not spill into the word before. With
+    # first = 57 the horizon is 63 rounds: the search for the next full round must stop at the horizon's bit.
+    p = small_platform(C=4, samples=40, seed=first, S_m=first + 4, C_m=3)
+    a = Residual(job=0, concurrency=3, start=np.array([first]), length=np.array([1]), probability=np.array([1.0]))
+    b = Residual(job=1, concurrency=2, start=np.array([first, -1]), length=np.array([1, 1]),
+                 probability=np.array([0.5, 0.5]))
+    rows = _lifo_rows(p, [a, b], p.sample_count)
+    assert 0 < sum(r[first] > p.C for r in rows) < p.sample_count
+    oracle = MonteCarloOracle(p)
+    oracle.reset(ROUND, [a, b])
+    for c in (1, 2, 3):
+        assert np.array_equal(oracle.estimates(c), _definition(p, rows, c)), c
+
+
+@pytest.mark.parametrize(("s_m", "seed", "late_jobs"), [WINDOWS[0], WINDOWS[5], WINDOWS[7]])
+def test_the_survival_histogram_counts_each_sample_once_per_start_at_the_durations_it_survives(
+        s_m: int, seed: int, late_jobs: int) -> None:
+    # hist[s, g]: samples where a job starting at s survives exactly durations 1..g (g = D_m: all of them), g = 0
+    # included (the estimates read only g >= 1, so that column is checked here).
+    p, rs = _window_case(s_m, seed, late_jobs)
+    rows = _lifo_rows(p, rs, p.sample_count)
+    oracle = MonteCarloOracle(p)
+    oracle.reset(ROUND, rs)
+    paths = oracle.paths()
+    for c in (1, 3):
+        hist = _survival_histogram(paths, oracle._peak, oracle._first, oracle._bound, oracle._applied,
+                                   *oracle._app.arrays(), c, p.S_m, p.D_m, p.C)
+        want = np.zeros((p.S_m, p.D_m + 1), dtype=np.int64)
+        for r in rows:
+            for s in range(p.S_m):
+                want[s, sum(not fails_given_loads(r, s, d, c, p.C) for d in range(1, p.D_m + 1))] += 1
+        assert np.array_equal(hist, want), c

@@ -149,3 +149,13 @@ def test_a_copy_does_not_inherit_the_point_its_store_was_checked_to(tmp_path: Pa
         assert db.execute("SELECT COUNT(*) FROM verified").fetchone() == (0,)
     with running(copy.path, snapshot_every=3) as restored:  # its first restart hashes every row, then records
         assert restored.scheduler.restored_from > 0 and restored.scheduler.store.verified_point() is not None
+
+
+def test_a_backup_target_that_is_a_dangling_symbolic_link_is_refused_and_left_alone(tmp_path: Path) -> None:
+    # the link names no file yet, so it does not 'exist'; a copy published through it would land where it points
+    store, target = _stopped_store(tmp_path / "s.db"), tmp_path / "b.db"
+    target.symlink_to(tmp_path / "elsewhere.db")
+    with pytest.raises(StoreError, match=r"backup target .*b.db exists; give a new file name"):
+        backup_store(store, target)
+    assert target.is_symlink() and not (tmp_path / "elsewhere.db").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("b.")) == ["b.db"]  # no copy left behind

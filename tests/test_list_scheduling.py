@@ -15,6 +15,7 @@ from mechanism.hpc.list_scheduling import (
     ListScheduler,
     Option,
     Order,
+    RoundPlan,
     conservative,
     easy,
     list_round,
@@ -230,3 +231,15 @@ def test_earliest_is_now_when_the_nodes_are_free_now_for_the_whole_duration() ->
     assert (profile.times, profile.free) == ([3, 10], [2, 4])
     assert profile.earliest(2, 50) == 3
     assert profile.earliest(3, 1) == 10
+
+
+def test_a_pruned_round_stops_at_the_first_job_after_which_nothing_fits_the_nodes_free_now() -> None:
+    # R = 4, 3 nodes busy until 10. FCFS: job 0 (4 nodes) is reserved at 10, job 1 (1 node) starts now;
+    # then 0 nodes are free and every remaining job needs at least 1: the round stops, jobs 2 and 3 unplaced.
+    s = state(0, 4, [(3, 10)], [(4, 5), (1, 3), (2, 2), (1, 30)])
+    assert list_round(s, Order.FCFS, Option.BACKFILL) == RoundPlan(started=(1,), plan={0: 10, 1: 0})
+    # R = 4, 1 node busy until 10: 3 free now, and the only job needs all 4, so nothing is even reserved;
+    # with a later 3-node job the round goes on: job 0 is reserved at 10 and job 1 fits before it.
+    assert list_round(state(0, 4, [(1, 10)], [(4, 5)]), Order.FCFS, Option.BACKFILL) == RoundPlan((), {})
+    assert list_round(state(0, 4, [(1, 10)], [(4, 5), (3, 2)]), Order.FCFS, Option.BACKFILL) == RoundPlan(
+        started=(1,), plan={0: 10, 1: 0})

@@ -67,3 +67,10 @@ def test_length_mismatch_and_empty_are_rejected() -> None:
 def test_utilisation_needs_positive_nodes() -> None:
     with pytest.raises(ValueError, match=r"nodes=0 must be > 0"):
         metrics.utilization(JOBS, STARTS, 0)
+
+
+def test_utilisation_on_a_single_node_is_busy_time_over_the_makespan() -> None:
+    # R = 1: jobs of 4 s and 6 s back to back from t = 0 keep the node busy for the whole makespan of 10
+    jobs = [Job(1, 0, 4, 1, 4), Job(2, 0, 6, 1, 6)]
+    assert metrics.utilization(jobs, [0, 4], nodes=1) == 1.0
+    assert metrics.utilization(jobs, [0, 14], nodes=1) == pytest.approx(10 / 20)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clients.cli import main
+from clients.cli import build_parser, main
 from mechanism.hpc.cp import CpScheduler
 from mechanism.hpc.jobs import Job, Workload
 from mechanism.hpc.list_scheduling import ListScheduler, Option, Order
@@ -90,3 +90,24 @@ def test_hpc_study_command_prints_one_json_object(tmp_path: Path, capsys: pytest
     assert {r["scheduler"] for r in out["table"]} == {"easy", "laf-conservative"}
     main(["hpc-study", "--trace", str(trace), "--schedulers", "easy"])
     assert "% List-REG" in capsys.readouterr().out
+
+
+def test_every_order_maps_to_its_four_options_with_easy_reserving_for_one_job() -> None:
+    for order in Order:
+        assert make_scheduler(f"{order.value}-easy", 1.0) == ListScheduler(order, Option.BACKFILL, 1)
+        assert make_scheduler(f"{order.value}-conservative", 1.0) == ListScheduler(order, Option.BACKFILL, None)
+        assert make_scheduler(f"{order.value}-greedy", 1.0) == ListScheduler(order, Option.GREEDY, None)
+        strict = make_scheduler(f"{order.value}-strict", 1.0)
+        assert isinstance(strict, ListScheduler) and (strict.order, strict.option) == (order, Option.STRICT)
+
+
+def test_study_config_defaults_are_the_hpc_study_command_defaults() -> None:
+    # the library defaults (CP prefixes skipped, 60 s per off-line window) are the CLI's, field by field
+    args = build_parser().parse_args(["hpc-study", "--trace", "t.swf"])
+    config = StudyConfig()
+    assert (config.list_jobs, config.cp_jobs, config.offline_jobs) == (args.jobs, args.cp_jobs, args.offline_jobs)
+    assert (config.list_jobs, config.cp_jobs, config.offline_jobs) == (None, 0, 0)
+    assert (config.estimates, config.time_limit, config.offline_time_limit) == (
+        args.estimates, args.time_limit, args.offline_time_limit)
+    assert config.offline_time_limit == 60.0
+    assert (config.size("cp-af"), config.size("cp-offline-af")) == (0, 0)

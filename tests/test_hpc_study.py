@@ -11,7 +11,15 @@ from clients.cli import build_parser, main
 from mechanism.hpc.cp import CpScheduler
 from mechanism.hpc.jobs import Job, Workload
 from mechanism.hpc.list_scheduling import ListScheduler, Option, Order
-from mechanism.hpc.study import TABLE_ROWS, StudyConfig, make_scheduler, run_scheduler, run_study
+from mechanism.hpc.study import (
+    TABLE_ROWS,
+    StudyConfig,
+    StudyResult,
+    make_scheduler,
+    run_scheduler,
+    run_study,
+    study_table,
+)
 
 ROWS = [(0, 10, 3), (1, 5, 3), (2, 3, 4), (3, 20, 1), (4, 2, 2), (6, 7, 1), (8, 1, 4)]
 
@@ -111,3 +119,15 @@ def test_study_config_defaults_are_the_hpc_study_command_defaults() -> None:
         args.estimates, args.time_limit, args.offline_time_limit)
     assert config.offline_time_limit == 60.0
     assert (config.size("cp-af"), config.size("cp-offline-af")) == (0, 0)
+
+
+def test_study_table_prints_the_paper_value_where_table_two_has_one_and_a_blank_elsewhere() -> None:
+    rows = [
+        {"metric": "AF", "scheduler": "easy", "jobs": 7, "percent_of_list_reg": 95.24, "paper_kth": 96},
+        {"metric": "AWF", "scheduler": "cp-awf", "jobs": 4, "percent_of_list_reg": 101.0, "paper_kth": None},
+    ]
+    text = study_table(StudyResult(estimates="exact", time_limit=0.5, runs=[], table=rows))
+    lines = text.splitlines()
+    assert lines[0] == "estimates=exact  CP time limit per round=0.5s"
+    assert lines[2].split() == ["AF", "easy", "7", "95.2%", "96%"]
+    assert lines[3].split() == ["AWF", "cp-awf", "4", "101.0%"]

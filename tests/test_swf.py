@@ -219,3 +219,20 @@ def test_a_requested_time_of_zero_is_missing_and_one_is_a_real_limit() -> None:
     assert clean_one(line(1, 0, 1, 2, req_time=1)) == ([(0, 1, 2, 1)], {})
     assert clean_one(line(1, 0, 2, 2, req_time=1)) == ([(0, 2, 2, 2)], {"requested_raised_to_runtime": 1})
     assert clean_one(line(1, 0, 10, 2, req_time=10)) == ([(0, 10, 2, 10)], {})
+
+
+def test_the_three_memory_and_cpu_time_fields_take_fractions() -> None:
+    tokens = line(1, 0, 10, 2).split()
+    for name, value in (("average_cpu_time", "1.5"), ("used_memory", "2.25"), ("requested_memory", "3.75")):
+        tokens[FIELDS.index(name)] = value
+    (rec,) = parse_swf([" ".join(tokens)]).records
+    assert (rec.average_cpu_time, rec.used_memory, rec.requested_memory) == (1.5, 2.25, 3.75)
+
+
+@pytest.mark.parametrize(
+    "name", [f for f in FIELDS if f not in {"average_cpu_time", "used_memory", "requested_memory"}])
+def test_every_other_field_refuses_a_fraction_naming_it(name: str) -> None:
+    tokens = line(1, 0, 10, 2).split()
+    tokens[FIELDS.index(name)] = "7.5"
+    with pytest.raises(SwfParseError, match=rf"line 1: field {name}='7.5' must be an integer"):
+        parse_swf([" ".join(tokens)])

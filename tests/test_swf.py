@@ -175,6 +175,8 @@ def test_comments_without_a_single_word_key_before_a_colon_are_not_header_entrie
     # or has a colon after several words, is prose.
     lines = [";Remark", "; note that: the clock was reset", "; MaxNodes: 4", line(1, 0, 10, 2)]
     assert parse_swf(lines).header == {"MaxNodes": "4"}
+    # any run of leading ';' opens a comment
+    assert parse_swf([";;  MaxProcs: 16"]).header == {"MaxProcs": "16"}
 
 
 def test_a_machine_of_one_node_is_accepted_from_the_override_and_from_the_header() -> None:

@@ -338,3 +338,25 @@ def test_a_token_file_may_repeat_a_token_of_its_own_tenant(tmp_path: Path) -> No
     (tmp_path / "acme").write_text("acme-token-new-1\nacme-token-new-1\n")  # a rotation half done by hand
     cfg = parse_config(with_(tenants=[{"name": "acme", "token_file": "acme"}]), base=tmp_path)
     assert cfg.authenticate("acme-token-new-1").name == "acme"  # type: ignore[union-attr]
+
+
+def test_a_caller_is_renewed_under_a_new_configuration_only_if_its_token_still_names_it() -> None:
+    old = parse_config(CONFIG)
+    caller = old.authenticate(ACME)
+    assert caller is not None and caller.holds(old) and caller.renewed(old) is caller
+    same = parse_config(CONFIG)  # a reload that changed nothing for acme
+    assert caller.holds(same) and caller.renewed(same) == caller
+    moved = parse_config(with_(tenants=[{"name": "acme", "token": "acme-token-new-1"}, {"name": "globex", "token": ACME}]))
+    assert not caller.holds(moved) and caller.renewed(moved) is None  # the token now names globex, not acme
+    revoked = parse_config(with_(tenants=[{"name": "acme", "token": "acme-token-new-1"}]))
+    assert not caller.holds(revoked) and caller.renewed(revoked) is None
+
+
+@pytest.mark.parametrize("value", ["true", 1, "yes"])
+def test_reinstate_is_a_toml_boolean_only(value: Any) -> None:
+    with pytest.raises(ConfigError, match=rf"tenants\.0\.reinstate \(value {re.escape(repr(value))}\): Input should be a "
+                                          r"valid boolean"):
+        parse_config(with_(tenants=[{"name": "acme", "token": ACME, "reinstate": value}]))
+    assert parse_config(with_(tenants=[{"name": "acme", "token": ACME}])).reinstated == frozenset()
+    assert parse_config(with_(tenants=[{"name": "acme", "token": ACME, "reinstate": True},
+                                       {"name": "globex", "token": GLOBEX}])).reinstated == {"acme"}

@@ -12,7 +12,7 @@ import pytest
 
 from mechanism.engine import CHAIN_BYTES, Engine, _chain
 from mechanism.events import Event
-from mechanism.history import HistoryMarks, MemoryArchive
+from mechanism.history import History, HistoryMarks, MemoryArchive
 from mechanism.jobs import Job, JobState
 from mechanism.platform import Platform
 from mechanism.sow import SoW
@@ -65,6 +65,8 @@ STATE_CHANGES: dict[str, Callable[[Engine], None]] = {
     "the count of forgotten retired jobs": lambda e: setattr(e, "forgotten", HistoryMarks(1, 0, 0)),
     "the oracle kind": lambda e: setattr(e, "oracle_kind", "exact"),
     "the platform": lambda e: setattr(e, "platform", e.platform.model_copy(update={"seed": e.platform.seed + 1})),
+    "the retired jobs' chain": lambda e: setattr(e, "_retired_chain", _chain(e._retired_chain, {})),
+    "the events' chain": lambda e: setattr(e, "_event_chain", _chain(e._event_chain, {})),
 }
 
 
@@ -249,6 +251,30 @@ def _retired_record(job: Job) -> dict[str, object]:
             "arrival": job.arrival, "signal": job.signal, "start": job.start, "finish": job.finish, "ended": job.ended,
             "charge": job.charge, "value": job.value, "reported_arrival": None, "scheduled_start": job.start,
             "pending_completion": None}
+
+
+def test_forgetting_history_in_parts_keeps_exactly_what_comes_after_each_mark() -> None:
+    """Two partial forgets (the second after something was already forgotten) hold exactly the history after the
+    last mark, and the engine still hashes, verifies and finds its jobs like one that kept everything."""
+    keep, e = _busy_engine(), _busy_engine()
+    keep.advance()
+    e.advance()  # "run" completes: a second charge
+    archive = MemoryArchive()
+    e.archive = archive
+    end = e.history_marks()
+    assert end.retired == 4 and end.events > 8 and end.charges == 2
+    for marks in (HistoryMarks(1, 3, 1), HistoryMarks(2, 7, 1)):
+        part = e.history_since(archive.marks)
+        r, v, c = (marks.retired - archive.marks.retired, marks.events - archive.marks.events,
+                   marks.charges - archive.marks.charges)
+        archive.add(History(archive.marks, part.jobs[:r], part.events[:v], part.charges[:c]))
+        assert e.forget_history(marks) == [j.id for j in part.jobs[:r]]
+        rest, kept = e.history_since(marks), keep.history_since(marks)
+        assert [j.id for j in rest.jobs] == [j.id for j in kept.jobs] and rest.charges == kept.charges
+        assert [ev.to_dict() for ev in rest.events] == [ev.to_dict() for ev in kept.events]
+        assert e.history_marks() == end and e.digest() == keep.digest()
+        e.verify_chains(archive.events, archive.jobs)
+    assert all(e.view(j) == keep.view(j) for j in keep.jobs)
 
 
 def _forget_all(e: Engine) -> MemoryArchive:

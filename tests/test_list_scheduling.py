@@ -243,3 +243,9 @@ def test_a_pruned_round_stops_at_the_first_job_after_which_nothing_fits_the_node
     assert list_round(state(0, 4, [(1, 10)], [(4, 5)]), Order.FCFS, Option.BACKFILL) == RoundPlan((), {})
     assert list_round(state(0, 4, [(1, 10)], [(4, 5), (3, 2)]), Order.FCFS, Option.BACKFILL) == RoundPlan(
         started=(1,), plan={0: 10, 1: 0})
+
+
+def test_conservative_backfilling_reserves_for_every_blocked_job_however_long_the_queue() -> None:
+    # R = 1, busy until 10, 300 one-second jobs waiting: each gets its own slot, 10, 11, ..., 309
+    s = state(0, 1, [(1, 10)], [(1, 1)] * 300)
+    assert conservative(Order.FCFS).plan(s) == {i: 10 + i for i in range(300)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import pickle
 from collections.abc import Callable
 
 import numpy as np
@@ -76,6 +77,13 @@ def test_the_digest_changes_with_every_engine_counter_and_setting(change: str) -
     before = e.digest()
     STATE_CHANGES[change](e)
     assert e.digest() != before, f"{change} is not in the digest"
+
+
+def test_idle_engines_at_different_rounds_hash_apart() -> None:
+    p = _platform()
+    later = Engine(p)
+    later.advance()  # nothing submitted: only the clock moved (no events, no usage ahead)
+    assert not later.events and Engine(p).digest() != later.digest()
 
 
 def test_engines_that_differ_only_in_oracle_kind_or_platform_hash_apart() -> None:
@@ -275,6 +283,23 @@ def test_forgetting_history_in_parts_keeps_exactly_what_comes_after_each_mark() 
         assert e.history_marks() == end and e.digest() == keep.digest()
         e.verify_chains(archive.events, archive.jobs)
     assert all(e.view(j) == keep.view(j) for j in keep.jobs)
+
+
+def test_the_state_without_history_of_an_engine_that_holds_history() -> None:
+    """A snapshot's state: only the active jobs, no retired jobs, events or charges, everything counted as
+    forgotten, no archive; the engine itself keeps its history; with the history archived it is the same state."""
+    e = _busy_engine()
+    held = (list(e.jobs), list(e.retired), list(e.events), list(e.ledger.charges))
+    assert held[1] and held[2] and held[3]
+    live = pickle.loads(pickle.dumps(e.without_history()))
+    assert list(live.jobs) == ["run", "wait", "later"]
+    assert (live.retired, live.events, live.ledger.charges) == ([], [], [])
+    assert live.forgotten == live.history_marks() == e.history_marks() and live.archive is None
+    assert (list(e.jobs), list(e.retired), list(e.events), list(e.ledger.charges)) == held
+    live.archive = MemoryArchive()
+    live.archive.add(e.history_since(HistoryMarks(0, 0, 0)))
+    live.verify_chains(live.archive.events, live.archive.jobs)
+    assert live.digest() == e.digest() and live.view("done") == e.view("done")
 
 
 def _forget_all(e: Engine) -> MemoryArchive:

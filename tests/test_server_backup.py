@@ -118,11 +118,12 @@ def test_a_backup_into_a_missing_directory_names_it(tmp_path: Path) -> None:
     assert not (tmp_path / "nowhere").exists()
 
 
-def test_a_backup_has_the_permissions_of_its_store(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", [0o600, 0o640])
+def test_a_backup_has_the_permissions_of_its_store(tmp_path: Path, mode: int) -> None:
     store = _stopped_store(tmp_path / "s.db")
-    store.chmod(0o600)  # the store holds pickles the server loads: the README says to give it the server's permissions
+    store.chmod(mode)  # the store holds pickles the server loads: the README says to give it the server's permissions
     backup_store(store, tmp_path / "b.db")
-    assert (tmp_path / "b.db").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "b.db").stat().st_mode & 0o777 == mode  # 0o640: not merely the temporary file's 0o600
 
 
 def test_the_backup_target_may_be_named_as_a_store_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -159,3 +160,36 @@ def test_a_backup_target_that_is_a_dangling_symbolic_link_is_refused_and_left_al
         backup_store(store, target)
     assert target.is_symlink() and not (tmp_path / "elsewhere.db").exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("b.")) == ["b.db"]  # no copy left behind
+
+
+def test_a_store_without_its_identity_is_not_backed_up(tmp_path: Path) -> None:
+    store = _stopped_store(tmp_path / "s.db")
+    with sqlite3.connect(store) as db:
+        db.execute("DELETE FROM meta WHERE key = 'identity'")
+    with pytest.raises(StoreError, match=r"store .*s\.db holds no command log yet"):
+        backup_store(store, tmp_path / "b.db")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("b.")) == []
+
+
+class _FailingCheck(sqlite3.Connection):
+    """The copy's connection, with an integrity_check that reports damage."""
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "PRAGMA integrity_check":
+            sql = "SELECT '*** in database main *** Page 2: btreeInitPage() returns error code 11'"
+        return super().execute(sql, *args)
+
+
+def test_a_copy_failing_its_integrity_check_is_refused_and_not_published(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _stopped_store(tmp_path / "s.db")
+    connect = sqlite3.connect
+
+    def connecting(target: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(target).startswith("file:"):  # the source, opened by URI; the copy is opened by its path
+            return connect(target, *args, **kwargs)
+        return connect(target, *args, factory=_FailingCheck, **kwargs)
+    monkeypatch.setattr(server.backup.sqlite3, "connect", connecting)
+    with pytest.raises(StoreError, match=r"backup of .*s\.db: the copy fails integrity_check: \*\*\* in database main"):
+        backup_store(store, tmp_path / "b.db")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("b.")) == []

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from clients.cli import build_parser, main
-from mechanism.hpc.cp import CpScheduler
+from mechanism.hpc import study
+from mechanism.hpc.cp import CpScheduler, Objective, OfflineResult
 from mechanism.hpc.jobs import Job, Workload
 from mechanism.hpc.list_scheduling import ListScheduler, Option, Order
 from mechanism.hpc.study import (
@@ -131,3 +133,28 @@ def test_study_table_prints_the_paper_value_where_table_two_has_one_and_a_blank_
     assert lines[0] == "estimates=exact  CP time limit per round=0.5s"
     assert lines[2].split() == ["AF", "easy", "7", "95.2%", "96%"]
     assert lines[3].split() == ["AWF", "cp-awf", "4", "101.0%"]
+
+
+def test_cp_schedulers_get_the_per_round_limit_and_offline_windows_their_own() -> None:
+    cp_af = make_scheduler("cp-af-plus", 0.7)
+    assert isinstance(cp_af, CpScheduler) and cp_af.time_limit == 0.7
+    config = StudyConfig(cp_jobs=3, offline_jobs=3, time_limit=0.3, offline_time_limit=0.4,
+                         schedulers=("cp-af", "cp-offline-af"))
+    limits = {r["scheduler"]: r["time_limit"] for r in run_study(tiny(), config).runs if "time_limit" in r}
+    assert limits == {"cp-af": 0.3, "cp-offline-af": 0.4}
+
+
+def test_offline_cp_is_hinted_with_the_list_reg_schedule_of_its_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[int, ...]] = []
+
+    def fake(window: Workload, objective: Objective, reference: Sequence[int], time_limit: float) -> OfflineResult:
+        seen.append(tuple(reference))
+        return OfflineResult(tuple(reference), "REFERENCE", 0.0)
+
+    monkeypatch.setattr(study, "solve_offline", fake)
+    window = tiny().prefix(5)
+    run_scheduler(window, "cp-offline-bsld", "requested", 1.0)
+    # List-REG with actual runtimes on R = 4 (sizes 3, 3, 4, 1, 2; runtimes 10, 5, 3, 20, 2; submits 0-4):
+    # job 0 [0, 10); job 1 reserved [10, 15), job 2 [15, 18); job 3 (1 node, 20 s) cannot use the spare node
+    # from 3 without overlapping job 2's 4-node slot, so it starts at 18, and job 4 (2 nodes) beside it at 18
+    assert seen == [(0, 10, 15, 18, 18)]

@@ -144,11 +144,11 @@ def test_cp_schedulers_get_the_per_round_limit_and_offline_windows_their_own() -
     assert limits == {"cp-af": 0.3, "cp-offline-af": 0.4}
 
 
-def test_offline_cp_is_hinted_with_the_list_reg_schedule_of_its_window(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[tuple[int, ...]] = []
+def test_offline_cp_optimises_its_metric_hinted_with_the_list_reg_schedule_of_its_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[Objective, tuple[int, ...]]] = []
 
     def fake(window: Workload, objective: Objective, reference: Sequence[int], time_limit: float) -> OfflineResult:
-        seen.append(tuple(reference))
+        seen.append((objective, tuple(reference)))
         return OfflineResult(tuple(reference), "REFERENCE", 0.0)
 
     monkeypatch.setattr(study, "solve_offline", fake)
@@ -157,4 +157,4 @@ def test_offline_cp_is_hinted_with_the_list_reg_schedule_of_its_window(monkeypat
     # List-REG with actual runtimes on R = 4 (sizes 3, 3, 4, 1, 2; runtimes 10, 5, 3, 20, 2; submits 0-4):
     # job 0 [0, 10); job 1 reserved [10, 15), job 2 [15, 18); job 3 (1 node, 20 s) cannot use the spare node
     # from 3 without overlapping job 2's 4-node slot, so it starts at 18, and job 4 (2 nodes) beside it at 18
-    assert seen == [(0, 10, 15, 18, 18)]
+    assert seen == [(Objective.BSLD, (0, 10, 15, 18, 18))]

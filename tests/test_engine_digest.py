@@ -119,10 +119,11 @@ def test_the_digest_changes_with_every_field_of_every_active_job(field: str, job
     assert e.digest() != before, f"{field} of the active job {job_id} is not in the digest"
 
 
-def test_the_digest_changes_with_the_expected_usage_ahead() -> None:
+@pytest.mark.parametrize("increment", [[0.5], [0.0, 0.5]], ids=["this round", "next round"])
+def test_the_digest_changes_with_the_expected_usage_of_this_round_and_ahead(increment: list[float]) -> None:
     e = _busy_engine()
     before = e.digest()
-    e.prices.commit(e.now, np.array([0.0, 0.5]))
+    e.prices.commit(e.now, np.array(increment))
     assert e.digest() != before
 
 

@@ -170,7 +170,9 @@ def test_a_row_that_turns_out_roomy_once_its_pending_job_is_applied_survives_eve
     crowded = int(np.count_nonzero(oracle._bound > 4))
     assert 0 < crowded < p.sample_count / 4 and oracle.settle() is False
     est = oracle.estimates(4)
-    assert int(np.count_nonzero(oracle._applied == 1)) == crowded  # applied to the crowded rows only
+    applied = oracle._applied == 1
+    assert int(np.count_nonzero(applied)) == crowded  # applied to the crowded rows only, whose bound is now exact
+    assert np.array_equal(oracle._bound[applied], oracle._peak[applied]) and np.all(oracle._bound[~applied] == 2)
     assert np.array_equal(est, _definition(p, _lifo_rows(p, [e, a], p.sample_count), 4))
     assert not est.any()  # every row has room for 4 nodes in every round
 

@@ -243,16 +243,19 @@ def test_a_page_token_beyond_every_seq_gives_the_empty_page_with_or_without_the_
     keeping.close()
 
 
-@pytest.mark.parametrize("column", ["amount", "start"])
+@pytest.mark.parametrize(("column", "damaged"), [("amount", "amount + 1"), ("start", "start + 1"),
+                                                 ("round", "round + 1"), ("duration", "duration + 1"),
+                                                 ("job", "job || 'x'")])
 def test_a_damaged_archived_charge_is_noticed_on_restart_and_the_log_restores_the_invoices(tmp_path: Path,
-                                                                                         column: str) -> None:
+                                                                                         column: str,
+                                                                                         damaged: str) -> None:
     sched = open_with(tmp_path / "s.db", 4)
     for i, command in enumerate(lifecycle_commands(3, 200, sched.engine)):
         with contextlib.suppress(Exception):
             sched.execute(command[0], f"r{i}", command[1], command[2])
     invoices = served(sched, 1000, 0)
     assert sched.engine.forgotten.charges > 3
-    sched.store._db.execute(f"UPDATE archived_charges SET {column} = {column} + 1 WHERE idx = 1")
+    sched.store._db.execute(f"UPDATE archived_charges SET {column} = {damaged} WHERE idx = 1")
     sched.close()
     again = open_with(tmp_path / "s.db", 4)  # the charge is in no hash chain: the completion events catch it
     assert again.restored_from < sched.snapshot_seq and served(again, 1000, 0) == invoices

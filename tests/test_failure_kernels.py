@@ -196,6 +196,13 @@ def _window_case(s_m: int, seed: int, late_jobs: int) -> tuple[Platform, list[Re
     return p, early + [Residual(3 + k, r.concurrency, r.start, r.length, r.probability) for k, r in enumerate(late)]
 
 
+def _rows_and_oracle(p: Platform, rs: list[Residual]) -> tuple[list[list[int]], MonteCarloOracle]:
+    """The LIFO load rows of every sample (the reference) and an oracle reset to the same residuals."""
+    oracle = MonteCarloOracle(p)
+    oracle.reset(ROUND, rs)
+    return _lifo_rows(p, rs, p.sample_count), oracle
+
+
 WINDOWS = [(5, 0, 6), (61, 1, 6), (62, 1, 6), (63, 1, 6), (64, 1, 6), (65, 1, 3), (70, 3, 6), (127, 0, 23)]
 
 
@@ -205,9 +212,7 @@ def test_estimates_equal_the_lifo_definition_for_every_start_and_duration_across
     # horizon = S_m + 2 straddles the 64-bit words of the full-round bitmap (63, 64, 65, ... 129 rounds), and
     # first overflows fall before, at and after round 64.
     p, rs = _window_case(s_m, seed, late_jobs)
-    rows = _lifo_rows(p, rs, p.sample_count)
-    oracle = MonteCarloOracle(p)
-    oracle.reset(ROUND, rs)
+    rows, oracle = _rows_and_oracle(p, rs)
     firsts = {next((t for t, load in enumerate(r) if load > p.C), p.horizon) for r in rows}
     if s_m > 64:  # overflows first in the first word, in a later one, and not at all
         assert min(firsts) < 64 <= max(firsts - {p.horizon}) and p.horizon in firsts, sorted(firsts)
@@ -224,10 +229,8 @@ def test_a_first_overflow_on_a_word_boundary_fails_only_the_starts_from_it_on(fi
     a = Residual(job=0, concurrency=3, start=np.array([first]), length=np.array([1]), probability=np.array([1.0]))
     b = Residual(job=1, concurrency=2, start=np.array([first, -1]), length=np.array([1, 1]),
                  probability=np.array([0.5, 0.5]))
-    rows = _lifo_rows(p, [a, b], p.sample_count)
+    rows, oracle = _rows_and_oracle(p, [a, b])
     assert 0 < sum(r[first] > p.C for r in rows) < p.sample_count
-    oracle = MonteCarloOracle(p)
-    oracle.reset(ROUND, [a, b])
     for c in (1, 2, 3):
         assert np.array_equal(oracle.estimates(c), _definition(p, rows, c)), c
 
@@ -238,9 +241,7 @@ def test_the_survival_histogram_counts_each_sample_once_per_start_at_the_duratio
     # hist[s, g]: samples where a job starting at s survives exactly durations 1..g (g = D_m: all of them), g = 0
     # included (the estimates read only g >= 1, so that column is checked here).
     p, rs = _window_case(s_m, seed, late_jobs)
-    rows = _lifo_rows(p, rs, p.sample_count)
-    oracle = MonteCarloOracle(p)
-    oracle.reset(ROUND, rs)
+    rows, oracle = _rows_and_oracle(p, rs)
     paths = oracle.paths()
     for c in (1, 3):
         hist = _survival_histogram(paths, oracle._peak, oracle._first, oracle._bound, oracle._applied,

@@ -74,7 +74,7 @@ def solve_offline(instance: HindsightInstance, hint: dict[str, int | None], conf
     elif config.solver == "cpsat":
         result = _cpsat(instance, hint, config)
     else:
-        result = solve_milp(instance, MilpParams(config.time_limit, config.workers, hint=hint))
+        result = _milp(instance, hint, config)
     return tighten_with_lp(at_least_hint(instance, result, hint), lp_bound(instance, LP_TIME_LIMIT))
 
 
@@ -83,12 +83,15 @@ def _cpsat(instance: HindsightInstance, hint: dict[str, int | None], config: Off
                                              bound_model=config.bound_model, deterministic=True))
 
 
+def _milp(instance: HindsightInstance, hint: dict[str, int | None], config: OfflineConfig) -> OfflineResult:
+    return solve_milp(instance, MilpParams(config.time_limit, config.workers, hint=hint))
+
+
 def _milp_then_cpsat(instance: HindsightInstance, hint: dict[str, int | None], config: OfflineConfig) -> OfflineResult:
     """HiGHS first; unless it proves optimality, CP-SAT warm-started with the better of the hint and HiGHS's
     schedule: HiGHS closes instances CP-SAT leaves open (README, offline Not done), and where it stops at its limit
     CP-SAT may still find a better schedule or a lower bound."""
-    milp = at_least_hint(instance, solve_milp(instance, MilpParams(config.time_limit, config.workers, hint=hint)),
-                         hint)
+    milp = at_least_hint(instance, _milp(instance, hint, config), hint)
     if milp.optimal:
         return replace(milp, solver=BOTH_NAME)
     return combine(milp, _cpsat(instance, milp.starts, config), BOTH_NAME, LP_TOLERANCE)

@@ -39,8 +39,8 @@ bench: setup
 	$(BIN)/sowsched bench welfare --workload overload --loads 0.5,1,2 --seeds 2 --time-limit 5 --out bench-out/welfare
 
 lint: setup
-	$(BIN)/ruff check mechanism server clients tests
-	$(BIN)/mypy mechanism server clients tests
+	$(BIN)/ruff check mechanism models server clients tests
+	$(BIN)/mypy mechanism models server clients tests
 
 clean:
 	rm -rf $(VENV) server/gen build *.egg-info

@@ -24,7 +24,7 @@ $(PROTO_STAMP): $(STAMP) $(PROTO_SRC) scripts/gen_proto.py
 proto: $(PROTO_STAMP)
 
 demo: setup
-	$(BIN)/python -m clients.demo
+	$(BIN)/python -m cli.demo
 
 test: setup
 	$(BIN)/python -m pytest -q
@@ -39,8 +39,8 @@ bench: setup
 	$(BIN)/sowsched bench welfare --workload overload --loads 0.5,1,2 --seeds 2 --time-limit 5 --out bench-out/welfare
 
 lint: setup
-	$(BIN)/ruff check mechanism models server clients tests
-	$(BIN)/mypy mechanism models server clients tests
+	$(BIN)/ruff check mechanism models server clients cli benchmarks tests
+	$(BIN)/mypy mechanism models server clients cli benchmarks tests
 
 clean:
 	rm -rf $(VENV) server/gen build *.egg-info

@@ -15,8 +15,8 @@ from mechanism.engine import (
     RoundReport,
     UnknownJob,
 )
-from mechanism.simulation import SimulationResult, Workload, drive
 from mechanism.sow import Signal, SoW
+from models.simulation import SimulationResult, Workload, drive
 
 T = TypeVar("T")
 

@@ -92,7 +92,9 @@ def _plan_from_rows(birth: int, groups: tuple[tuple[Any, ...], ...], outcomes: t
                       _rows_as(OutcomeQuote, _OUTCOME_FIELDS, outcome_fields, outcomes), utility)
 
 
-def _rows_as(cls: Any, own: tuple[str, ...], names: tuple[str, ...], rows: tuple[tuple[Any, ...], ...]) -> tuple[Any, ...]:
+def _rows_as(
+    cls: Any, own: tuple[str, ...], names: tuple[str, ...], rows: tuple[tuple[Any, ...], ...]
+) -> tuple[Any, ...]:
     """`cls` (fields `own`) of each row holding the values of fields `names`: positionally when the layouts agree."""
     if names == own:
         return tuple(cls(*row) for row in rows)

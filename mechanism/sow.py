@@ -101,12 +101,16 @@ class SoW(BaseModel):
         for i, o in enumerate(self.outcomes):
             key = (o.arrival_offset, o.duration)
             if key in seen:
-                raise ValueError(f"outcomes[{i}] repeats (arrival_offset={key[0]}, duration={key[1]}) of outcomes[{seen[key]}]")
+                raise ValueError(
+                    f"outcomes[{i}] repeats (arrival_offset={key[0]}, duration={key[1]}) of outcomes[{seen[key]}]"
+                )
             seen[key] = i
             if self.signal_mode == "none" and o.signal is not None:
                 raise ValueError(f"outcomes[{i}].signal={o.signal!r} given but signal_mode is 'none'")
             if self.signal_mode == "duration" and o.signal not in (None, str(o.duration)):
-                raise ValueError(f"outcomes[{i}].signal={o.signal!r} differs from its duration under signal_mode 'duration'")
+                raise ValueError(
+                    f"outcomes[{i}].signal={o.signal!r} differs from its duration under signal_mode 'duration'"
+                )
         platform = (info.context or {}).get("platform")
         if platform is not None:
             self.check_bounds(platform)
@@ -198,7 +202,9 @@ def _outcome_from_row(row: Any) -> Any:
     """Accept `[arrival_offset, duration, probability, signal?]` rows as well as dicts."""
     if isinstance(row, (list, tuple)):
         if len(row) not in (3, 4):
-            raise ValueError(f"an outcome row has {len(row)} fields; expected [arrival_offset, duration, probability, signal?]")
+            raise ValueError(
+                f"an outcome row has {len(row)} fields; expected [arrival_offset, duration, probability, signal?]"
+            )
         return {"arrival_offset": row[0], "duration": row[1], "probability": row[2],
                 "signal": row[3] if len(row) == 4 else None}
     return row

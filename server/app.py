@@ -23,10 +23,12 @@ from grpc_reflection.v1alpha import reflection
 import server.gen  # noqa: F401
 from server import snapshot
 from server.config import ConfigError, ServerConfig
+from server.errors import Refused
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
-from server.metrics import MAX_PORT, NO_METRICS, MetricsEndpoint, Observer, ServerMetrics, parse_address
-from server.scheduler import CLOCK, SNAPSHOT_EVERY, DurableScheduler, Refused
+from server.metrics import MAX_PORT, MetricsEndpoint, ServerMetrics, parse_address
+from server.observer import NO_METRICS, Observer
+from server.scheduler import CLOCK, SNAPSHOT_EVERY, DurableScheduler
 from server.service import Clock, SchedulerService, encode_reply, legacy_replies
 from server.store import CommandStore, StoreError, store_path
 
@@ -177,11 +179,16 @@ class RunningServer:
                 raise ConfigError("the new configuration has no tokens, and a server without them listens only on "
                                   "loopback")
             self.scheduler.reconfigure(new)
-        except Exception as exc:  # a ConfigError, a store that cannot record it, or a loader's bug: the server serves on
+        except (
+            Exception
+        ) as exc:  # a ConfigError, a store that cannot record it, or a loader's bug: the server serves on
             self._observer.config_reload("refused")
             expected = isinstance(exc, ConfigError | StoreError)  # its message says it all; a bug gets its traceback
-            log.error("configuration reload refused; the previous one stays", exc_info=not expected,
-                      extra={"fields": {"error": str(exc) if expected else repr(exc)}})
+            log.error(
+                "configuration reload refused; the previous one stays",
+                exc_info=not expected,
+                extra={"fields": {"error": str(exc) if expected else repr(exc)}},
+            )
             return False
         self._observer.config_reload("applied")
         log.info("configuration reloaded", extra={"fields": config_changes(old, new)})
@@ -275,7 +282,8 @@ def _grpc_server(service: SchedulerService, max_workers: int,
 
 
 def _max_watchers(options: ServerOptions) -> int:
-    """Each open event stream holds a worker thread, so streams may take only some of them: unary calls keep the rest."""
+    """Each open event stream holds a worker thread, so streams may take only some of them: unary calls keep the
+    rest."""
     if options.max_workers < 2:
         raise StartupError(f"max_workers={options.max_workers} is below the bound 2 (event streams and unary calls "
                            "need a thread each)")
@@ -361,7 +369,7 @@ def serve_until_signalled(config: ServerConfig, options: ServerOptions, port_fil
 
     if reload is not None:  # before the replay: a SIGHUP during it is served after, not the default (terminate)
         signal.signal(signal.SIGHUP, on_hangup)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP})  # held by the CLI until now (clients/cli.py)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP})  # held by the CLI until now (cli/main.py)
     running = start_server(config, options)
     if port_file is not None:
         tmp = port_file.with_suffix(port_file.suffix + ".tmp")

@@ -127,8 +127,11 @@ class Archive:
         return _job(rows[0][0]) if rows else None
 
     def owner(self, job_id: str) -> str | None:
-        rows = self._rows(f"read the owner of job {job_id!r}",
-                          "SELECT tenant FROM archived_jobs WHERE id = ? AND retired < ?", (job_id, self.visible.retired))
+        rows = self._rows(
+            f"read the owner of job {job_id!r}",
+            "SELECT tenant FROM archived_jobs WHERE id = ? AND retired < ?",
+            (job_id, self.visible.retired),
+        )
         return str(rows[0][0]) if rows else None
 
     def holds_tenant(self, tenant: str) -> bool:

@@ -51,7 +51,9 @@ class TokenSource(BaseModel):
         assert self.token_env is not None
         value = os.environ.get(self.token_env, "")
         if len(value) < 8:
-            raise ConfigError(f"{where}.token_env={self.token_env!r}: the variable is unset or shorter than 8 characters")
+            raise ConfigError(
+                f"{where}.token_env={self.token_env!r}: the variable is unset or shorter than 8 characters"
+            )
         return (_sendable(f"{where}.token_env={self.token_env!r}", value),)
 
 

@@ -13,9 +13,12 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from server import snapshot
+from server.errors import Unavailable
+from server.observer import Observer
 
 if TYPE_CHECKING:
-    from server.scheduler import Acknowledged, DurableScheduler
+    from server.observer import Acknowledged
+    from server.scheduler import DurableScheduler
 
 # Seconds, from 0.1 ms (a cheap read) to 30 s (a snapshot of a large state).
 BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
@@ -23,26 +26,6 @@ BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1
 MAX_PORT = 65535
 
 
-class Observer:
-    """What the server reports as it works (times in seconds); this base records nothing: metrics off."""
-
-    def rpc(self, method: str, code: str, seconds: float) -> None:
-        """One RPC answered with the gRPC status `code` (e.g. OK, INVALID_ARGUMENT) after `seconds`."""
-
-    def command(self, kind: str, ack: Acknowledged) -> None:
-        """One command of `kind` applied and logged; `ack` carries its writer and commit times in ms."""
-
-    def snapshot(self, seconds: float) -> None:
-        """One state snapshot saved in `seconds`."""
-
-    def settle(self, seconds: float) -> None:
-        """One settler pass that did oracle work, holding the writer for `seconds`."""
-
-    def config_reload(self, outcome: str) -> None:
-        """One configuration reload (SIGHUP) that was `applied` or `refused` (the old configuration stays)."""
-
-
-NO_METRICS = Observer()
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -62,8 +45,6 @@ class StateCollector:
         self.scheduler = scheduler
 
     def collect(self) -> Iterator[Metric]:
-        from server.scheduler import Unavailable  # a runtime import: the scheduler imports this module
-
         sched = self.scheduler
         try:
             with sched.reading() as engine:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 import time
@@ -14,17 +12,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mechanism.engine import CHAIN_START, Engine, EngineError, JobView, Quote, RoundReport
+from mechanism.engine import CHAIN_START, Engine, EngineError
 from mechanism.history import ChainPoint, HistoryMarks
 from mechanism.sow import SoW
 from server import namespace, snapshot
 from server.archive import ArchiveError, ChargeCheck
 from server.config import CLOCK, OPERATOR, ConfigError, Principal, ServerConfig
+from server.errors import FailedPrecondition, LimitReached, PermissionDenied, Refused, Unauthenticated, Unavailable
 from server.limits import ActiveLimits
-from server.metrics import NO_METRICS, Observer
+from server.observer import NO_METRICS, Acknowledged, Observer
+from server.replay import JOB_COMMANDS, REPORTS, Result, apply_command, body_hash, body_json, upgraded
 from server.store import CommandStore, Snapshot, StoreError
 
-Result = Quote | JobView | RoundReport
 Encoder = Callable[[str, Result], bytes]  # (kind, result) -> the reply as sent
 LegacyEncoder = Callable[[str, Result], tuple[bytes, ...]]  # the replies earlier builds logged for the same result
 SNAPSHOT_EVERY = 1000  # logged commands between snapshots
@@ -32,80 +31,8 @@ SNAPSHOT_EVERY = 1000  # logged commands between snapshots
 log = logging.getLogger("sowsched.scheduler")
 
 
-class Refused(Exception):
-    """A request the service refuses before the engine sees it; `code` names the gRPC status."""
-
-    code = "INVALID_ARGUMENT"
-
-
-class PermissionDenied(Refused):
-    code = "PERMISSION_DENIED"
-
-
-class FailedPrecondition(Refused):
-    code = "FAILED_PRECONDITION"
-
-
-class Unavailable(Refused):
-    code = "UNAVAILABLE"
-
-
-class Unauthenticated(Refused):
-    """The caller's token no longer names it: the configuration was reloaded while its command waited."""
-
-    code = "UNAUTHENTICATED"
-
-
-class LimitReached(Refused):
-    """The tenant is at its max_active_jobs; nothing changed, retry when some of its jobs have ended."""
-
-    code = "RESOURCE_EXHAUSTED"
-
-
 class ReplayDiverged(StoreError):
     """Replaying the log did not reproduce a logged reply: the log and the code disagree."""
-
-
-@dataclass(frozen=True)
-class Acknowledged:
-    """A command's reply as sent: freshly applied, or the logged reply of an earlier identical request."""
-
-    reply: bytes
-    replayed: bool
-    writer_ms: float = 0.0  # time spent holding the writer lock (apply, encode, commit)
-    commit_ms: float = 0.0  # its share of the batch's log commit (the fsync), included in writer_ms
-
-
-def body_json(body: dict[str, Any]) -> str:
-    """The body as logged: JSON with sorted keys."""
-    return json.dumps(body, sort_keys=True)
-
-
-def body_hash(kind: str, body: dict[str, Any], logged: str | None = None) -> str:
-    """SHA-256 of json.dumps([kind, body], sort_keys=True), reusing the body's logged JSON when given."""
-    text = f"[{json.dumps(kind)}, {logged if logged is not None else body_json(body)}]"
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-REPORTS = ("arrive", "complete")  # reports on a job: before per-tenant ids they named no tenant
-JOB_COMMANDS = ("submit", *REPORTS)  # commands on one job, named by (tenant, job_id)
-
-
-def apply_command(engine: Engine, kind: str, body: dict[str, Any], sow: SoW | None = None) -> Result:
-    """Apply one logged command; raises EngineError (or pydantic ValidationError) and then changes nothing.
-
-    `sow`, when given, is body["sow"] already validated (the service parsed it to answer bad input early).
-    """
-    if kind == "submit":
-        job = namespace.key(body["tenant"], body["job_id"])
-        return engine.submit(job, sow if sow is not None else SoW.parse(body["sow"], engine.platform))
-    if kind == "arrive":
-        return engine.report_arrival(namespace.key(body["tenant"], body["job_id"]), body["signal"])
-    if kind == "complete":
-        return engine.report_completion(namespace.key(body["tenant"], body["job_id"]))
-    if kind == "advance":
-        return engine.advance()
-    raise StoreError(f"command kind={kind!r} is unknown")
 
 
 @dataclass
@@ -207,7 +134,9 @@ class DurableScheduler:
                     continue
                 if worked:  # it held the writer too: logged so that writer time can be accounted in full
                     self.metrics.settle(time.perf_counter() - started)
-                    log.info("settle", extra={"fields": {"writer_ms": round(1000 * (time.perf_counter() - started), 3)}})
+                    log.info(
+                        "settle", extra={"fields": {"writer_ms": round(1000 * (time.perf_counter() - started), 3)}}
+                    )
 
     def _restore(self) -> int:
         """Load the newest snapshot this code wrote whose state, with the archived history before its marks,
@@ -295,7 +224,7 @@ class DurableScheduler:
         tenants = dict.fromkeys(namespace.tenant_of(job) for job in self.engine.jobs)  # of the jobs held (ordered)
         for cmd in self.store.commands(after=self._seq):
             try:
-                result = apply_command(self.engine, cmd.kind, self._upgraded(cmd.kind, cmd.body, tenants))
+                result = apply_command(self.engine, cmd.kind, upgraded(self.engine, cmd.kind, cmd.body, tenants))
             except (EngineError, ValidationError, ValueError, KeyError, TypeError) as exc:  # it was accepted once
                 raise ReplayDiverged(f"store {self.store.path}: replaying command {cmd.seq} ({cmd.kind}) failed with "
                                      f"{exc!r}; the log was written by different code") from exc
@@ -344,21 +273,9 @@ class DurableScheduler:
                       extra={"fields": {"seq": self._seq, "error": repr(exc)}})
             return
         self.metrics.snapshot(time.perf_counter() - started)
-        log.info("snapshot", extra={"fields": {"seq": self._seq, "ms": round(1000 * (time.perf_counter() - started), 1)}})
-
-    def _upgraded(self, kind: str, body: dict[str, Any], tenants: dict[str, None]) -> dict[str, Any]:
-        """A logged report from before per-tenant job ids names no tenant; its job id was unique on the platform
-        then, so the one tenant holding a job of that id is the one it meant (its logged reply does not change).
-
-        A report was accepted only on an active job, which the engine holds: the tenant is among `tenants`, those of
-        the jobs held and submitted so far, whether or not the configuration still names it.
-        """
-        if kind not in REPORTS or "tenant" in body or not isinstance(body.get("job_id"), str):
-            return body
-        for tenant in tenants:
-            if namespace.key(tenant, body["job_id"]) in self.engine.jobs:
-                return {**body, "tenant": tenant}
-        return body
+        log.info(
+            "snapshot", extra={"fields": {"seq": self._seq, "ms": round(1000 * (time.perf_counter() - started), 1)}}
+        )
 
     def known_tenant(self, name: str) -> bool:
         """A tenant the operator may name: configured now, or owning jobs (held or archived) from when it was (a
@@ -370,7 +287,9 @@ class DurableScheduler:
 
     def _owns_jobs(self, name: str) -> bool:
         """Whether tenant `name` owns a job, held or archived (under the lock, or before the server runs)."""
-        return any(namespace.tenant_of(key) == name for key in self.engine.jobs) or self.store.archive.holds_tenant(name)
+        return any(namespace.tenant_of(key) == name for key in self.engine.jobs) or self.store.archive.holds_tenant(
+            name
+        )
 
     def _adopt_tenants(self, config: ServerConfig) -> None:
         """Record `config`'s tenants as the store's, refusing (ConfigError) a name that the store's last configuration
@@ -381,12 +300,17 @@ class DurableScheduler:
             return
         previous = self.store.configured_tenants()
         if previous is not None:
-            back = [n for n in config.tenants if n not in previous and n not in config.reinstated and self._owns_jobs(n)]
+            back = [
+                n for n in config.tenants if n not in previous and n not in config.reinstated and self._owns_jobs(n)
+            ]
             if back:
-                raise ConfigError(f"tenants {', '.join(map(repr, back))}: own jobs but were not in the configuration "
-                                  "this store last served with: a name is its tenant's namespace for good, and a new tenant given it would own "
-                                  "the earlier one's jobs, invoices and request ids; give a new tenant a new name, or "
-                                  "set `reinstate = true` in the entry if the same tenant is coming back")
+                raise ConfigError(
+                    f"tenants {', '.join(map(repr, back))}: own jobs but were not in the configuration "
+                    "this store last served with: a name is its tenant's namespace for good, "
+                     "and a new tenant given it would own "
+                    "the earlier one's jobs, invoices and request ids; give a new tenant a new name, or "
+                    "set `reinstate = true` in the entry if the same tenant is coming back"
+                )
         if previous != frozenset(config.tenants):
             self.store.record_tenants(config.tenants)
 
@@ -401,8 +325,10 @@ class DurableScheduler:
         ones the log was written with and cannot change while it is in use."""
         changed = sorted(_identity_changes(self.config.identity(), config.identity()))
         if changed:
-            raise ConfigError(f"{', '.join(changed)} changed: the log was written with the old value{'s' * (len(changed) > 1)}; "
-                          "a platform or oracle change needs a new store")
+            raise ConfigError(
+                f"{', '.join(changed)} changed: the log was written with the old value{'s' * (len(changed) > 1)}; "
+                "a platform or oracle change needs a new store"
+            )
         with self._lock:
             self._adopt_tenants(config)
             self.config = config
@@ -554,5 +480,4 @@ class DurableScheduler:
 
 
 __all__ = ["Acknowledged", "DurableScheduler", "EngineError", "FailedPrecondition", "LimitReached", "PermissionDenied",
-           "Refused", "Unauthenticated", "Unavailable",
-           "apply_command", "body_hash", "body_json"]
+           "Refused", "ReplayDiverged", "Unauthenticated", "Unavailable"]

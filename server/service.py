@@ -19,18 +19,12 @@ from mechanism.sow import SoW
 from mechanism.validation import validation_message
 from server import convert, namespace, reads, snapshot
 from server.config import OPERATOR, Principal
+from server.errors import Exhausted, FailedPrecondition, PermissionDenied, Refused, Unauthenticated
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
-from server.metrics import NO_METRICS, Observer
-from server.scheduler import (
-    DurableScheduler,
-    FailedPrecondition,
-    PermissionDenied,
-    Refused,
-    Result,
-    Unauthenticated,
-    body_hash,
-)
+from server.observer import NO_METRICS, Observer
+from server.replay import Result, body_hash
+from server.scheduler import DurableScheduler
 
 # Calls whose token is checked again after a reload elsewhere: commands by the writer, streams before each event
 # (and a stream's slot is released only once it runs). Every other call only reads, and is checked as it returns.
@@ -74,12 +68,6 @@ class Clock:
     def __init__(self, mode: str, round_seconds: float) -> None:
         self.mode = mode
         self.round_seconds = round_seconds
-
-
-class Exhausted(Refused):
-    """A bounded server resource is in use up to its limit; nothing changed, retry later."""
-
-    code = "RESOURCE_EXHAUSTED"
 
 
 class SchedulerService(pb_grpc.SchedulerServicer):
@@ -354,12 +342,28 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
 def platform_info(engine: Engine, clock: Clock) -> pb.PlatformInfo:
     pl = engine.platform
-    return pb.PlatformInfo(C=pl.C, C_m=pl.C_m, D_m=pl.D_m, S_m=pl.S_m, H=pl.H, epsilon=pl.epsilon, eps0=pl.eps0,
-                           delta0=pl.delta0, seed=pl.seed, samples=pl.sample_count, oracle=engine.oracle_kind,
-                           clock=clock.mode, round_seconds=clock.round_seconds, now=engine.now,
-                           events=engine.history_marks().events, active_jobs=engine.active_jobs, state_digest=engine.digest(),
-                           platform_json=pl.model_dump_json(), server_version=snapshot.server_version(),
-                           code_identity=snapshot.code_identity())
+    return pb.PlatformInfo(
+        C=pl.C,
+        C_m=pl.C_m,
+        D_m=pl.D_m,
+        S_m=pl.S_m,
+        H=pl.H,
+        epsilon=pl.epsilon,
+        eps0=pl.eps0,
+        delta0=pl.delta0,
+        seed=pl.seed,
+        samples=pl.sample_count,
+        oracle=engine.oracle_kind,
+        clock=clock.mode,
+        round_seconds=clock.round_seconds,
+        now=engine.now,
+        events=engine.history_marks().events,
+        active_jobs=engine.active_jobs,
+        state_digest=engine.digest(),
+        platform_json=pl.model_dump_json(),
+        server_version=snapshot.server_version(),
+        code_identity=snapshot.code_identity(),
+    )
 
 
 def _revoked(context: grpc.ServicerContext, principal: Principal, seq: int) -> NoReturn:

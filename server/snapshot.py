@@ -1,7 +1,8 @@
 """Snapshots of the scheduler's state, so that a restart replays only the log written after the newest one.
 
-A snapshot is trusted only by the code that wrote it: its `code` is a hash of the mechanism's and the server's
-sources, so after an upgrade the server replays the whole log (checking every logged reply) and snapshots anew.
+A snapshot is trusted only by the code that wrote it: its `code` is a hash of the sources a replay runs (the
+engine, what it imports, the log's codecs: `replay_modules`), so after an upgrade of that code the server
+replays the whole log (checking every logged reply) and snapshots anew.
 The state is pickled; the store is the server's own file, written only by the server. What never changes again
 (ended jobs, events, charges) is not in the snapshot: it goes to the store's archive (server/archive.py) in the
 snapshot's transaction, so a snapshot's cost follows the active jobs and the snapshot interval, not the server's age.
@@ -9,10 +10,12 @@ snapshot's transaction, so a snapshot's cost follows the active jobs and the sna
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import pickle
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -24,7 +27,9 @@ from mechanism.engine import Engine
 from mechanism.history import HistoryMarks
 
 ROOT = Path(__file__).resolve().parent.parent
-CODE_DIRS = ("mechanism", "server")
+# The roots of what a replay runs: the engine, the log's codecs and commands, and the snapshot's own shape.
+REPLAY_ROOTS = ("mechanism.engine", "server.replay", "server.snapshot")
+PROJECT_PACKAGES = ("mechanism", "models", "server", "clients", "cli", "benchmarks")
 T = TypeVar("T")
 
 
@@ -64,15 +69,56 @@ def _installs_this_code(dist: metadata.Distribution) -> bool:
 
 @cache
 def code_identity() -> str:
-    """SHA-256 over the sources that decide what replaying a command does (generated stubs excluded)."""
+    """SHA-256 over the sources that decide what replaying a command does: the modules in `replay_modules()`."""
     h = hashlib.sha256()
-    for d in CODE_DIRS:
-        for path in sorted((ROOT / d).rglob("*.py")):
-            rel = path.relative_to(ROOT)
-            if "gen" in rel.parts:
-                continue
-            h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in replay_modules():
+        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+def replay_modules(roots: tuple[str, ...] = REPLAY_ROOTS) -> list[Path]:
+    """The source files of `roots` and of every project module they import, transitively (static imports)."""
+    seen: dict[str, Path] = {}
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        path = module_path(name)
+        if name in seen or path is None:
+            continue
+        seen[name] = path
+        todo.extend(imported_modules(name, path))
+    return sorted(seen.values())
+
+
+def module_path(name: str) -> Path | None:
+    """The file of project module `name` (a package's __init__.py), or None for anything outside the project."""
+    if name.split(".")[0] not in PROJECT_PACKAGES:
+        return None
+    base = ROOT.joinpath(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def imported_modules(name: str, path: Path) -> Iterator[str]:
+    """The modules `path` (module `name`) imports: `import a.b`, `from a import b` (a.b if it is a module, else a),
+    relative imports resolved; every enclosing package is imported too."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([base] if base else [])])
+            targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for target in targets:
+            parts = target.split(".")
+            yield from (".".join(parts[:i]) for i in range(1, len(parts) + 1))
 
 
 def dump(obj: SchedulerState) -> bytes:

@@ -238,8 +238,17 @@ class CommandStore:
             cur = self._db.execute(
                 "INSERT INTO commands (kind, caller, request_id, body, body_hash, reply, round, logged_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (kind, caller, request_id, logged if logged is not None else json.dumps(body, sort_keys=True), body_hash,
-                 reply, round_, time.time()))
+                (
+                    kind,
+                    caller,
+                    request_id,
+                    logged if logged is not None else json.dumps(body, sort_keys=True),
+                    body_hash,
+                    reply,
+                    round_,
+                    time.time(),
+                ),
+            )
         except sqlite3.Error as exc:
             raise StoreError(f"store {self.path}: cannot append the {kind} command: {exc}") from None
         assert cur.lastrowid is not None

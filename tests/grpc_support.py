@@ -90,7 +90,7 @@ class ServerProcess:
         self.port = 0
         self.extra = extra
         self.proc: subprocess.Popen[bytes] | None = None
-        self.module = "clients.commands.server"  # or "clients.cli", the `sowsched` entry point
+        self.module = "cli.commands.server"  # or "cli.main", the `sowsched` entry point
         self.log = open(tmp / "server.log", "ab")  # noqa: SIM115 (closed in close())
 
     def start(self) -> int:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from hypothesis import assume
 
-from mechanism.offline.brute import combinations
-from mechanism.offline.hindsight import HindsightInstance, HindsightJob
-from mechanism.offline.instances import InstanceShape, random_instance
+from models.offline.brute import combinations
+from models.offline.hindsight import HindsightInstance, HindsightJob
+from models.offline.instances import InstanceShape, random_instance
 
 TINY = InstanceShape(capacity=4, horizon=8, max_arrival_delay=2, max_duration=3, max_concurrency=3,
                      max_steps=2, max_slack=3, max_value=20.0)

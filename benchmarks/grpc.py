@@ -1,0 +1,169 @@
+"""gRPC throughput: SoW submissions vs a trivial Echo on the same server, with 1, 8 and 32 concurrent clients."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mechanism.platform import Platform
+
+if TYPE_CHECKING:  # the client needs the generated protobuf code; imported when the benchmark runs
+    from clients.client import SchedulerClient
+
+TOKEN = "bench-operator-token"
+PLATFORM = Platform(C=64, C_m=8, D_m=24, S_m=48, H=100.0, seed=1)  # eps0, delta0 default: Lemma F.1 samples
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--clients", default="1,8,32", help="comma-separated concurrent client counts")
+    p.add_argument("--active", type=int, default=100, help="jobs submitted (and active) before measuring")
+    p.add_argument("--submits", type=int, default=64, help="measured submissions per client count")
+    p.add_argument("--echo-seconds", type=float, default=2.0, help="measured Echo time per client count")
+    p.add_argument("--samples", type=int, default=None, help="Monte Carlo samples (default: Lemma F.1)")
+
+
+def bench_sow(rng: np.random.Generator, p: Platform) -> dict[str, Any]:
+    """A pipeline-like SoW: 3 arrival rounds x 6 durations, duration revealed on arrival."""
+    lead = int(rng.integers(2, 8))
+    durations = sorted(int(d) for d in rng.choice(np.arange(1, p.D_m + 1), size=6, replace=False))
+    rows = [[a, d] for a in (lead - 1, lead, lead + 1) for d in durations]
+    prob = [1.0 / len(rows)] * len(rows)
+    prob[-1] = 1.0 - sum(prob[:-1])
+    value = float(rng.uniform(20.0, 90.0))
+    return {"concurrency": int(rng.choice([1, 2, 4, 8])), "signal_mode": "duration",
+            "value_steps": [[p.S_m - 8, value], [p.S_m, max(1.0, value / 2)]],
+            "outcomes": [[a, d, q] for (a, d), q in zip(rows, prob, strict=True)]}
+
+
+class BenchServer:
+    """`sowsched serve` in a subprocess (its own interpreter, so clients and server do not share a GIL)."""
+
+    def __init__(self, tmp: Path, platform: Platform) -> None:
+        config = tmp / "platform.toml"
+        self.log = tmp / "server.log"
+        lines = ["[platform]", *(f"{k} = {v!r}" for k, v in platform.model_dump().items() if v is not None),
+                 "", "[operator]", f'token = "{TOKEN}"']
+        config.write_text("\n".join(lines) + "\n")
+        port_file = tmp / "port"
+        with self.log.open("wb") as err:  # the server logs every call at info, as `sowsched serve` does
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "cli.commands.server", "serve", "--listen", "127.0.0.1:0", "--store",
+                 str(tmp / "bench.db"), "--config", str(config), "--port-file", str(port_file), "--log-level",
+                 "info"], stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.monotonic() + 120
+        while not port_file.exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the benchmark server did not start")
+            time.sleep(0.05)
+        self.target = f"127.0.0.1:{int(port_file.read_text())}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=120)
+
+    def submit_ms(self, last: int) -> tuple[list[float], list[float], float]:
+        """(writer ms, commit ms) of the last `last` SubmitSoW calls, and the writer ms the settler spent after
+        them (oracle work moved off the reply path), from the server's structured log."""
+        rows = [json.loads(line) for line in self.log.read_text().splitlines()
+                if '"method": "SubmitSoW"' in line or '"msg": "settle"' in line]
+        calls = [i for i, r in enumerate(rows) if r.get("method") == "SubmitSoW"][-last:]
+        settled = sum(float(r["writer_ms"]) for r in rows[calls[0]:] if r.get("msg") == "settle") if calls else 0.0
+        return ([float(rows[i]["writer_ms"]) for i in calls], [float(rows[i]["commit_ms"]) for i in calls], settled)
+
+
+def hammer(
+    clients: list[SchedulerClient], work: Callable[[SchedulerClient, int, int], bool]
+) -> tuple[float, list[float]]:
+    """Run `work(client, thread, i)` in one thread per client until it returns False; (seconds, latencies)."""
+    latencies: list[list[float]] = [[] for _ in clients]
+    start = threading.Barrier(len(clients) + 1)
+
+    def loop(k: int) -> None:
+        start.wait()
+        i = 0
+        while True:
+            t0 = time.perf_counter()
+            if not work(clients[k], k, i):
+                return
+            latencies[k].append(time.perf_counter() - t0)
+            i += 1
+
+    threads = [threading.Thread(target=loop, args=(k,)) for k in range(len(clients))]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0, [x for lat in latencies for x in lat]
+
+
+def measure(n_clients: int, args: argparse.Namespace, platform: Platform) -> dict[str, Any]:
+    from clients.client import RetryPolicy, SchedulerClient
+
+    rng = np.random.default_rng(n_clients)
+    with tempfile.TemporaryDirectory(prefix="sowsched-bench-") as tmp:
+        server = BenchServer(Path(tmp), platform)
+        try:
+            clients = [SchedulerClient(server.target, TOKEN, retry=RetryPolicy(attempts=1), timeout=600)
+                       for _ in range(n_clients)]
+            for i in range(args.active):
+                clients[0].submit(f"pre-{i}", bench_sow(rng, platform))
+            clients[0].advance()  # a new round: the oracle rebuilds its paths over the active jobs
+            clients[0].submit("warm-up", bench_sow(rng, platform))
+            sows = [bench_sow(rng, platform) for _ in range(args.submits)]
+            per = [len(range(k, args.submits, n_clients)) for k in range(n_clients)]
+            secs, lat = hammer(clients, lambda c, k, i: i < per[k] and bool(
+                c.submit(f"c{k}-{i}", sows[k + i * n_clients])))
+            end = time.perf_counter() + args.echo_seconds
+            echo_secs, echo_lat = hammer(clients, lambda c, k, i: time.perf_counter() < end and bool(
+                c.echo(b"x" * 64) or True))
+            active = clients[0].status().active_jobs
+        finally:
+            server.stop()
+        writer_ms, commit_ms, settled_ms = server.submit_ms(len(lat))
+    submit_rate, echo_rate = len(lat) / secs, len(echo_lat) / echo_secs
+    return {"submit_per_s": submit_rate, "echo_per_s": echo_rate, "ratio": submit_rate / echo_rate,
+            "p50_ms": 1000 * float(np.percentile(lat, 50)), "p99_ms": 1000 * float(np.percentile(lat, 99)),
+            "echo_p50_ms": 1000 * float(np.percentile(echo_lat, 50)),
+            "echo_p99_ms": 1000 * float(np.percentile(echo_lat, 99)),
+            "writer_ms_mean": float(np.mean(writer_ms)), "commit_ms_mean": float(np.mean(commit_ms)),
+            "settle_ms_mean": settled_ms / len(writer_ms),
+            "writer_per_s": 1000 / (float(np.mean(writer_ms)) + settled_ms / len(writer_ms)),
+            "submits": len(lat), "echoes": len(echo_lat), "active_jobs_after": active}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    platform = PLATFORM.model_copy(update={"samples": args.samples})
+    counts = [int(x) for x in str(args.clients).split(",") if x]
+    if not counts or min(counts) < 1:
+        raise ValueError(f"--clients={args.clients!r} must list positive counts")
+    return {"platform": platform.model_dump(), "samples": platform.sample_count, "active_jobs": args.active,
+            "target_ratio": 0.5, "clients": {str(n): measure(n, args, platform) for n in counts}}
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = [f"gRPC SubmitSoW vs Echo (same server, SQLite WAL log, N={result['samples']} Monte Carlo samples, "
+             f"{result['active_jobs']} active jobs before measuring; target ratio >= {result['target_ratio']})",
+             "writer ms: time a SubmitSoW held the one writer (engine + log commit), from the server's own log;",
+             "commit ms: its share of the log commits (fsync), part of writer ms;",
+             "settle ms: oracle work per submission done while its reply is on the wire (the writer is held too);",
+             "writer/s: 1000 / (writer ms + settle ms), the ceiling of the one writer that applies commands in order",
+             f"{'clients':>7} {'submit/s':>9} {'echo/s':>9} {'ratio':>7} {'p50 ms':>8} {'p99 ms':>8} "
+             f"{'echo p50':>9} {'echo p99':>9} {'writer ms':>9} {'commit ms':>9} {'settle ms':>9} {'writer/s':>8}"]
+    for n, r in result["clients"].items():
+        lines.append(f"{n:>7} {r['submit_per_s']:9.1f} {r['echo_per_s']:9.1f} {r['ratio']:7.3f} {r['p50_ms']:8.1f} "
+                     f"{r['p99_ms']:8.1f} {r['echo_p50_ms']:9.2f} {r['echo_p99_ms']:9.2f} {r['writer_ms_mean']:9.2f} "
+                     f"{r['commit_ms_mean']:9.2f} {r['settle_ms_mean']:9.2f} "
+                     f"{r['writer_per_s']:8.1f}")
+    return "\n".join(lines)

@@ -1,0 +1,72 @@
+"""`sowsched calibrate`: does the quoted (raw) failure probability match how often jobs really fail?"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+from typing import Any
+
+from cli.args import bounded_int, positive_float
+from cli.commands.simulate import MAX_SEED
+from mechanism.failure_exact import OracleTooLarge
+from models.calibration import Calibration, calibrate
+from models.simulation import run_simulation
+from models.workloads import WORKLOADS, make_workload
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("calibrate", help="raw failure estimates (as quoted) against realized failures over many seeds")
+    p.add_argument("--workload", choices=WORKLOADS, default="overload", help="named workload (default %(default)s)")
+    p.add_argument("--seeds", type=bounded_int(1), default=50,
+                   help="independent runs (seeds first-seed .. first-seed+N-1)")
+    p.add_argument("--first-seed", type=bounded_int(0), default=0, help="seed of the first run")
+    p.add_argument("--load", type=positive_float, default=1.0, help="scale the workload's job rate")
+    p.add_argument("--rounds", type=bounded_int(1), default=20, help="rounds of jobs per run (overload and pipelines)")
+    p.add_argument("--oracle", choices=("mc", "exact"), default="mc", help="failure oracle")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    last = args.first_seed + args.seeds - 1
+    if last > MAX_SEED:  # refused before any run
+        print(f"sowsched calibrate: --first-seed {args.first_seed} with --seeds {args.seeds} reaches seed {last}, "
+              f"beyond the bound {MAX_SEED}", file=sys.stderr)
+        return 2
+    extra = {} if args.workload == "toy" else {"rounds": args.rounds}
+    results = (run_simulation(make_workload(args.workload, seed=s, load=args.load, **extra), oracle=args.oracle)
+               for s in range(args.first_seed, args.first_seed + args.seeds))
+    try:
+        cal = calibrate(results)
+    except OracleTooLarge as exc:  # --oracle exact on too many earlier jobs' joint outcomes
+        print(f"sowsched calibrate: {exc}", file=sys.stderr)
+        return 1
+    if cal.jobs == 0:
+        print(f"sowsched calibrate: the {args.seeds} runs scheduled no job: nothing to calibrate", file=sys.stderr)
+        return 1
+    print(as_json(cal) if args.json else table(cal))
+    return 0
+
+
+def as_json(c: Calibration) -> str:
+    """One JSON object; a statistic that is undefined (the standard error of one run) is null, not NaN."""
+    data = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in dataclasses.asdict(c).items()}
+    return json.dumps(data, sort_keys=True, allow_nan=False)
+
+
+def table(c: Calibration) -> str:
+    left_out = f" ({c.runs_without_jobs} more scheduled no job)" if c.runs_without_jobs else ""
+    lines = [
+        f"{c.runs} runs{left_out}, {c.jobs} scheduled jobs: "
+        f"mean raw estimate {c.estimate:.3f}, realized {c.realized:.3f}; "
+        f"per-run realized - estimate {c.gap:+.4f} ("
+        + ("standard error undefined for one run)" if math.isnan(c.gap_se) else f"standard error {c.gap_se:.4f})"),
+        f"{'raw estimate bin':<16} {'jobs':>6} {'mean estimate':>14} {'realized':>9}",
+    ]
+    # an estimate of exactly 1 is counted in the last bin, so that bin is closed
+    lines += [f"{f'[{b.low:.2f}, {b.high:.2f}' + (']' if b.high >= 1.0 else ')'):<16} {b.jobs:>6} "
+              f"{b.estimate:>14.3f} {b.realized:>9.3f}" for b in c.bins]
+    return "\n".join(lines)

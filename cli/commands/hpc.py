@@ -1,0 +1,169 @@
+"""`sowsched hpc` and `sowsched hpc-study`: schedule an SWF trace and compare schedulers (seed 001)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from cli.args import bounded_int, positive_float
+from models.hpc.cp import DEFAULT_TIME_LIMIT, Objective
+from models.hpc.jobs import ESTIMATE_MODES, Workload
+from models.hpc.study import StudyConfig, is_cp, make_scheduler, run_scheduler, run_study, study_table
+from models.hpc.swf import CLEANING_RULES, CleaningReport, load_workload
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trace", required=True, help="SWF file")
+    parser.add_argument("--nodes", type=bounded_int(1), help="node count R (default: header MaxProcs, else MaxNodes)")
+    parser.add_argument("--estimates", choices=ESTIMATE_MODES, default="exact", help="E_j = runtime or requested")
+    parser.add_argument(
+        "--time-limit",
+        type=positive_float,
+        default=DEFAULT_TIME_LIMIT,
+        help="CP-SAT seconds per round (off-line: total)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("hpc", help="schedule an SWF trace with one scheduler and print the seed-001 metrics")
+    _common(p)
+    p.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
+    p.add_argument("--scheduler", required=True, help="e.g. fcfs-conservative, easy, cp-af, cp-offline-awf")
+    p.set_defaults(func=_refusing_bad_input("hpc", hpc))
+    s = sub.add_parser("hpc-study", help="Table-2-style comparison (percent of List-REG) on an SWF trace")
+    _common(s)
+    s.add_argument("--jobs", type=bounded_int(1), help="trace prefix for the list schedulers and EASY (default all)")
+    s.add_argument(
+        "--cp-jobs", type=bounded_int(0), default=0, help="trace prefix for the on-line CP schedulers (0: skip)"
+    )
+    s.add_argument(
+        "--offline-jobs", type=bounded_int(0), default=0, help="window for the off-line CP schedulers (0: skip)"
+    )
+    s.add_argument("--offline-time-limit", type=positive_float, default=60.0, help="CP-SAT seconds per off-line window")
+    s.add_argument("--schedulers", help="comma-separated subset of the table's schedulers")
+    s.set_defaults(func=_refusing_bad_input("hpc-study", hpc_study))
+
+
+def _cleaning(report: Any) -> dict[str, Any]:
+    return {"records": report.records, "kept": report.kept, "nodes": report.nodes, **report.counts}
+
+
+def check_scheduler(name: str) -> None:
+    """Raise ValueError for a name that is neither a list, an on-line CP nor an off-line CP scheduler."""
+    if name.startswith("cp-offline-"):
+        if name.removeprefix("cp-offline-") not in {o.value for o in Objective}:
+            raise ValueError(f"scheduler={name!r} is not a known scheduler name")
+    else:
+        make_scheduler(name, DEFAULT_TIME_LIMIT)
+
+
+def _dropped(report: CleaningReport) -> str:
+    """The record count, R and the non-zero cleaning counters, for the empty-trace error."""
+    counts = [f"{rule}={count}" for rule, count in report.counts.items() if count]
+    return ", ".join([f"{report.records} records", f"nodes={report.nodes}", *counts])
+
+
+def _check_flags(command: str, args: argparse.Namespace) -> None:
+    """Scheduler names, and flag combinations under which a named scheduler cannot run: ValueError."""
+    if command == "hpc":
+        check_scheduler(args.scheduler)
+        if args.scheduler.startswith("cp-offline-") and args.estimates != "exact":
+            raise ValueError(f"--estimates={args.estimates}: scheduler={args.scheduler!r} uses the true runtimes "
+                             "(off-line CP takes --estimates exact only)")
+        return
+    if args.schedulers is None:
+        return
+    names = args.schedulers.split(",")
+    if not all(names):
+        raise ValueError(f"--schedulers={args.schedulers!r} names an empty scheduler")
+    for name in names:
+        check_scheduler(name)
+        _check_study_runs(name, args)
+
+
+def _check_study_runs(name: str, args: argparse.Namespace) -> None:
+    """hpc-study skips CP schedulers whose prefix is 0 (and off-line CP with requested times): refuse naming one."""
+    if name.startswith("cp-offline-"):
+        if args.offline_jobs == 0:
+            raise ValueError(f"--schedulers names {name} but --offline-jobs=0 skips the off-line CP schedulers")
+        if args.estimates != "exact":
+            raise ValueError(
+                f"--schedulers names {name}, an off-line CP scheduler, which runs with --estimates exact only"
+            )
+    elif is_cp(name) and args.cp_jobs == 0:
+        raise ValueError(f"--schedulers names {name} but --cp-jobs=0 skips the on-line CP schedulers")
+
+
+Body = Callable[[argparse.Namespace, Workload, CleaningReport], int]
+
+
+def _refusing_bad_input(command: str, body: Body) -> Callable[[argparse.Namespace], int]:
+    """A missing or malformed trace, or an unknown scheduler: one line on stderr and exit 2, before any run."""
+    def run(args: argparse.Namespace) -> int:
+        try:
+            _check_flags(command, args)
+            loaded = load_workload(args.trace, args.nodes)
+            if not loaded[0].jobs:
+                raise ValueError(f"no job left after cleaning ({_dropped(loaded[1])})")
+        except (OSError, ValueError) as exc:
+            print(f"sowsched {command}: {exc}", file=sys.stderr)
+            return 2
+        return body(args, *loaded)
+    return run
+
+
+def hpc(args: argparse.Namespace, workload: Workload, report: CleaningReport) -> int:
+    window = workload.prefix(args.jobs)
+    result = run_scheduler(window, args.scheduler, args.estimates, args.time_limit)
+    out = {
+        **result.metrics.as_dict(),
+        "scheduler": args.scheduler,
+        "estimates": args.estimates,
+        "details": result.details,
+        "cleaning": _cleaning(report),
+    }
+    if args.json:
+        print(json.dumps(out, sort_keys=True))
+    else:
+        for key, value in out.items():
+            print(f"{key}: {value}")
+    sys.stdout.flush()
+    return 0
+
+
+def hpc_study(args: argparse.Namespace, workload: Workload, report: CleaningReport) -> int:
+    config = StudyConfig(
+        list_jobs=args.jobs,
+        cp_jobs=args.cp_jobs,
+        offline_jobs=args.offline_jobs,
+        estimates=args.estimates,
+        time_limit=args.time_limit,
+        offline_time_limit=args.offline_time_limit,
+        schedulers=tuple(args.schedulers.split(",")) if args.schedulers else None,
+    )
+    result = run_study(workload, config)
+    if args.json:
+        out = {
+            "trace": args.trace,
+            "estimates": result.estimates,
+            "time_limit": result.time_limit,
+            "config": {
+                "jobs": args.jobs,
+                "cp_jobs": args.cp_jobs,
+                "offline_jobs": args.offline_jobs,
+                "offline_time_limit": args.offline_time_limit,
+            },
+            "cleaning": _cleaning(report),
+            "cleaning_rules": CLEANING_RULES,
+            "table": result.table,
+            "runs": result.runs,
+        }
+        print(json.dumps(out, sort_keys=True))
+    else:
+        print(study_table(result))
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,343 @@
+"""`sowsched submit|arrive|complete|advance|jobs|watch|invoice`: talk to a running server (all with --json)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from cli.exits import EPILOG, EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_TRY_LATER, EXIT_UNAVAILABLE, EXIT_USAGE
+from mechanism.engine import Quote, RoundReport
+from mechanism.events import Event
+from mechanism.sow import SoW
+from mechanism.validation import validation_message
+
+if TYPE_CHECKING:  # the client needs the generated protobuf code (make proto); imported when a command runs
+    from clients.client import RpcFailure, SchedulerClient
+
+DEFAULT_SERVER = "127.0.0.1:50051"
+DEFAULT_ATTEMPTS = 8
+RETRY_HELP = ("idempotency key (default: a new one, named in the error when the outcome is unknown): a retry "
+              "with the same id returns the logged reply and changes nothing")
+NO_ANSWER = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED"})  # the server did not answer the call
+STATES = ("SUBMITTED", "WAITING", "RUNNING", "COMPLETED", "EVICTED", "CANCELLED", "EXPIRED", "NOT_SCHEDULED")
+
+
+def int64(text: str) -> int:
+    """An integer option that fits the wire's int64 fields."""
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"{value} is outside the 64-bit range [-2**63, 2**63 - 1]")
+    return value
+
+
+def add_connection_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--server", default=os.environ.get("SOWSCHED_SERVER", DEFAULT_SERVER),
+                   help="HOST:PORT of the server (env SOWSCHED_SERVER; default %(default)s)")
+    p.add_argument("--token", default=os.environ.get("SOWSCHED_TOKEN"),
+                   help="bearer token (env SOWSCHED_TOKEN)")
+    p.add_argument("--tls-ca", type=Path, help="CA certificate: connect with TLS")
+    p.add_argument("--timeout", type=float, default=30.0, help="deadline per call in seconds")
+    p.add_argument("--retries", type=int, default=DEFAULT_ATTEMPTS,
+                   help="attempts on UNAVAILABLE or DEADLINE_EXCEEDED, with the same request id")
+
+
+def connect(args: argparse.Namespace) -> SchedulerClient:
+    from clients.client import RetryPolicy, SchedulerClient
+
+    if args.retries < 1:
+        raise ValueError(f"--retries={args.retries} is below the bound 1")
+    if not (args.timeout > 0 and math.isfinite(args.timeout)):
+        raise ValueError(f"--timeout={args.timeout} must be a positive number of seconds")
+    return SchedulerClient(args.server, args.token, tls_ca=args.tls_ca, timeout=args.timeout,
+                           retry=RetryPolicy(attempts=args.retries))
+
+
+TENANT_HELP = "operator only: the tenant whose job this is (job ids are per tenant; default: the operator's own)"
+
+
+def register(sub: Any) -> None:
+    p = _command(sub, "submit", "submit a statement of work from a JSON file; prints the binding quote", submit,
+                 mutating=True)
+    p.add_argument("sow", type=Path, metavar="SOW.json", help="one SoW as a JSON object (schema in the README)")
+    p.add_argument("--job-id", help="job id (default: the file name without .json)")
+    p.add_argument("--tenant", default="", help="operator only: submit on behalf of this tenant")
+    p = _command(sub, "arrive", "report that a job is ready now", arrive, mutating=True)
+    p.add_argument("job", help="the job id")
+    p.add_argument("--signal", help="the observed signal (omit for none)")
+    p.add_argument("--tenant", default="", help=TENANT_HELP)
+    p = _command(sub, "complete", "report that a job's work ends in this round", complete, mutating=True)
+    p.add_argument("job", help="the job id")
+    p.add_argument("--tenant", default="", help=TENANT_HELP)
+    p = _command(sub, "job", "one job's status", job)
+    p.add_argument("job", help="the job id")
+    p.add_argument("--tenant", default="", help=TENANT_HELP)
+    _command(sub, "advance", "play the current round (operator, simulated clock)", advance, mutating=True)
+    p = _command(sub, "jobs", "list jobs (a tenant sees its own)", jobs)
+    p.add_argument("--state", action="append", choices=STATES, default=[], help="filter (repeatable)")
+    p.add_argument("--tenant", default="", help="operator only: one tenant's jobs")
+    p = _command(sub, "watch", "print events as they happen", watch)
+    p.add_argument("--from-seq", type=int64, default=0, help="first event sequence number (resume point)")
+    p.add_argument("--no-follow", action="store_true", help="stop after the events that exist now")
+    p.add_argument("--limit", type=int, default=0, help="stop after this many events (0: no limit)")
+    _command(sub, "status", "the platform, its clock and round, and your own active jobs and limit", status)
+    p = _command(sub, "invoice", "a tenant's charges with the quote each came from", invoice)
+    p.add_argument("--tenant", default="", help="operator only: whose invoice")
+    p.add_argument("--from-round", type=int64, default=None, help="only charges billed in this round or later")
+    p.add_argument("--to-round", type=int64, default=None, help="only charges billed before this round")
+
+
+def _command(sub: Any, name: str, help_text: str, body: Callable[[SchedulerClient, argparse.Namespace], Any],
+             *, mutating: bool = False) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help_text, epilog=EPILOG,
+                                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_connection_arguments(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    if mutating:
+        p.add_argument("--request-id", help=RETRY_HELP)
+    p.set_defaults(func=_runner(name, body, mutating))
+    return p
+
+
+class PartialFailure(Exception):
+    """A command that failed after part of its output: the part (`--json` prints it with the error) and why."""
+
+    def __init__(self, partial: dict[str, Any], failure: RpcFailure, hint: str) -> None:
+        super().__init__(f"{failure}{hint}")
+        self.partial = partial
+        self.failure = failure
+
+
+def exit_code(failure: RpcFailure) -> int:
+    """69 when the server did not answer (unreachable, too slow, cancelled), 75 when it refused for now (a limit in
+    use), 1 when it refused."""
+    if failure.code in NO_ANSWER:
+        return EXIT_UNAVAILABLE
+    return EXIT_TRY_LATER if failure.code == "RESOURCE_EXHAUSTED" else EXIT_REFUSED
+
+
+def _runner(name: str, body: Callable[[SchedulerClient, argparse.Namespace], Any],
+            mutating: bool) -> Callable[..., int]:
+    def run(args: argparse.Namespace) -> int:
+        from clients.client import RpcFailure, new_request_id
+
+        if mutating and args.request_id == "":
+            print(f"sowsched {name}: --request-id '' is empty (omit it to have one generated)", file=sys.stderr)
+            return EXIT_USAGE
+        if mutating and args.request_id is None:  # always sent, so that an unknown outcome can be retried
+            args.request_id = new_request_id()
+        try:
+            with connect(args) as client:
+                out = body(client, args)
+        except PartialFailure as exc:
+            if args.json:
+                print(json.dumps({**exc.partial, "error": _error(exc.failure)}, sort_keys=True))
+            print(f"sowsched {name}: {exc}", file=sys.stderr)
+            return exit_code(exc.failure)
+        except RpcFailure as exc:
+            print(f"sowsched {name}: {exc}{_retry_hint(args, exc) if mutating else ''}", file=sys.stderr)
+            return exit_code(exc)
+        except KeyboardInterrupt:
+            if not mutating:
+                raise
+            print(f"sowsched {name}: interrupted{_retry_hint(args, None)}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except BrokenPipeError:  # stdout's reader went away (an OSError, but no usage error): sowsched's main
+            raise
+        except (OSError, ValueError) as exc:
+            print(f"sowsched {name}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if out is not None:
+            shown = {k: v for k, v in out.items() if k != "text"}
+            print(json.dumps(shown, sort_keys=True) if args.json else _text(out))
+        return 0
+    return run
+
+
+def _error(failure: RpcFailure) -> dict[str, str]:
+    return {"code": failure.code, "message": failure.details}
+
+
+def _retry_hint(args: argparse.Namespace, failure: RpcFailure | None) -> str:
+    """After a failure whose outcome is unknown, how to retry the command without applying it twice."""
+    if failure is not None and failure.code not in NO_ANSWER:
+        return ""
+    return (f"; the outcome is unknown (it may have been applied): re-run with --request-id {args.request_id} to "
+            "retry safely (the server answers a retry with the logged reply)")
+
+
+def _text(out: dict[str, Any]) -> str:
+    return str(out.get("text") or json.dumps(out, indent=2, sort_keys=True))
+
+
+def read_sow(path: Path) -> dict[str, Any]:
+    """The SoW in a JSON file, checked against its own rules; a syntax error names the line and column."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply for a SoW") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a SoW is a JSON object, not {type(data).__name__}")
+    try:  # the SoW's own rules here (types, unknown fields, sums); the server checks the platform's bounds
+        checked: dict[str, Any] = SoW.model_validate(data).model_dump(mode="json")
+    except ValidationError as exc:
+        raise ValueError(f"{path}: {validation_message(exc, 'sow')}") from None
+    for field, value in _integers(checked, "sow"):  # the wire's fields are int64
+        if not -(2**63) <= value < 2**63:
+            raise ValueError(f"{path}: {field} (value {value}) is outside the 64-bit range [-2**63, 2**63 - 1]")
+    return checked
+
+
+def _integers(data: Any, where: str) -> Iterator[tuple[str, int]]:
+    """Every integer in a JSON document with its path (`sow.outcomes[1].duration`)."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _integers(value, f"{where}.{key}")
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _integers(value, f"{where}[{i}]")
+    elif isinstance(data, int) and not isinstance(data, bool):
+        yield where, data
+
+
+def submit(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    job_id = args.sow.stem if args.job_id is None else args.job_id
+    quote, tenant = client.submit_tenant(job_id, read_sow(args.sow), request_id=args.request_id, tenant=args.tenant)
+    return {**quote.to_dict(), "tenant": tenant, "text": quote_text(quote)}
+
+
+def quote_text(q: Quote) -> str:
+    lines = [f"quote for job {q.job} (born round {q.plan.birth}): estimated utility {q.plan.utility:.4f}"]
+    for g in q.plan.groups:
+        start = "never" if g.start is None else f"start round {g.start}"
+        signal = "(none)" if g.signal is None else str(g.signal)
+        lines.append(f"  arrival {g.arrival} signal {signal:>6}: {start}")
+    lines.append("  arrival duration  prob    start    price  failure(raw/announced)  utility")
+    for o in q.plan.outcomes:
+        if o.start is None:
+            lines.append(f"  {o.arrival:7d} {o.duration:8d} {o.probability:6.3f}    never")
+            continue
+        lines.append(f"  {o.arrival:7d} {o.duration:8d} {o.probability:6.3f} {o.start:8d} {o.price:8.3f}  "
+                     f"{o.failure_raw:9.4f} / {o.failure:<9.4f}  {o.utility:8.3f}")
+    return "\n".join(lines)
+
+
+def arrive(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    s = client.report_arrival(args.job, args.signal, request_id=args.request_id, tenant=args.tenant)
+    return {**s.view.to_dict(), "tenant": s.tenant, "text": f"job {s.view.id}: {s.view.state}"
+            + ("" if s.view.scheduled_start is None else f", scheduled to start in round {s.view.scheduled_start}")}
+
+
+def complete(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    s = client.report_completion(args.job, request_id=args.request_id, tenant=args.tenant)
+    return {**s.view.to_dict(), "tenant": s.tenant, "text": f"job {s.view.id}: {s.view.state}, completion reported"}
+
+
+def status(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    s = client.status()
+    p = s.platform
+    limit = "no limit" if s.own_max_active_jobs is None else f"limit {s.own_max_active_jobs}"
+    clock = s.clock if s.clock == "simulated" else f"{s.clock}, {s.round_seconds:g} s a round"
+    text = [f"platform C={p.C} C_m={p.C_m} D_m={p.D_m} S_m={p.S_m} H={p.H:g}; oracle {s.oracle} with {s.samples} "
+            f"samples; clock {clock}; round {s.now}",
+            f"your active jobs: {s.own_active_jobs} ({limit})",
+            f"server sowsched {s.server_version or 'unknown'}, code {s.code_identity[:12] or 'unknown'}"]
+    out: dict[str, Any] = {"platform": p.model_dump(mode="json"), "samples": s.samples, "oracle": s.oracle,
+                           "clock": s.clock, "round_seconds": s.round_seconds, "round": s.now,
+                           "own_active_jobs": s.own_active_jobs, "own_max_active_jobs": s.own_max_active_jobs,
+                           "server_version": s.server_version, "code_identity": s.code_identity}
+    if s.state_digest:  # the operator's platform-wide view
+        text.append(f"platform-wide: {s.active_jobs} active jobs, {s.events} events, state digest {s.state_digest}")
+        out.update(active_jobs=s.active_jobs, events=s.events, state_digest=s.state_digest)
+    return {**out, "text": "\n".join(text)}
+
+
+def job(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    s = client.get_job(args.job, tenant=args.tenant)
+    v = s.view
+    fields = " ".join(f"{k}={val}" for k, val in v.to_dict().items() if k != "id" and val is not None)
+    return {**v.to_dict(), "tenant": s.tenant, "text": f"job {v.id} (tenant {s.tenant}): {fields}"}
+
+
+def advance(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    r, tenants = client.advance_tenants(request_id=args.request_id)
+    head = f"round {r.round}: {len(r.events)} events, running {r.running} nodes, unit price {r.unit_price:.4f}"
+    out = round_dict(r)
+    out["events"] = [{**e, "tenant": t} for e, t in zip(out["events"], tenants, strict=True)]
+    return {**out, "text": "\n".join([head, *(event_text(e, t) for e, t in zip(r.events, tenants, strict=True))])}
+
+
+def round_dict(r: RoundReport) -> dict[str, Any]:
+    return {"round": r.round, "events": [e.to_dict() for e in r.events], "running": r.running,
+            "expected_usage": r.expected_usage, "unit_price": r.unit_price}
+
+
+def jobs(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    rows = list(client.list_jobs(states=tuple(args.state), tenant=args.tenant))
+    text = [f"{'job':24} {'tenant':12} {'state':14} {'birth':>5} {'c':>3} {'start':>5} {'charge':>9} {'value':>8}"]
+    for s in rows:
+        v = s.view
+        text.append(f"{v.id:24} {s.tenant:12} {v.state:14} {v.birth:5d} {v.concurrency:3d} "
+                    f"{'-' if v.start is None else v.start:>5} {v.charge:9.3f} {v.value:8.3f}")
+    return {"jobs": [{**s.view.to_dict(), "tenant": s.tenant} for s in rows], "text": "\n".join(text)}
+
+
+def event_text(e: Event, tenant: str = "") -> str:
+    """One line per event; the job as tenant/id when the tenant is known (the operator sees every tenant's)."""
+    data = " ".join(f"{k}={'(none)' if v is None else v}" for k, v in e.data.items() if k != "plan")
+    job = f"{tenant}/{e.job}" if tenant else e.job
+    return f"#{e.seq:<6} round {e.round:<5} {e.type:13} {job} {data}"
+
+
+def watch(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any] | None:
+    from clients.client import RpcFailure
+
+    if args.limit < 0:
+        raise ValueError(f"--limit={args.limit} is below the bound 0 (0: no limit)")
+    events: list[dict[str, Any]] = []
+    seen = 0
+    last: int | None = None
+    try:
+        for te in client.watch_tenants(args.from_seq, follow=not args.no_follow):
+            e = te.event
+            seen += 1
+            last = e.seq
+            if args.json:
+                events.append({**e.to_dict(), "tenant": te.tenant})
+            else:
+                print(event_text(e, te.tenant), flush=True)
+            if args.limit and seen >= args.limit:
+                break
+    except KeyboardInterrupt:
+        pass
+    except RpcFailure as exc:
+        if not seen:
+            raise
+        next_seq = args.from_seq if last is None else last + 1
+        raise PartialFailure({"events": events, "last_seq": last, "next_seq": next_seq}, exc,  # they stand
+                             f" (after {seen} events; resume with --from-seq {next_seq})") from None
+    if not args.json:
+        return None
+    return {"events": events, "last_seq": last, "next_seq": args.from_seq if last is None else last + 1}
+
+
+def invoice(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    inv = client.invoice(args.tenant, from_round=args.from_round, to_round=args.to_round)
+    period = "" if args.from_round is None and args.to_round is None else \
+        f" billed in rounds [{args.from_round or 0}, {'now' if args.to_round is None else args.to_round})"
+    text = [f"invoice of {inv.tenant}{period}: {len(inv.lines)} charges, total {inv.total:.4f}"]
+    text += [f"  {c.job:24} round {c.round:5d} start {c.start:5d} duration {c.duration:3d} x{c.concurrency:<3d} "
+             f"{c.amount:10.4f}" for c in inv.lines]
+    return {"tenant": inv.tenant, "total": inv.total, "text": "\n".join(text),
+            "charges": [{"job": c.job, "round": c.round, "start": c.start, "duration": c.duration,
+                         "concurrency": c.concurrency, "amount": c.amount, "quote": c.quote.to_dict()}
+                        for c in inv.lines]}

@@ -1,0 +1,217 @@
+"""`sowsched simulate`: run a workload through the mechanism and report welfare, revenue and outcomes."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import stat
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from cli.args import positive_float
+from cli.commands.jobs import DEFAULT_ATTEMPTS
+from mechanism.failure_exact import OracleTooLarge
+from models.simulation import SimulationResult, Workload, run_simulation
+from models.workloads import WORKLOADS, load_workload_file, make_workload, workload_document
+
+OFFLINE_TIME_LIMIT = 5.0  # CP-SAT deterministic time for the hindsight optimum (about seconds; reproducible)
+SOLVER_NAMES = {"cpsat": "CP-SAT", "milp": "the HiGHS MILP"}
+MAX_SEED = 2**63 - 1  # platform.seed's bound
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("simulate", help="simulate a workload in process")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--workload", choices=WORKLOADS, help="a named synthetic workload")
+    src.add_argument("--workload-file", metavar="W.json", help="a workload file (schema in the README)")
+    p.add_argument("--seed", type=_seed, default=None,
+                   help="seed (named workloads: default 0; files: overrides platform.seed)")
+    p.add_argument("--load", type=float, default=None,
+                   help="scale the job rate of a named workload (default 1; not with --workload-file)")
+    p.add_argument("--oracle", choices=("mc", "exact"), default="mc", help="failure oracle")
+    p.add_argument("--events", metavar="OUT.jsonl", help="write one JSON object per event")
+    p.add_argument("--write-workload", metavar="W.json",
+                   help="also write the workload as simulated (its SoWs and realized outcomes) as a W.json file")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--offline-time-limit", type=positive_float, default=OFFLINE_TIME_LIMIT, metavar="T",
+                   help="CP-SAT's limit for the clairvoyant optimum of the same realization, in deterministic "
+                        "time (about seconds; the same answer on every run; default %(default)g)")
+    p.add_argument("--no-offline", action="store_true",
+                   help="skip the clairvoyant optimum (and the ratio to it)")
+    p.add_argument("--server", metavar="HOST:PORT", help="drive a running server (fresh store) over gRPC instead")
+    p.add_argument("--token", default=os.environ.get("SOWSCHED_TOKEN"), help="operator token for --server")
+    p.add_argument("--tls-ca", type=Path, help="with --server: CA certificate, connect with TLS")
+    p.add_argument("--timeout", type=float, default=30.0, help="with --server: deadline per call in seconds")
+    p.add_argument("--retries", type=int, default=DEFAULT_ATTEMPTS,
+                   help="with --server: attempts on UNAVAILABLE or DEADLINE_EXCEEDED, with the same request id")
+    p.set_defaults(func=run)
+
+
+def _seed(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is below the bound 0")
+    if value > MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{value} exceeds the bound {MAX_SEED}")
+    return value
+
+
+def load(args: argparse.Namespace) -> Workload:
+    if args.workload_file:
+        if args.load is not None:
+            raise ValueError(f"--load {args.load} does not apply with --workload-file {args.workload_file}: "
+                             "a file's jobs and realized outcomes are fixed")
+        return load_workload_file(args.workload_file, seed=args.seed)
+    return make_workload(args.workload, seed=args.seed or 0, load=1.0 if args.load is None else args.load)
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """--events must not name the workload file read or written: it is truncated before the run."""
+    if not args.events:
+        return
+    for flag, other in (("--workload-file", args.workload_file), ("--write-workload", args.write_workload)):
+        if other and Path(args.events).resolve() == Path(other).resolve():
+            raise ValueError(f"--events {args.events} is the same file as {flag} {other}")
+
+
+def check_writable(path: Path) -> None:
+    """Raise OSError unless `path` can be written, leaving it as it was: a run that fails later must neither
+    truncate an earlier events file nor leave an empty one behind. A symbolic link is followed, as the write will
+    (exclusive creation refuses the link itself, even one to a file not yet written)."""
+    path = Path(os.path.realpath(path))  # not Path.resolve: a link loop stays an OSError (ELOOP) when opened
+    if path.exists():
+        path.open("a", encoding="utf-8").close()  # opened for writing, not truncated
+    else:
+        path.open("x", encoding="utf-8").close()
+        path.unlink()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        check_outputs(args)
+        workload = load(args)
+        if args.events:  # fail before the run, not after it
+            check_writable(Path(args.events))
+        if args.write_workload:
+            Path(args.write_workload).write_text(json.dumps(workload_document(workload), indent=1) + "\n",
+                                                 encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        print(f"sowsched simulate: {exc}", file=sys.stderr)
+        return 2
+    if args.server:
+        from cli.commands.jobs import connect, exit_code
+        from clients.client import RpcFailure
+        from clients.grpc_sim import RemoteSchedulerError, run_remote_simulation
+        try:
+            client = connect(args)
+        except (OSError, ValueError) as exc:  # a bad option, or an unreadable --tls-ca file
+            print(f"sowsched simulate: {exc}", file=sys.stderr)
+            return 2
+        try:
+            with client:
+                result = run_remote_simulation(workload, client, oracle=args.oracle)
+        except (RpcFailure, RemoteSchedulerError) as exc:
+            print(f"sowsched simulate: {exc}", file=sys.stderr)
+            return exit_code(exc) if isinstance(exc, RpcFailure) else 1
+    else:
+        try:
+            result = run_simulation(workload, oracle=args.oracle)
+        except OracleTooLarge as exc:  # --oracle exact on too many earlier jobs' joint outcomes
+            print(f"sowsched simulate: {exc}", file=sys.stderr)
+            return 1
+    if args.events:
+        try:
+            write_events(result, args.events)
+        except OSError as exc:  # a full disk after the run: the earlier file stays whole
+            print(f"sowsched simulate: cannot write --events {args.events}: {exc}", file=sys.stderr)
+            return 1
+    offline = None if args.no_offline else against_optimum(workload, result, args.offline_time_limit)
+    if args.json:
+        print(json.dumps({**result.summary(), "offline": offline}, sort_keys=True))
+    else:
+        print("\n".join([report(result, args.oracle), *([] if offline is None else offline_lines(offline))]))
+    return 0
+
+
+def against_optimum(workload: Workload, result: SimulationResult, time_limit: float) -> dict[str, Any]:
+    """The run against the clairvoyant optimum of its realization (models/offline/report.py)."""
+    from models.offline import report as offline
+    from models.offline.baselines import fcfs
+    from models.offline.hindsight import HindsightInstance
+
+    instance = HindsightInstance.from_realized(workload)
+    best = offline.hindsight_optimum(instance, result, offline.OfflineConfig(time_limit=time_limit),
+                                     fcfs(instance).starts)
+    return offline.against_optimum(best, result.welfare)
+
+
+def offline_lines(d: dict[str, Any]) -> list[str]:
+    """The optimum and the ratio as report lines; an unproven optimum shows its bound and the ratio's range."""
+    if d["status"] == "optimal":
+        found = f"(the clairvoyant optimum of the same realization, {SOLVER_NAMES[d['solver']]}, proven optimal)"
+    else:
+        found = (f"(the best clairvoyant schedule {SOLVER_NAMES[d['solver']]} found; bound {d['bound']:.2f}, gap "
+                 f"{100 * d['gap']:.1f} %)")
+    lines = [f"  offline opt  {d['value']:12.2f}   {found}"]
+    if d["ratio"] is None:
+        lines.append("  ratio               inf   (the mechanism earned nothing the optimum could)")
+    elif d["ratio_bound"] is None:  # both earned 0, but the unproven optimum's bound is positive
+        lines.append(
+            f"  ratio        {d['ratio']:12.3f}   (up to inf by the bound: the mechanism and the best schedule "
+            "found earned nothing)"
+        )
+    elif d["status"] == "optimal" or d["ratio_bound"] == d["ratio"]:
+        lines.append(f"  ratio        {d['ratio']:12.3f}   (offline / mechanism welfare: the mechanism reached "
+                     f"{100 / d['ratio']:.1f} %)")
+    else:
+        lines.append(f"  ratio        {d['ratio']:12.3f}   (up to {d['ratio_bound']:.3f} by the bound: the mechanism "
+                     f"reached {100 / d['ratio_bound']:.1f}-{100 / d['ratio']:.1f} %)")
+    return lines
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it back at once: this command runs one thread)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_events(result: SimulationResult, path: str) -> None:
+    """One JSON object per event. A regular file (links followed) is written whole or not at all: a temporary file
+    beside it replaces it once complete, so a write that fails (a full disk) leaves an earlier file as it was."""
+    lines = "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in result.events)
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_file():  # /dev/stdout, a FIFO: written in place
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(lines)
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(lines)
+        os.chmod(tmp, stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def report(result: SimulationResult, oracle: str = "mc") -> str:
+    s = result.summary()
+    p = result.platform
+    sampling = "exact failure oracle" if oracle == "exact" else f"N={p.sample_count} Monte Carlo samples"
+    lines = [
+        f"workload {s['workload']}: {s['jobs']} jobs over {s['rounds']} rounds on C={p.C} nodes ({sampling})",
+        f"  welfare      {s['welfare']:12.2f}   (sum of V(f) over completed jobs)",
+        f"  revenue      {s['revenue']:12.2f}",
+        f"  utility      {s['utility']:12.2f}   (welfare - revenue)",
+        f"  utilisation  {100 * s['utilization']:11.1f} %",
+        "  outcomes     " + ", ".join(f"{k} {s[k]}" for k in ("completed", "evicted", "cancelled", "expired",
+                                                              "not_scheduled")),
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,64 @@
+"""What replaying the command log does: each command's logged form (codec) and its application to the engine.
+
+Together with the engine and what it imports, this module decides the state a replay rebuilds; the replay
+identity (server/snapshot.py `code_identity`) hashes exactly that code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from mechanism.engine import Engine, JobView, Quote, RoundReport
+from mechanism.sow import SoW
+from server import namespace
+from server.store import StoreError
+
+Result = Quote | JobView | RoundReport
+REPORTS = ("arrive", "complete")  # reports on a job: before per-tenant ids they named no tenant
+JOB_COMMANDS = ("submit", *REPORTS)  # commands on one job, named by (tenant, job_id)
+
+
+def body_json(body: dict[str, Any]) -> str:
+    """The body as logged: JSON with sorted keys."""
+    return json.dumps(body, sort_keys=True)
+
+
+def body_hash(kind: str, body: dict[str, Any], logged: str | None = None) -> str:
+    """SHA-256 of json.dumps([kind, body], sort_keys=True), reusing the body's logged JSON when given."""
+    text = f"[{json.dumps(kind)}, {logged if logged is not None else body_json(body)}]"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def apply_command(engine: Engine, kind: str, body: dict[str, Any], sow: SoW | None = None) -> Result:
+    """Apply one logged command; raises EngineError (or pydantic ValidationError) and then changes nothing.
+
+    `sow`, when given, is body["sow"] already validated (the service parsed it to answer bad input early).
+    """
+    if kind == "submit":
+        job = namespace.key(body["tenant"], body["job_id"])
+        return engine.submit(job, sow if sow is not None else SoW.parse(body["sow"], engine.platform))
+    if kind == "arrive":
+        return engine.report_arrival(namespace.key(body["tenant"], body["job_id"]), body["signal"])
+    if kind == "complete":
+        return engine.report_completion(namespace.key(body["tenant"], body["job_id"]))
+    if kind == "advance":
+        return engine.advance()
+    raise StoreError(f"command kind={kind!r} is unknown")
+
+
+def upgraded(engine: Engine, kind: str, body: dict[str, Any], tenants: Iterable[str]) -> dict[str, Any]:
+    """A logged report from before per-tenant job ids names no tenant; its job id was unique on the platform
+    then, so the one tenant holding a job of that id is the one it meant (its logged reply does not change).
+
+    A report was accepted only on an active job, which the engine holds: the tenant is among `tenants`, those of
+    the jobs held and submitted so far, whether or not the configuration still names it.
+    """
+    if kind not in REPORTS or "tenant" in body or not isinstance(body.get("job_id"), str):
+        return body
+    for tenant in tenants:
+        if namespace.key(tenant, body["job_id"]) in engine.jobs:
+            return {**body, "tenant": tenant}
+    return body

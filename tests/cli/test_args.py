@@ -1,0 +1,58 @@
+"""Benchmark arguments are checked when parsed: counts, lists and limits name the value and the bound."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from cli.args import bounded_int, int_list, positive_float
+from cli.main import main
+
+
+def test_bounded_ints_lists_and_positive_floats_parse_what_they_accept() -> None:
+    assert bounded_int(1)("3") == 3 and int_list(1)("100, 1000") == [100, 1000] and positive_float("0.5") == 0.5
+
+
+@pytest.mark.parametrize(("parse", "text", "match"), [
+    (bounded_int(1), "0", "0 is below the bound 1"),
+    (bounded_int(0), "x", "'x' is not an integer"),
+    (int_list(1), "100,-1", "-1 is below the bound 1"),
+    (int_list(1), ",", "',' names no value"),
+    (positive_float, "0", "0.0 must be positive and finite"),
+    (positive_float, "inf", "inf must be positive and finite"),
+    (positive_float, "soon", "'soon' is not a number"),
+])
+def test_bad_benchmark_arguments_are_refused_naming_the_value(parse: object, text: str, match: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=match):
+        parse(text)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(("argv", "match"), [
+    (["bench", "core", "--jobs", "-1"], "argument --jobs: -1 is below the bound 1"),
+    (["bench", "solvers", "--time-limit", "-1"], "argument --time-limit: -1.0 must be positive and finite"),
+    (["bench", "solvers", "--capacity", "8"], "argument --capacity: 8 is below the bound 16"),
+])
+def test_the_bench_command_refuses_them_before_running(argv: list[str], match: str,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2 and match in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "match"), [
+    (["bench", "core", "--out", "{tmp}/missing/x.json"], "its directory {tmp}/missing does not exist"),
+    (["bench", "core", "--out", "{tmp}"], "is a directory"),
+    (["bench", "welfare", "--workload", "toy", "--out", "{tmp}/file.txt"], "exists and is not a directory"),
+])
+def test_an_out_path_that_cannot_be_written_is_refused_before_the_benchmark_runs(
+        argv: list[str], match: str, tmp_path: object, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import benchmarks.core as core
+    from cli.commands import welfare
+
+    (tmp_path / "file.txt").write_text("x")  # type: ignore[operator]
+    for module in (core, welfare):
+        monkeypatch.setattr(module, "run", lambda args: pytest.fail("the benchmark ran"))
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
+    assert match.replace("{tmp}", str(tmp_path)) in capsys.readouterr().err

@@ -1,0 +1,65 @@
+"""The `sowsched` dispatcher: a Ctrl-C anywhere ends with one line and exit code 130; --help lists the exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+
+from cli import exits
+from cli import main as cli
+from cli.commands import simulate
+
+
+def test_ctrl_c_during_a_command_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    def interrupted(args: argparse.Namespace) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(simulate, "run", interrupted)
+    assert cli.main(["simulate", "--workload", "toy"]) == 130
+    out, err = capsys.readouterr()
+    assert out == "" and err == "sowsched simulate: interrupted\n"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["advance", "--help"], ["watch", "--help"]])
+def test_help_documents_every_exit_code(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit, match=r"^0$"):
+        cli.main(argv)
+    out = capsys.readouterr().out
+    codes = (exits.EXIT_REFUSED, exits.EXIT_USAGE, exits.EXIT_UNAVAILABLE, exits.EXIT_TRY_LATER, exits.EXIT_INTERRUPTED,
+             exits.EXIT_BROKEN_PIPE)
+    for code in (0, *codes):
+        assert re.search(rf"^  {code} +\S", out, re.M), f"exit code {code} is not documented"
+    assert codes == (1, 2, 69, 75, 130, 141)
+
+
+def test_version_prints_the_package_version_and_the_code_identity_and_exits_0(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib import metadata
+
+    from server.snapshot import code_identity
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"sowsched {metadata.version('sowsched')} (code {code_identity()})\n"
+
+
+def test_the_exit_code_list_names_every_command_that_talks_to_a_server() -> None:
+    listed = re.search(r"talk to a server \(([^)]*)\)", cli.EPILOG, re.S)
+    assert listed is not None
+    named = {w.strip() for w in listed.group(1).replace("\n", " ").split(",")}
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    talking = {name for name, p in sub.choices.items() if any(a.dest == "server" for a in p._actions)}
+    assert talking - {"serve"} <= {n.split()[0] for n in named}, f"not listed: {sorted(talking - named)}"
+
+
+def test_a_closed_stdout_ends_any_command_with_141_and_no_traceback(monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    def reader_gone(args: argparse.Namespace) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(simulate, "run", reader_gone)
+    assert cli.main(["simulate", "--workload", "toy"]) == 141
+    assert capsys.readouterr() == ("", "")

@@ -10,11 +10,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from cli.args import bounded_int, positive_float
+from models.data import KTH_SP2
 from models.hpc import cp
 from models.hpc.jobs import Workload
 from models.hpc.list_scheduling import Order, conservative, easy
 from models.hpc.simulator import RoundState, Scheduler, simulate
-from models.hpc.swf import KTH_SP2, load_workload
+from models.hpc.swf import load_workload
 
 DEFAULT_TRACE = str(KTH_SP2)
 QUEUE_BINS: tuple[tuple[int, int], ...] = ((2, 5), (6, 10), (11, 20), (21, 40), (41, 10**9))

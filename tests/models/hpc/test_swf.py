@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from models.data import KTH_SP2
 from models.hpc.swf import (
     CLEANING_RULES,
     FIELDS,
-    KTH_SP2,
     SwfParseError,
     clean,
     load_workload,

@@ -1,20 +1,25 @@
-# sowsched: every target does its own set-up (virtual environment, install, protobuf code).
+# sowsched: every target does its own set-up (virtual environment, locked install, protobuf code).
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LOCK := requirements.lock
+EXTRAS := .[dev,ray]
 PROTO_SRC := $(wildcard proto/sowsched/v1/*.proto)
 PROTO_STAMP := server/gen/.generated
+LINTED := mechanism models server clients cli benchmarks tests
 
-.PHONY: setup proto demo test bench lint clean
+.PHONY: setup proto demo test bench lint upgrade clean
 
 setup: $(STAMP) $(PROTO_STAMP)
 
-$(STAMP): pyproject.toml
+# Exactly the versions in requirements.lock (the set the suite last passed with): a constraints file, so pip
+# installs what pyproject.toml asks for at the locked versions and nothing newer.
+$(STAMP): pyproject.toml $(LOCK)
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,ray]'
+	$(BIN)/python -m pip install -q -c $(LOCK) -e '$(EXTRAS)'
 	touch $(STAMP)
 
 $(PROTO_STAMP): $(STAMP) $(PROTO_SRC) scripts/gen_proto.py
@@ -31,6 +36,7 @@ test: setup
 
 bench: setup
 	@echo 'benchmarks:'
+	$(BIN)/sowsched bench cli --out bench-cli.json
 	$(BIN)/sowsched bench core --out bench-core.json
 	$(BIN)/sowsched bench hpc --out bench-hpc.json
 	$(BIN)/sowsched bench grpc --out bench-grpc.json
@@ -39,8 +45,24 @@ bench: setup
 	$(BIN)/sowsched bench welfare --workload overload --loads 0.5,1,2 --seeds 2 --time-limit 5 --out bench-out/welfare
 
 lint: setup
-	$(BIN)/ruff check mechanism models server clients cli benchmarks tests
-	$(BIN)/mypy mechanism models server clients cli benchmarks tests
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/mypy $(LINTED)
+
+# Refresh the lock on purpose: the newest versions pyproject.toml allows, in a scratch environment; the lock is
+# rewritten only if the whole suite and the linters pass there. The next `make` then reinstalls .venv from it.
+upgrade:
+	rm -rf .venv-upgrade
+	$(PYTHON) -m venv .venv-upgrade
+	.venv-upgrade/bin/python -m pip install -q --upgrade pip
+	.venv-upgrade/bin/python -m pip install -q -e '$(EXTRAS)'
+	.venv-upgrade/bin/python scripts/gen_proto.py
+	.venv-upgrade/bin/python -m pytest -q
+	.venv-upgrade/bin/ruff check $(LINTED)
+	.venv-upgrade/bin/mypy $(LINTED)
+	{ head -n 1 $(LOCK); .venv-upgrade/bin/python -m pip freeze --exclude-editable | grep -v '^-e '; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
+	rm -rf .venv-upgrade
+	@echo "requirements.lock updated; commit it with the test run's result"
 
 clean:
-	rm -rf $(VENV) server/gen build *.egg-info
+	rm -rf $(VENV) .venv-upgrade server/gen build *.egg-info

@@ -40,3 +40,17 @@ def positive_float(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{value} must be positive and finite")
     return value
+
+
+def output_format(text: str) -> bool:
+    """`-o text|json` as the `json` flag the commands read."""
+    if text not in ("text", "json"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an output format (text, json)")
+    return text == "json"
+
+
+def add_output_arguments(p: argparse.ArgumentParser) -> None:
+    """`-o/--output text|json` and its short form `--json`: one JSON document on stdout, everything else on stderr."""
+    p.add_argument("-o", "--output", dest="json", type=output_format, default=False, metavar="{text,json}",
+                   help="output format (default text; json: exactly one JSON document on stdout)")
+    p.add_argument("--json", dest="json", action="store_true", help="the same as -o json")

@@ -8,23 +8,15 @@ import importlib
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from cli.exits import EPILOG, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
-
-# Each module registers its own subcommands; add a module here to add commands.
-COMMAND_MODULES: tuple[str, ...] = (
-    "cli.commands.simulate",
-    "cli.commands.calibrate",
-    "cli.commands.server", "cli.commands.jobs",
-    "cli.commands.bench",
-    "cli.commands.hpc",
-)
+from cli.verbs import VERBS, listing
 
 
 class VersionAction(argparse.Action):
-    """`--version`: the package version and the code identity (the hash `serve` keys its snapshots by and `status`
+    """`--version`: the package version and the replay identity (the hash `serve` keys its snapshots by and `status`
     reports for a running server), computed only when asked for."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
@@ -37,13 +29,20 @@ class VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sowsched", description=__doc__, epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action=VersionAction, help="print the version and the code identity, and exit")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+def build_parser(verbs: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every verb, or (`verbs`) only of the modules behind those verbs: `main` builds the one it runs,
+    so a client verb never imports the solvers, the oracle or the server."""
+    parser = argparse.ArgumentParser(prog="sowsched", description=f"{__doc__}\n\n{listing()}", epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     usage="sowsched [--version] COMMAND [options]  (sowsched COMMAND --help)")
+    parser.add_argument("--version", action=VersionAction, help="print the version and the replay identity, and exit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", prog="sowsched")
+    wanted = VERBS if verbs is None else [v for v in verbs if v in VERBS]
+    for module in dict.fromkeys(VERBS[v].module for v in wanted):
+        importlib.import_module(module).register(sub)
+    for name, verb in VERBS.items():  # the others: known names, so a typo is told from a verb not loaded
+        if name not in sub.choices:
+            sub.add_parser(name, description=verb.summary)
     return parser
 
 
@@ -61,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str]) -> int:
-    parser = build_parser()
+    parser = build_parser(argv[:1])
     args = parser.parse_args(argv)
     try:
         code = args.func(args)

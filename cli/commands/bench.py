@@ -10,8 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cli.args import add_output_arguments
+from cli.verbs import add_verb
+
 # Each benchmark module exposes `add_arguments(parser)`, `run(args) -> dict` and `table(result) -> str`.
 BENCHMARKS: dict[str, str] = {
+    "cli": "benchmarks.cli",
     "core": "benchmarks.core",
     "hpc": "benchmarks.hpc",
     "grpc": "benchmarks.grpc",
@@ -22,12 +26,12 @@ BENCHMARKS: dict[str, str] = {
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("bench", help="run a benchmark (numbers, not assertions)")
+    parser = add_verb(sub, "bench")
     targets = parser.add_subparsers(dest="target", required=True)
     for name, module_name in BENCHMARKS.items():
         module = importlib.import_module(module_name)
         p = targets.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0])
-        p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+        add_output_arguments(p)
         p.add_argument("--out", help="also write the JSON result to this file")
         module.add_arguments(p)
         p.set_defaults(func=_runner(module))

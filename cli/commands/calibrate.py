@@ -9,8 +9,9 @@ import math
 import sys
 from typing import Any
 
-from cli.args import bounded_int, positive_float
+from cli.args import add_output_arguments, bounded_int, positive_float
 from cli.commands.simulate import MAX_SEED
+from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
 from models.calibration import Calibration, calibrate
 from models.simulation import run_simulation
@@ -18,7 +19,7 @@ from models.workloads import WORKLOADS, make_workload
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("calibrate", help="raw failure estimates (as quoted) against realized failures over many seeds")
+    p = add_verb(sub, "calibrate")
     p.add_argument("--workload", choices=WORKLOADS, default="overload", help="named workload (default %(default)s)")
     p.add_argument("--seeds", type=bounded_int(1), default=50,
                    help="independent runs (seeds first-seed .. first-seed+N-1)")
@@ -26,7 +27,7 @@ def register(sub: Any) -> None:
     p.add_argument("--load", type=positive_float, default=1.0, help="scale the workload's job rate")
     p.add_argument("--rounds", type=bounded_int(1), default=20, help="rounds of jobs per run (overload and pipelines)")
     p.add_argument("--oracle", choices=("mc", "exact"), default="mc", help="failure oracle")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_arguments(p)
     p.set_defaults(func=run)
 
 

@@ -8,7 +8,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from cli.args import bounded_int, positive_float
+from cli.args import add_output_arguments, bounded_int, positive_float
+from cli.verbs import add_verb
 from models.hpc.cp import DEFAULT_TIME_LIMIT, Objective
 from models.hpc.jobs import ESTIMATE_MODES, Workload
 from models.hpc.study import StudyConfig, is_cp, make_scheduler, run_scheduler, run_study, study_table
@@ -25,16 +26,16 @@ def _common(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_TIME_LIMIT,
         help="CP-SAT seconds per round (off-line: total)",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_arguments(parser)
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("hpc", help="schedule an SWF trace with one scheduler and print the seed-001 metrics")
+    p = add_verb(sub, "hpc")
     _common(p)
     p.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
     p.add_argument("--scheduler", required=True, help="e.g. fcfs-conservative, easy, cp-af, cp-offline-awf")
     p.set_defaults(func=_refusing_bad_input("hpc", hpc))
-    s = sub.add_parser("hpc-study", help="Table-2-style comparison (percent of List-REG) on an SWF trace")
+    s = add_verb(sub, "hpc-study")
     _common(s)
     s.add_argument("--jobs", type=bounded_int(1), help="trace prefix for the list schedulers and EASY (default all)")
     s.add_argument(

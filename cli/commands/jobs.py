@@ -1,4 +1,7 @@
-"""`sowsched submit|arrive|complete|advance|jobs|watch|invoice`: talk to a running server (all with --json)."""
+"""The verbs that talk to a running server: submit, status, job(s), watch, invoice, prices, arrive, complete, advance.
+
+At import only the standard library loads: the client, gRPC and the SoW model load when a verb runs.
+"""
 
 from __future__ import annotations
 
@@ -11,16 +14,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
+from cli.args import add_output_arguments
 from cli.exits import EPILOG, EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_TRY_LATER, EXIT_UNAVAILABLE, EXIT_USAGE
-from mechanism.engine import Quote, RoundReport
-from mechanism.events import Event
-from mechanism.sow import SoW
-from mechanism.validation import validation_message
+from cli.verbs import add_verb
 
-if TYPE_CHECKING:  # the client needs the generated protobuf code (make proto); imported when a command runs
+if TYPE_CHECKING:  # imported when a verb runs, not when the parser is built
     from clients.client import RpcFailure, SchedulerClient
+    from mechanism.engine import Quote, RoundReport
+    from mechanism.events import Event
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 DEFAULT_ATTEMPTS = 8
@@ -39,7 +40,7 @@ def int64(text: str) -> int:
 
 
 def add_connection_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--server", default=os.environ.get("SOWSCHED_SERVER", DEFAULT_SERVER),
+    p.add_argument("-s", "--server", default=os.environ.get("SOWSCHED_SERVER", DEFAULT_SERVER),
                    help="HOST:PORT of the server (env SOWSCHED_SERVER; default %(default)s)")
     p.add_argument("--token", default=os.environ.get("SOWSCHED_TOKEN"),
                    help="bearer token (env SOWSCHED_TOKEN)")
@@ -64,42 +65,47 @@ TENANT_HELP = "operator only: the tenant whose job this is (job ids are per tena
 
 
 def register(sub: Any) -> None:
-    p = _command(sub, "submit", "submit a statement of work from a JSON file; prints the binding quote", submit,
-                 mutating=True)
-    p.add_argument("sow", type=Path, metavar="SOW.json", help="one SoW as a JSON object (schema in the README)")
+    p = _command(sub, "submit", submit, mutating=True)
+    p.add_argument("sow", type=Path, metavar="SOW.json", help="one SoW as a JSON object (docs/workloads-and-sows.md)")
     p.add_argument("--job-id", help="job id (default: the file name without .json)")
-    p.add_argument("--tenant", default="", help="operator only: submit on behalf of this tenant")
-    p = _command(sub, "arrive", "report that a job is ready now", arrive, mutating=True)
+    _tenant(p, "operator only: submit on behalf of this tenant")
+    _command(sub, "status", status)
+    p = _command(sub, "job", job)
     p.add_argument("job", help="the job id")
-    p.add_argument("--signal", help="the observed signal (omit for none)")
-    p.add_argument("--tenant", default="", help=TENANT_HELP)
-    p = _command(sub, "complete", "report that a job's work ends in this round", complete, mutating=True)
-    p.add_argument("job", help="the job id")
-    p.add_argument("--tenant", default="", help=TENANT_HELP)
-    p = _command(sub, "job", "one job's status", job)
-    p.add_argument("job", help="the job id")
-    p.add_argument("--tenant", default="", help=TENANT_HELP)
-    _command(sub, "advance", "play the current round (operator, simulated clock)", advance, mutating=True)
-    p = _command(sub, "jobs", "list jobs (a tenant sees its own)", jobs)
+    _tenant(p, TENANT_HELP)
+    p = _command(sub, "jobs", jobs)
     p.add_argument("--state", action="append", choices=STATES, default=[], help="filter (repeatable)")
-    p.add_argument("--tenant", default="", help="operator only: one tenant's jobs")
-    p = _command(sub, "watch", "print events as they happen", watch)
+    _tenant(p, "operator only: one tenant's jobs")
+    p = _command(sub, "watch", watch)
     p.add_argument("--from-seq", type=int64, default=0, help="first event sequence number (resume point)")
     p.add_argument("--no-follow", action="store_true", help="stop after the events that exist now")
     p.add_argument("--limit", type=int, default=0, help="stop after this many events (0: no limit)")
-    _command(sub, "status", "the platform, its clock and round, and your own active jobs and limit", status)
-    p = _command(sub, "invoice", "a tenant's charges with the quote each came from", invoice)
-    p.add_argument("--tenant", default="", help="operator only: whose invoice")
+    p = _command(sub, "invoice", invoice)
+    _tenant(p, "operator only: whose invoice")
     p.add_argument("--from-round", type=int64, default=None, help="only charges billed in this round or later")
     p.add_argument("--to-round", type=int64, default=None, help="only charges billed before this round")
+    p = _command(sub, "prices", prices)
+    p.add_argument("--start", type=int64, default=None, help="first round of the menu (default: the current round)")
+    p.add_argument("--length", type=int64, default=0, help="rounds in the menu (default 0: the horizon S_m + D_m - 1)")
+    p = _command(sub, "arrive", arrive, mutating=True)
+    p.add_argument("job", help="the job id")
+    p.add_argument("--signal", help="the observed signal (omit for none)")
+    _tenant(p, TENANT_HELP)
+    p = _command(sub, "complete", complete, mutating=True)
+    p.add_argument("job", help="the job id")
+    _tenant(p, TENANT_HELP)
+    _command(sub, "advance", advance, mutating=True)
 
 
-def _command(sub: Any, name: str, help_text: str, body: Callable[[SchedulerClient, argparse.Namespace], Any],
+def _tenant(p: argparse.ArgumentParser, help_text: str) -> None:
+    p.add_argument("-t", "--tenant", default="", help=help_text)
+
+
+def _command(sub: Any, name: str, body: Callable[[SchedulerClient, argparse.Namespace], Any],
              *, mutating: bool = False) -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = sub.add_parser(name, help=help_text, epilog=EPILOG,
-                                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_verb(sub, name, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_connection_arguments(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_arguments(p)
     if mutating:
         p.add_argument("--request-id", help=RETRY_HELP)
     p.set_defaults(func=_runner(name, body, mutating))
@@ -179,6 +185,11 @@ def _text(out: dict[str, Any]) -> str:
 
 def read_sow(path: Path) -> dict[str, Any]:
     """The SoW in a JSON file, checked against its own rules; a syntax error names the line and column."""
+    from pydantic import ValidationError
+
+    from mechanism.sow import SoW
+    from mechanism.validation import validation_message
+
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -328,6 +339,16 @@ def watch(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any] |
     if not args.json:
         return None
     return {"events": events, "last_seq": last, "next_seq": args.from_seq if last is None else last + 1}
+
+
+def prices(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    menu = client.price_menu(args.start, args.length)
+    text = [f"price menu from round {menu.start}: {len(menu.unit_price)} rounds",
+            f"  {'round':>7} {'expected usage':>15} {'unit price':>12}"]
+    text += [f"  {menu.start + i:7d} {y:15.4f} {p:12.6f}"
+             for i, (y, p) in enumerate(zip(menu.expected_usage, menu.unit_price, strict=True))]
+    return {"start": menu.start, "expected_usage": list(menu.expected_usage), "unit_price": list(menu.unit_price),
+            "text": "\n".join(text)}
 
 
 def invoice(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:

@@ -10,11 +10,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cli.args import add_output_arguments
 from cli.commands.jobs import add_connection_arguments, connect
+from cli.verbs import add_verb
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("serve", help="run the gRPC server (durable SQLite command log, replayed on start)")
+    p = add_verb(sub, "serve")
     p.add_argument("--listen", default="127.0.0.1:50051", help="HOST:PORT (port 0 picks a free one)")
     p.add_argument("--store", required=True, help="sqlite:///relative.db, sqlite:////absolute.db or a path")
     p.add_argument("--config", required=True, type=Path,
@@ -47,22 +49,21 @@ def register(sub: Any) -> None:
                         "event streams (default %(default)g)")
     p.set_defaults(func=serve)
 
-    p = sub.add_parser("backup", help="copy a store consistently while its server runs (restore: serve the copy)")
+    p = add_verb(sub, "backup")
     p.add_argument("--store", required=True, help="the store to copy: sqlite:///x.db or a path")
     p.add_argument("--out", required=True,
                    help="the new file, sqlite:///x.db or a path (an existing one is not overwritten)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_arguments(p)
     p.set_defaults(func=backup)
 
-    p = sub.add_parser("state-digest", help="hash of the full state, from a running server (operator token) or by "
-                                            "replaying a store")
+    p = add_verb(sub, "state-digest")
     add_connection_arguments(p)
     p.add_argument("--store", help="replay this store offline instead of asking --server")
     p.add_argument("--config", type=Path, help="platform.toml the store was written with (with --store)")
     p.add_argument("--full-replay", action="store_true",
                    help="with --store: replay the whole log, checking every logged reply, instead of starting "
                         "from the newest snapshot")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_arguments(p)
     p.set_defaults(func=state_digest)
 
 

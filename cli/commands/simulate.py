@@ -12,8 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cli.args import positive_float
+from cli.args import add_output_arguments, positive_float
 from cli.commands.jobs import DEFAULT_ATTEMPTS
+from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
 from models.simulation import SimulationResult, Workload, run_simulation
 from models.workloads import WORKLOADS, load_workload_file, make_workload, workload_document
@@ -24,7 +25,7 @@ MAX_SEED = 2**63 - 1  # platform.seed's bound
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("simulate", help="simulate a workload in process")
+    p = add_verb(sub, "simulate")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--workload", choices=WORKLOADS, help="a named synthetic workload")
     src.add_argument("--workload-file", metavar="W.json", help="a workload file (schema in the README)")
@@ -36,7 +37,7 @@ def register(sub: Any) -> None:
     p.add_argument("--events", metavar="OUT.jsonl", help="write one JSON object per event")
     p.add_argument("--write-workload", metavar="W.json",
                    help="also write the workload as simulated (its SoWs and realized outcomes) as a W.json file")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_arguments(p)
     p.add_argument("--offline-time-limit", type=positive_float, default=OFFLINE_TIME_LIMIT, metavar="T",
                    help="CP-SAT's limit for the clairvoyant optimum of the same realization, in deterministic "
                         "time (about seconds; the same answer on every run; default %(default)g)")

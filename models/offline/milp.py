@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 
+from models.highs import quiet_highs
 from models.offline.hindsight import HindsightInstance, OfflineResult, Status, relative_gap
 
 SOLVER_NAME = "highs-milp"
@@ -105,7 +106,7 @@ def build(instance: HindsightInstance) -> TimeIndexedModel:
 
 def load(model: TimeIndexedModel, integral: bool, time_limit: float, threads: int, log: bool) -> highspy.Highs:
     """A HiGHS instance holding the model (maximise; binaries when `integral`) with exact-optimality gaps."""
-    h = highspy.Highs()
+    h = quiet_highs()
     h.setOptionValue("output_flag", log)
     h.setOptionValue("time_limit", float(time_limit))
     h.setOptionValue("threads", int(threads))

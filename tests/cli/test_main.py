@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import re
+import subprocess
+import sys
 
 import pytest
 
 from cli import exits
 from cli import main as cli
 from cli.commands import simulate
+from cli.verbs import VERBS
 
 
 def test_ctrl_c_during_a_command_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch,
@@ -63,3 +66,28 @@ def test_a_closed_stdout_ends_any_command_with_141_and_no_traceback(monkeypatch:
     monkeypatch.setattr(simulate, "run", reader_gone)
     assert cli.main(["simulate", "--workload", "toy"]) == 141
     assert capsys.readouterr() == ("", "")
+
+
+HEAVY = ("numba", "numpy", "ortools", "highspy", "grpc", "pydantic", "mechanism", "models", "server", "clients")
+
+
+@pytest.mark.parametrize("verb", ["submit", "job", "jobs", "watch", "status", "invoice", "prices"])
+def test_a_client_verbs_parser_loads_no_solver_oracle_grpc_or_numpy(verb: str) -> None:
+    probe = (f"import sys; from cli.main import build_parser; build_parser([{verb!r}]); "
+             f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert loaded.stdout.strip() == "[]"
+
+
+def test_the_full_parser_knows_every_verb_and_a_lazy_one_still_names_the_others() -> None:
+    full = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    lazy = next(a for a in cli.build_parser(["job"])._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(full.choices) == set(lazy.choices) == set(VERBS)
+
+
+def test_short_flags_and_output_formats_parse_to_the_same_options() -> None:
+    parser = cli.build_parser(["job"])
+    short = parser.parse_args(["job", "x", "-s", "h:1", "-t", "acme", "-o", "json"])
+    long = parser.parse_args(["job", "x", "--server", "h:1", "--tenant", "acme", "--json"])
+    assert (short.server, short.tenant, short.json) == (long.server, long.tenant, long.json) == ("h:1", "acme", True)
+    assert parser.parse_args(["job", "x", "-o", "text"]).json is False

@@ -28,18 +28,23 @@ def register(sub: Any) -> None:
     p.add_argument("--rounds", type=bounded_int(1), default=20, help="rounds of jobs per run (overload and pipelines)")
     p.add_argument("--oracle", choices=("mc", "exact"), default="mc", help="failure oracle")
     add_output_arguments(p)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown on a terminal)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
     last = args.first_seed + args.seeds - 1
     if last > MAX_SEED:  # refused before any run
         print(f"sowsched calibrate: --first-seed {args.first_seed} with --seeds {args.seeds} reaches seed {last}, "
               f"beyond the bound {MAX_SEED}", file=sys.stderr)
         return 2
     extra = {} if args.workload == "toy" else {"rounds": args.rounds}
+    seeds = tqdm(range(args.first_seed, args.first_seed + args.seeds), desc="calibrate", unit="run", file=sys.stderr,
+                 disable=None if not args.no_progress else True)  # None: only on a terminal
     results = (run_simulation(make_workload(args.workload, seed=s, load=args.load, **extra), oracle=args.oracle)
-               for s in range(args.first_seed, args.first_seed + args.seeds))
+               for s in seeds)
     try:
         cal = calibrate(results)
     except OracleTooLarge as exc:  # --oracle exact on too many earlier jobs' joint outcomes

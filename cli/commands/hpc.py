@@ -46,6 +46,7 @@ def register(sub: Any) -> None:
     )
     s.add_argument("--offline-time-limit", type=positive_float, default=60.0, help="CP-SAT seconds per off-line window")
     s.add_argument("--schedulers", help="comma-separated subset of the table's schedulers")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown on a terminal)")
     s.set_defaults(func=_refusing_bad_input("hpc-study", hpc_study))
 
 
@@ -137,6 +138,8 @@ def hpc(args: argparse.Namespace, workload: Workload, report: CleaningReport) ->
 
 
 def hpc_study(args: argparse.Namespace, workload: Workload, report: CleaningReport) -> int:
+    from tqdm import tqdm
+
     config = StudyConfig(
         list_jobs=args.jobs,
         cp_jobs=args.cp_jobs,
@@ -146,7 +149,13 @@ def hpc_study(args: argparse.Namespace, workload: Workload, report: CleaningRepo
         offline_time_limit=args.offline_time_limit,
         schedulers=tuple(args.schedulers.split(",")) if args.schedulers else None,
     )
-    result = run_study(workload, config)
+    with tqdm(desc="hpc-study", unit="run", file=sys.stderr, disable=True if args.no_progress else None) as bar:
+
+        def starting(name: str, jobs: int) -> None:
+            bar.set_postfix_str(f"{name} ({jobs} jobs)")
+            bar.update()
+
+        result = run_study(workload, config, starting)
     if args.json:
         out = {
             "trace": args.trace,

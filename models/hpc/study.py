@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,8 +170,10 @@ def _row_schedulers(schedulers: tuple[str, ...] | None) -> dict[str, tuple[str, 
     return {m: tuple(s for s in names if s in schedulers) for m, names in TABLE_ROWS.items()}
 
 
-def run_study(workload: Workload, config: StudyConfig) -> StudyResult:
-    """Each scheduler on its prefix, and List-REG on every prefix used, then the Table-2 percentages."""
+def run_study(workload: Workload, config: StudyConfig,
+              on_run: Callable[[str, int], None] | None = None) -> StudyResult:
+    """Each scheduler on its prefix, and List-REG on every prefix used, then the Table-2 percentages; `on_run(name,
+    jobs)` is told of each run before it starts (a progress bar)."""
     rows = _row_schedulers(config.schedulers)
     wanted = sorted({s for names in rows.values() for s in names} | set(config.schedulers or ()))
     sizes = {name: config.size(name) for name in wanted if config.size(name) != 0}
@@ -180,6 +183,8 @@ def run_study(workload: Workload, config: StudyConfig) -> StudyResult:
         for run_name in (REFERENCE, name):
             key = (run_name, len(window.jobs))
             if key not in results:
+                if on_run is not None:
+                    on_run(run_name, len(window.jobs))
                 results[key] = run_scheduler(window, run_name, config.estimates, config.limit(run_name))
     table = []
     for metric, names in rows.items():

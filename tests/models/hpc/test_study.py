@@ -165,3 +165,11 @@ def test_offline_cp_optimises_its_metric_hinted_with_the_list_reg_schedule_of_it
     # job 0 [0, 10); job 1 reserved [10, 15), job 2 [15, 18); job 3 (1 node, 20 s) cannot use the spare node
     # from 3 without overlapping job 2's 4-node slot, so it starts at 18, and job 4 (2 nodes) beside it at 18
     assert seen == [(Objective.BSLD, (0, 10, 15, 18, 18))]
+
+
+def test_the_study_tells_of_each_run_before_it_starts_once_per_scheduler_and_prefix() -> None:
+    jobs = tuple(Job(id=i, submit=i, runtime=2 + i % 3, size=1 + i % 2, requested=5) for i in range(12))
+    told: list[tuple[str, int]] = []
+    run_study(Workload(jobs=jobs, nodes=2), StudyConfig(list_jobs=12, schedulers=("saf-conservative", "easy")),
+              lambda name, n: told.append((name, n)))
+    assert sorted(told) == [("easy", 12), ("fcfs-conservative", 12), ("saf-conservative", 12)]

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import grpc
 
 import server.gen  # noqa: F401
-from mechanism.engine import JobView, Quote, RoundReport
+from mechanism.views import JobView, Quote, RoundReport
 from mechanism.events import Event
 from mechanism.ledger import Charge
 from mechanism.platform import Platform

@@ -11,7 +11,6 @@ import hashlib
 import itertools
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -21,11 +20,12 @@ from mechanism.failure import MonteCarloOracle, Residual
 from mechanism.failure_exact import DEFAULT_MAX_COMBINATIONS, ExactOracle
 from mechanism.history import ChainPoint, History, HistoryLookup, HistoryMarks
 from mechanism.jobs import Job, JobState
-from mechanism.launch_plan import FailureEstimates, LaunchPlan, choose_plan
+from mechanism.launch_plan import FailureEstimates, choose_plan
 from mechanism.ledger import Charge, Ledger
 from mechanism.platform import Platform
 from mechanism.pricing import PriceBook, plan_usage, unit_price
 from mechanism.sow import Signal, SoW
+from mechanism.views import JobView, Quote, RoundReport
 
 OracleKind = Literal["mc", "exact"]
 MAX_JOB_ID = 256  # characters; the server keys jobs by tenant and the tenant's own id (at most 64 + 1 + 128)
@@ -62,56 +62,6 @@ class InvalidReport(EngineError):
 
 class OutsideSupport(EngineError):
     code = "INVALID_ARGUMENT"
-
-
-@dataclass(frozen=True)
-class Quote:
-    job: str
-    plan: LaunchPlan
-
-    def to_dict(self) -> dict[str, Any]:
-        p = self.plan
-        return {
-            "job": self.job, "birth": p.birth, "utility": p.utility,
-            "plan": [{"arrival": g.arrival, "signal": g.signal, "start": g.start, "utility": g.utility}
-                     for g in p.groups],
-            "outcomes": [{"arrival": o.arrival, "duration": o.duration, "signal": o.signal,
-                          "probability": o.probability, "start": o.start, "price": o.price,
-                          "failure_raw": o.failure_raw, "failure": o.failure, "utility": o.utility}
-                         for o in p.outcomes],
-        }
-
-
-@dataclass(frozen=True)
-class RoundReport:
-    """What one `advance` did: its events and the round's running load, expected usage y and unit price."""
-
-    round: int
-    events: tuple[Event, ...]
-    running: int
-    expected_usage: float
-    unit_price: float
-
-
-@dataclass(frozen=True)
-class JobView:
-    id: str
-    seq: int
-    state: str
-    birth: int
-    concurrency: int
-    arrival: int | None
-    signal: Signal
-    start: int | None
-    finish: int | None
-    ended: int | None
-    charge: float
-    value: float
-    reported_arrival: int | None
-    scheduled_start: int | None  # start from the plan once an arrival is known or reported
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 class Engine:

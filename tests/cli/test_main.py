@@ -91,3 +91,10 @@ def test_short_flags_and_output_formats_parse_to_the_same_options() -> None:
     long = parser.parse_args(["job", "x", "--server", "h:1", "--tenant", "acme", "--json"])
     assert (short.server, short.tenant, short.json) == (long.server, long.tenant, long.json) == ("h:1", "acme", True)
     assert parser.parse_args(["job", "x", "-o", "text"]).json is False
+
+
+def test_the_client_library_loads_no_oracle_or_solver() -> None:
+    probe = "import sys, clients.client; print(sorted({m.split('.')[0] for m in sys.modules} & {'numba', 'ortools', " \
+            "'highspy', 'scipy'}))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert loaded.stdout.strip() == "[]"

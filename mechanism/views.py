@@ -1,0 +1,60 @@
+"""What the engine answers with: a quote, a round's report and a job's view (light: no oracle, no solver)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mechanism.events import Event
+from mechanism.launch_plan import LaunchPlan
+from mechanism.sow import Signal
+
+
+@dataclass(frozen=True)
+class Quote:
+    job: str
+    plan: LaunchPlan
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.plan
+        return {
+            "job": self.job, "birth": p.birth, "utility": p.utility,
+            "plan": [{"arrival": g.arrival, "signal": g.signal, "start": g.start, "utility": g.utility}
+                     for g in p.groups],
+            "outcomes": [{"arrival": o.arrival, "duration": o.duration, "signal": o.signal,
+                          "probability": o.probability, "start": o.start, "price": o.price,
+                          "failure_raw": o.failure_raw, "failure": o.failure, "utility": o.utility}
+                         for o in p.outcomes],
+        }
+
+
+@dataclass(frozen=True)
+class RoundReport:
+    """What one `advance` did: its events and the round's running load, expected usage y and unit price."""
+
+    round: int
+    events: tuple[Event, ...]
+    running: int
+    expected_usage: float
+    unit_price: float
+
+
+@dataclass(frozen=True)
+class JobView:
+    id: str
+    seq: int
+    state: str
+    birth: int
+    concurrency: int
+    arrival: int | None
+    signal: Signal
+    start: int | None
+    finish: int | None
+    ended: int | None
+    charge: float
+    value: float
+    reported_arrival: int | None
+    scheduled_start: int | None  # start from the plan once an arrival is known or reported
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)

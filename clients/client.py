@@ -13,11 +13,11 @@ from typing import Any, TypeVar
 import grpc
 
 import server.gen  # noqa: F401
-from mechanism.views import JobView, Quote, RoundReport
 from mechanism.events import Event
 from mechanism.ledger import Charge
 from mechanism.platform import Platform
 from mechanism.sow import Signal, SoW
+from mechanism.views import JobView, Quote, RoundReport
 from server import convert
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc

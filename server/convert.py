@@ -10,10 +10,10 @@ import json
 from typing import Any
 
 import server.gen  # noqa: F401  (puts the generated `sowsched.v1` package on the import path)
-from mechanism.views import JobView, Quote, RoundReport
 from mechanism.events import Event
 from mechanism.launch_plan import GroupPlan, LaunchPlan, OutcomeQuote
 from mechanism.sow import Signal
+from mechanism.views import JobView, Quote, RoundReport
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.namespace import split
 

@@ -48,7 +48,7 @@ def _realize(rng: np.random.Generator, sow: SoW) -> tuple[int, int]:
 def toy_sow(X: int, platform: Platform) -> SoW:
     """Arrive at k w.p. 2^(k-X) for k < X, else at X; one node for one round; worth 2^(X-k) completed at round k.
 
-    Completing "in round k" is f = k + 1 here (MODEL.md section 3), so V(f) = 2^(X - (f - 1)).
+    Completing "in round k" is f = k + 1 here (docs/model.md section 3), so V(f) = 2^(X - (f - 1)).
     """
     outcomes = [[k, 1, 2.0 ** (k - X)] for k in range(X)] + [[X, 1, 2.0 ** (-X)]]
     steps = [[k + 1, 2.0 ** (X - k)] for k in range(X + 1)]

@@ -11,6 +11,8 @@ Math (x[j,s] = 1 iff job j starts in round s, for s in a_j..b_j + k_jm - d_j, th
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -103,9 +105,22 @@ def build(instance: HindsightInstance) -> TimeIndexedModel:
         n_job_rows=len(jobs), first_round=first_round)
 
 
+def quiet_highs() -> highspy.Highs:
+    """A new HiGHS instance. The first one in a process prints HiGHS's banner on file descriptor 1 whatever
+    `output_flag` says; it is sent to stderr here, so that a command's `--json` stdout stays one JSON document."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        return highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def load(model: TimeIndexedModel, integral: bool, time_limit: float, threads: int, log: bool) -> highspy.Highs:
     """A HiGHS instance holding the model (maximise; binaries when `integral`) with exact-optimality gaps."""
-    h = highspy.Highs()
+    h = quiet_highs()
     h.setOptionValue("output_flag", log)
     h.setOptionValue("time_limit", float(time_limit))
     h.setOptionValue("threads", int(threads))

@@ -194,7 +194,7 @@ class _WorkloadFile(BaseModel):
 
 
 def parse_workload(data: Any, name: str = "file", seed: int | None = None) -> Workload:
-    """Validate a W.json document (see README); `seed` overrides the platform's seed."""
+    """Validate a W.json document (docs/workloads-and-sows.md); `seed` overrides the platform's seed."""
     try:
         doc = _WorkloadFile.model_validate(data)
     except ValidationError as exc:

@@ -66,7 +66,8 @@ TENANT_HELP = "operator only: the tenant whose job this is (job ids are per tena
 def register(sub: Any) -> None:
     p = _command(sub, "submit", "submit a statement of work from a JSON file; prints the binding quote", submit,
                  mutating=True)
-    p.add_argument("sow", type=Path, metavar="SOW.json", help="one SoW as a JSON object (schema in the README)")
+    p.add_argument("sow", type=Path, metavar="SOW.json",
+                   help="one SoW as a JSON object (schema: docs/workloads-and-sows.md)")
     p.add_argument("--job-id", help="job id (default: the file name without .json)")
     p.add_argument("--tenant", default="", help="operator only: submit on behalf of this tenant")
     p = _command(sub, "arrive", "report that a job is ready now", arrive, mutating=True)

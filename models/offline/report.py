@@ -89,8 +89,8 @@ def _milp(instance: HindsightInstance, hint: dict[str, int | None], config: Offl
 
 def _milp_then_cpsat(instance: HindsightInstance, hint: dict[str, int | None], config: OfflineConfig) -> OfflineResult:
     """HiGHS first; unless it proves optimality, CP-SAT warm-started with the better of the hint and HiGHS's
-    schedule: HiGHS closes instances CP-SAT leaves open (README, offline Not done), and where it stops at its limit
-    CP-SAT may still find a better schedule or a lower bound."""
+    schedule: HiGHS closes instances CP-SAT leaves open (docs/offline-benchmark.md, not done), and where it stops at
+    its limit CP-SAT may still find a better schedule or a lower bound."""
     milp = at_least_hint(instance, _milp(instance, hint, config), hint)
     if milp.optimal:
         return replace(milp, solver=BOTH_NAME)

@@ -1,4 +1,4 @@
-"""The simulation driver, the named workloads and the sweep, against docs/model.md and README."""
+"""The simulation driver, the named workloads and the sweep, against docs/model.md and docs/workloads-and-sows.md."""
 
 from __future__ import annotations
 

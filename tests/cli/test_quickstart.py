@@ -1,4 +1,5 @@
-"""The README quickstart, run as written: its `sowsched` lines through the installed command, against a real server.
+"""The README quickstart, run as written: its `sowsched` lines through the installed command, against a real server;
+and the Python client example of docs/cli.md against the same kind of server.
 
 The commands are read from the README's Quickstart block, so the README and this test cannot drift apart. Each runs
 in a subprocess with `--json` added, and its whole stdout must be one JSON document. The server line runs as
@@ -26,13 +27,19 @@ COMMAND_TIMEOUT = 180.0  # seconds: a first submit compiles the oracle's kernels
 START_TIMEOUT = 120.0
 
 
+def code_block(page: str, heading: str, language: str) -> str:
+    """The first ```LANGUAGE block of the section `heading` (a level-2 heading) of `page`."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(rf"```{language}\n(.*?)```", section, re.S)
+    assert block is not None, f"{page}: the section {heading!r} has no ```{language} block"
+    return block.group(1)
+
+
 def quickstart_lines() -> list[str]:
     """The shell lines of the README's Quickstart code block, comments dropped."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Quickstart\n", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert block is not None, "README.md: the Quickstart section has no ```sh block"
-    lines = [" ".join(shlex.split(line, comments=True)) for line in block.group(1).splitlines()]
+    lines = [" ".join(shlex.split(line, comments=True)) for line in code_block("README.md", "Quickstart", "sh")
+             .splitlines()]
     return [line for line in lines if line]
 
 
@@ -146,3 +153,26 @@ def test_the_quickstart_block_is_read_as_shell_lines() -> None:
     argv = served(sowsched_argv(serve), Path("/tmp/x.db"), Path("/tmp/port"))
     assert argv[argv.index("--store") + 1] == "sqlite:////tmp/x.db" and "&" not in argv
     assert all("#" not in line for line in lines)
+
+
+def test_the_python_client_example_runs_against_the_quickstart_server(tmp_path: Path) -> None:
+    code = code_block("docs/cli.md", "The Python client", "python")
+    port_file, log = tmp_path / "port", tmp_path / "serve.log"
+    argv = served(sowsched_argv(next(line for line in quickstart_lines() if " serve " in line)), tmp_path / "c.db",
+                  port_file)
+    with log.open("wb") as stderr:
+        server = subprocess.Popen([str(SOWSCHED), *argv], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        port = wait_for_port(server, port_file, log)
+        assert code.count("127.0.0.1:50051") == 1
+        done = subprocess.run([sys.executable, "-c", code.replace("127.0.0.1:50051", f"127.0.0.1:{port}")],
+                              cwd=ROOT, capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+        assert done.returncode == 0, done.stderr
+        plan, last = done.stdout.splitlines()
+        assert plan.startswith("(GroupPlan(arrival=0, signal=None, start=0,")
+        assert last == "['complete'] COMPLETED 0.3333333333333333"
+        assert stop(server) == 0, log.read_text()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(timeout=30)

@@ -1,4 +1,4 @@
-"""The engine: Alg. 1 run through the reduction of Alg. 2, one round at a time (MODEL.md section 6).
+"""The engine: Alg. 1 run through the reduction of Alg. 2, one round at a time (docs/model.md section 6).
 
 Inputs are `submit`, `report_arrival`, `report_completion` and `advance`; replaying the same inputs in the same
 order rebuilds the identical state, events and quotes, bit for bit.

@@ -3,7 +3,7 @@
 For round t the oracle draws N samples of every earlier active job's residual outcome and plays LIFO among
 them, giving per sample the load L(tau) those jobs demand in each round tau in [t, t + S_m + D_m - 1) before that
 round's evictions. A newer job j with concurrency c that starts at s and runs d rounds fails in a sample iff
-L(tau) > C for some tau in [t, s) or L(tau) + c > C for some tau in [s, s + d) (MODEL.md section 5). So one set of
+L(tau) > C for some tau in [t, s) or L(tau) + c > C for some tau in [s, s + d) (docs/model.md section 5). So one set of
 paths answers every (s, d) at once, and a job born later in the same round only appends itself to the paths:
 being the newest, it is evicted first and never changes what the older jobs do.
 """

@@ -55,7 +55,7 @@ class ExactOracle:
 
 
 def failure_table(loads: np.ndarray, c: int, n_starts: int, max_d: int, capacity: int) -> np.ndarray:
-    """fail[s, d-1] for one load path, straight from the definition (MODEL.md section 5)."""
+    """fail[s, d-1] for one load path, straight from the definition (docs/model.md section 5)."""
     out = np.zeros((n_starts, max_d), dtype=np.float64)
     for s in range(n_starts):
         waiting_overflow = bool(np.any(loads[:s] > capacity))

@@ -1,4 +1,4 @@
-"""The LIFO rule played literally, round by round (MODEL.md section 6, step 3): the independent reference."""
+"""The LIFO rule played literally, round by round (docs/model.md section 6, step 3): the independent reference."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Platform bounds and mechanism parameters (MODEL.md section 1)."""
+"""Platform bounds and mechanism parameters (docs/model.md section 1)."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ def _realize(rng: np.random.Generator, sow: SoW) -> tuple[int, int]:
 def toy_sow(X: int, platform: Platform) -> SoW:
     """Arrive at k w.p. 2^(k-X) for k < X, else at X; one node for one round; worth 2^(X-k) completed at round k.
 
-    Completing "in round k" is f = k + 1 here (MODEL.md section 3), so V(f) = 2^(X - (f - 1)).
+    Completing "in round k" is f = k + 1 here (docs/model.md section 3), so V(f) = 2^(X - (f - 1)).
     """
     outcomes = [[k, 1, 2.0 ** (k - X)] for k in range(X)] + [[X, 1, 2.0 ** (-X)]]
     steps = [[k + 1, 2.0 ** (X - k)] for k in range(X + 1)]
@@ -194,7 +194,7 @@ class _WorkloadFile(BaseModel):
 
 
 def parse_workload(data: Any, name: str = "file", seed: int | None = None) -> Workload:
-    """Validate a W.json document (see README); `seed` overrides the platform's seed."""
+    """Validate a W.json document (docs/workloads-and-sows.md); `seed` overrides the platform's seed."""
     try:
         doc = _WorkloadFile.model_validate(data)
     except ValidationError as exc:

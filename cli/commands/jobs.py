@@ -66,7 +66,8 @@ TENANT_HELP = "operator only: the tenant whose job this is (job ids are per tena
 
 def register(sub: Any) -> None:
     p = _command(sub, "submit", submit, mutating=True)
-    p.add_argument("sow", type=Path, metavar="SOW.json", help="one SoW as a JSON object (docs/workloads-and-sows.md)")
+    p.add_argument("sow", type=Path, metavar="SOW.json",
+                   help="one SoW as a JSON object (schema: docs/workloads-and-sows.md)")
     p.add_argument("--job-id", help="job id (default: the file name without .json)")
     _tenant(p, "operator only: submit on behalf of this tenant")
     _command(sub, "status", status)

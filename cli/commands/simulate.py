@@ -28,7 +28,7 @@ def register(sub: Any) -> None:
     p = add_verb(sub, "simulate")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--workload", choices=WORKLOADS, help="a named synthetic workload")
-    src.add_argument("--workload-file", metavar="W.json", help="a workload file (schema in the README)")
+    src.add_argument("--workload-file", metavar="W.json", help="a workload file (schema: docs/workloads-and-sows.md)")
     p.add_argument("--seed", type=_seed, default=None,
                    help="seed (named workloads: default 0; files: overrides platform.seed)")
     p.add_argument("--load", type=float, default=None,

@@ -48,7 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--workload", choices=WORKLOADS, help="synthetic workload (models/workloads.py)")
     src.add_argument("--workload-file", metavar="W.json",
-                     help="a workload file (schema in the README): its jobs and realized outcomes, at load 1")
+                     help="a workload file (schema: docs/workloads-and-sows.md): its jobs and realized outcomes, "
+                          "at load 1")
     p.add_argument("--loads", default=None,
                    help=f"comma-separated load factors of a named workload (default {DEFAULT_LOADS}); "
                         "not with --workload-file")

@@ -1,4 +1,4 @@
-"""CP-SAT model of the hindsight problem: optional intervals, a cumulative of capacity C, step values (MODEL.md s. 8).
+"""CP-SAT model of the hindsight problem (docs/model.md section 8): optional intervals, a cumulative of C, step values.
 
 Math (J = jobs that can earn value; job j has arrival a_j, duration d_j, concurrency c_j, birth b_j and reachable
 value steps (k_ji, v_ji), i = 1..m_j, with v_j(m_j+1) = 0):

@@ -1,4 +1,4 @@
-"""The hindsight problem (MODEL.md section 8): realized jobs, capacity C, and the typed result of an offline solver."""
+"""The hindsight problem (docs/model.md section 8): realized jobs, capacity C, and the typed result of a solver."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ the HiGHS MILP, or both in turn, warm-started with the best of the mechanism's, 
 schedules, all feasible in hindsight), its bound (the tighter of the solver's and the time-indexed LP
 relaxation's) and gap, the ratio, FCFS and reservation welfare, the per-round series and the (announced failure
 estimate, failed?) pairs. Across seeds: the competitive ratio E[OPT] / E[mechanism welfare]
-(MODEL.md section 8), spreads, and calibration bins.
+(docs/model.md section 8), spreads, and calibration bins.
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ def _milp(instance: HindsightInstance, hint: dict[str, int | None], config: Offl
 
 def _milp_then_cpsat(instance: HindsightInstance, hint: dict[str, int | None], config: OfflineConfig) -> OfflineResult:
     """HiGHS first; unless it proves optimality, CP-SAT warm-started with the better of the hint and HiGHS's
-    schedule: HiGHS closes instances CP-SAT leaves open (README, offline Not done), and where it stops at its limit
-    CP-SAT may still find a better schedule or a lower bound."""
+    schedule: HiGHS closes instances CP-SAT leaves open (docs/offline-benchmark.md, not done), and where it stops at
+    its limit CP-SAT may still find a better schedule or a lower bound."""
     milp = at_least_hint(instance, _milp(instance, hint, config), hint)
     if milp.optimal:
         return replace(milp, solver=BOTH_NAME)
@@ -129,7 +129,7 @@ def hindsight_optimum(instance: HindsightInstance, sim: SimulationResult, config
 
 def against_optimum(offline: OfflineResult, welfare: float) -> dict[str, Any]:
     """How close a run came to the clairvoyant scheduler: the optimum (or the best schedule found, its bound and
-    gap) and the ratios offline / online (MODEL.md section 8)."""
+    gap) and the ratios offline / online (docs/model.md section 8)."""
     return {"value": offline.value, "bound": offline.bound, "gap": offline.gap, "status": offline.status,
             "solver": offline.solver, "ratio": ratio(offline.value, welfare),
             "ratio_bound": ratio(offline.bound, welfare)}

@@ -274,7 +274,7 @@ def test_replaying_the_inputs_rebuilds_the_identical_state() -> None:
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_each_jobs_fate_is_the_lifo_definition_applied_to_the_realized_earlier_jobs(seed: int) -> None:
-    """MODEL.md section 5 on the realized outcomes: a job fails iff the jobs active at its birth overflow while it
+    """docs/model.md section 5 on the realized outcomes: a job fails iff the jobs active at its birth overflow while it
     waits or leave it no room while it runs. The engine's verdict must be exactly that."""
     from mechanism.lifo import fails_given_loads, lifo_loads
     from models.simulation import drive
@@ -520,7 +520,7 @@ def test_settle_is_false_in_a_quoted_round_with_nothing_crowded() -> None:
 
 
 def test_a_running_jobs_residual_keeps_only_durations_longer_than_it_has_run() -> None:
-    # MODEL.md section 5: running since s, at round t it has durations >= t - s + 1 left, renormalised; from t
+    # docs/model.md section 5: running since s, at round t it has durations >= t - s + 1 left, renormalised; from t
     # it occupies d - (t - s) more rounds. Started at 0, at round 1: d in {2, 3} of {1, 2, 3}, 1/2 each.
     p = small_platform(samples=100)
     e = Engine(p)

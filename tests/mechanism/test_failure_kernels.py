@@ -178,7 +178,7 @@ def test_a_row_that_turns_out_roomy_once_its_pending_job_is_applied_survives_eve
 
 
 def _definition(p: Platform, rows: list[list[int]], c: int) -> np.ndarray:
-    """E(s, c, d) as MODEL.md section 5 defines it, from each sample's LIFO loads."""
+    """E(s, c, d) as docs/model.md section 5 defines it, from each sample's LIFO loads."""
     return np.array([[np.mean([fails_given_loads(r, s, d, c, p.C) for r in rows]) for d in range(1, p.D_m + 1)]
                      for s in range(p.S_m)])
 

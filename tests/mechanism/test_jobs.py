@@ -1,4 +1,4 @@
-"""Job life cycle (MODEL.md section 6): the transition table, active states, release, and the declared bounds."""
+"""Job life cycle (docs/model.md section 6): the transition table, active states, release, and the declared bounds."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from mechanism.sow import SoW
 from tests.conftest import small_platform
 
 S = JobState
-# MODEL.md section 6, written out: arrival schedules (WAITING) or ends NOT_SCHEDULED / CANCELLED (outside the
+# docs/model.md section 6, written out: arrival schedules (WAITING) or ends NOT_SCHEDULED / CANCELLED (outside the
 # support); an unreported last arrival EXPIRES; LIFO cancels what has not started and evicts what runs; a runner
 # completes or is evicted (overrun). Nothing leaves an end state.
 LIFE_CYCLE = {

@@ -1,4 +1,4 @@
-"""The ledger (MODEL.md section 6, step 5): charges kept in order, revenue their sum, no negative bill."""
+"""The ledger (docs/model.md section 6, step 5): charges kept in order, revenue their sum, no negative bill."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The literal LIFO reference (MODEL.md sections 5 and 6): hand-played rounds and a brute-force cross-check."""
+"""The literal LIFO reference (docs/model.md sections 5 and 6): hand-played rounds and a brute-force cross-check."""
 
 from __future__ import annotations
 

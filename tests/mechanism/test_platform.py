@@ -1,4 +1,4 @@
-"""Platform bounds and the mechanism's derived parameters (MODEL.md sections 1, 4, 5) at hand-computed points."""
+"""Platform bounds and the mechanism's derived parameters (docs/model.md sections 1, 4, 5) at hand-computed points."""
 
 from __future__ import annotations
 

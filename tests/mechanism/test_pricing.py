@@ -132,7 +132,7 @@ def test_reading_usage_far_ahead_is_zero_and_changes_nothing() -> None:
 
 def test_a_window_price_does_not_absorb_the_rounding_of_expensive_earlier_rounds() -> None:
     # H = 1e12 (the bound allows it): 9.5 expected nodes in round 0 price it near 1e11, rounds 1.. keep y = 0, so
-    # pi(s, 1, 1) = p(0) = 1/(2 D_m) = 1/6 for every s >= 1 before and after the commit (MODEL.md section 4).
+    # pi(s, 1, 1) = p(0) = 1/(2 D_m) = 1/6 for every s >= 1 before and after the commit (docs/model.md section 4).
     p = Platform(C=10, C_m=1, D_m=3, S_m=20, H=1e12, samples=10)
     book = PriceBook(p)
     before = [float(book.menu(0).price(s, 1, 1)) for s in range(1, 20)]
@@ -158,7 +158,7 @@ def test_window_price_is_c_times_the_exact_sum_of_unit_prices_at_any_price_sprea
 
 def test_plan_usage_is_exactly_zero_in_rounds_no_outcome_occupies() -> None:
     # Outcomes in rounds [0, 1) and [2, 3): round 1 and rounds from 3 on hold none of them, so y gains nothing
-    # there (MODEL.md section 4), not the running sum's rounding (0.1 + 0.2 + 0.7 - 0.1 - 0.2 - 0.7 != 0).
+    # there (docs/model.md section 4), not the running sum's rounding (0.1 + 0.2 + 0.7 - 0.1 - 0.2 - 0.7 != 0).
     inc = plan_usage(2, np.array([0.1, 0.2, 0.7]), np.array([0, 0, 2]), np.array([1, 1, 1]), 6)
     assert inc.tolist() == [0.6000000000000001, 0.0, 1.4, 0.0, 0.0, 0.0]
     rng = np.random.default_rng(1)

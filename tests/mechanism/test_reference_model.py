@@ -1,4 +1,4 @@
-"""The mechanism core against an independent re-implementation of MODEL.md sections 3-7.
+"""The mechanism core against an independent re-implementation of docs/model.md sections 3-7.
 
 The reference below recomputes from the SoWs alone (no engine helper): expected usage y (section 4), unit prices
 and frozen menus (eq. 7), the conditioned residual outcomes of the earlier active jobs and the failure
@@ -36,7 +36,7 @@ def p_unit(y: float, p: Platform) -> float:
 
 
 def value(sow: SoW, completion_offset: int) -> float:
-    """MODEL.md section 2: v_i for the first i with f - b <= k_i, else 0."""
+    """docs/model.md section 2: v_i for the first i with f - b <= k_i, else 0."""
     for k, v in sow.value_steps:
         if completion_offset <= k:
             return v
@@ -206,7 +206,7 @@ def test_quotes_plans_and_charges_equal_an_independent_reimplementation_of_model
 def test_sampled_and_exact_oracles_agree_exactly_when_every_earlier_job_has_one_outcome(
         seed: int, n_earlier: int, n_appended: int, c: int) -> None:
     """Outcomes with probability 1 leave nothing to sample: the Monte Carlo and exact oracles must agree bit for bit,
-    whether the jobs were there at the round's start or appended during it (MODEL.md section 5)."""
+    whether the jobs were there at the round's start or appended during it (docs/model.md section 5)."""
     p = Platform(C=4, C_m=3, D_m=3, S_m=6, H=50.0, samples=64, seed=seed % 1000)
     rng = np.random.default_rng(seed)
 
@@ -234,7 +234,7 @@ def empty_platform() -> Platform:
 
 
 def test_a_value_step_at_s_m_pays_off_for_an_arrival_at_the_last_offset() -> None:
-    # MODEL.md section 2 allows k = S_m: arrival at offset S_m - 1, d = 1 completes at f = b + S_m with value 7.
+    # docs/model.md section 2 allows k = S_m: arrival at offset S_m - 1, d = 1 completes at f = b + S_m with value 7.
     p = empty_platform()
     e = Engine(p)
     for _ in range(2):
@@ -250,7 +250,7 @@ def test_a_value_step_at_s_m_pays_off_for_an_arrival_at_the_last_offset() -> Non
 
 
 def test_a_price_of_exactly_the_value_is_never_scheduled() -> None:
-    # pi(s, 4, 1) = 4 * 1/4 = 1 = V: U = 0, and ties at U <= 0 go to never (MODEL.md section 7).
+    # pi(s, 4, 1) = 4 * 1/4 = 1 = V: U = 0, and ties at U <= 0 go to never (docs/model.md section 7).
     p = empty_platform()
     e = Engine(p)
     plan = e.submit("even", SoW.parse({"concurrency": 4, "value_steps": [[4, 1.0]], "outcomes": [[0, 1, 1.0]]},
@@ -298,7 +298,7 @@ def test_a_job_reported_in_its_start_round_completes_there_and_pays_its_frozen_p
 
 
 def definition_estimates(p: Platform, round_: int, rs: list[Residual], c: int, samples: int) -> np.ndarray:
-    """MODEL.md section 5 on the oracle's own draws: per sample, LIFO loads (mechanism.lifo), then E[s, d] =
+    """docs/model.md section 5 on the oracle's own draws: per sample, LIFO loads (mechanism.lifo), then E[s, d] =
     [some L(tau) > C for tau < s] or [some L(tau) + c > C for tau in [s, s + d)], read off prefix counts."""
     idx = sampled_outcomes(p, round_, rs, samples)
     fails = np.zeros((p.S_m, p.D_m), dtype=np.int64)
@@ -340,7 +340,7 @@ def test_sampled_estimates_equal_the_definition_on_long_windows_wide_loads_and_l
 
 @pytest.mark.parametrize("seed", range(4))
 def test_the_order_of_reports_and_submissions_within_a_round_changes_no_quote_and_no_state(seed: int) -> None:
-    """MODEL.md section 6: submissions (step 1) see only what was observed before the round; reports made during
+    """docs/model.md section 6: submissions (step 1) see only what was observed before the round; reports made during
     the round apply in steps 2 and 5. So moving every report of a round before or after its submissions must
     give bit-identical quotes and the same state digest."""
     p = Platform(C=4, C_m=3, D_m=3, S_m=6, H=50.0, samples=200, seed=seed)

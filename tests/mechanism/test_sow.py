@@ -1,4 +1,4 @@
-"""SoW validation: every rule of MODEL.md sections 1-2 gives a clear error naming field, value and bound."""
+"""SoW validation: every rule of docs/model.md sections 1-2 gives a clear error naming field, value and bound."""
 
 from __future__ import annotations
 

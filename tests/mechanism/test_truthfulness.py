@@ -83,12 +83,13 @@ def test_truthful_plan_is_never_beaten_by_a_misreport(seed: int, mode: str, kind
 
 
 def test_over_reporting_concurrency_can_insure_against_losing_outcomes_a_known_exception() -> None:
-    """Over-reporting concurrency is not covered by the argument of MODEL.md section 9: it changes the failure
+    """Over-reporting concurrency is not covered by the argument of docs/model.md section 9: it changes the failure
     estimates and prices the job faces, not only which plan is chosen. Failed jobs pay nothing, so a concurrency
     that makes failure certain exactly for the outcomes that would lose money (here the longer durations of an
     arrival group whose signal does not tell them apart) turns their losses into 0 while the short outcome still
     completes. Found by the mutation review of session 7: 3 of 2,000 seeds of the property above (with over-reports
-    allowed) in a scan. README "Decisions beyond MODEL.md" says so; a mechanism change that closes it fails here."""
+    allowed) in a scan. docs/design.md ("Decisions beyond the model") says so; a mechanism change that closes it
+    fails here."""
     e, _ = engine_with_history(397)
     p = e.platform
     rng = np.random.default_rng(398)
@@ -109,7 +110,7 @@ def test_over_reporting_concurrency_can_insure_against_losing_outcomes_a_known_e
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["none", "duration"]))
 def test_the_realised_gain_of_lying_is_at_most_2_mu_h(seed: int, mode: str) -> None:
-    """MODEL.md section 9: with the true failure probabilities (exact enumeration) in place of the announced ones,
+    """docs/model.md section 9: with the true failure probabilities (exact enumeration) in place of the announced ones,
     a misreport gains at most 2 mu H, mu the largest gap between announced and true estimates (30 samples: mu is
     large, the bound is exercised)."""
     e, rng = engine_with_history(seed, samples=30, jobs_below=5)

@@ -324,7 +324,7 @@ def test_offline_lines_at_the_edges_of_the_ratio(offline: dict[str, object], rat
 
 def test_overload_demands_about_2_8_times_what_its_16_nodes_hold_and_load_scales_it() -> None:
     """Poisson(4 load) jobs per round, mean concurrency 14/3, mean realized duration 1.5 + 3 * 0.3 = 2.4: 44.8
-    node-rounds a round at load 1, 2.8 times C = 16 (README "Simulating")."""
+    node-rounds a round at load 1, 2.8 times C = 16 (docs/workloads-and-sows.md)."""
     def demand(load: float) -> float:
         ws = [make_workload("overload", seed=s, load=load, rounds=40) for s in range(40)]
         return sum(j.sow.concurrency * j.duration for w in ws for j in w.jobs) / (40 * 16 * 40)

@@ -1,4 +1,4 @@
-"""The simulation driver, the named workloads and the sweep, against MODEL.md and README."""
+"""The simulation driver, the named workloads and the sweep, against docs/model.md and docs/workloads-and-sows.md."""
 
 from __future__ import annotations
 
@@ -196,7 +196,7 @@ def test_the_progress_bar_goes_to_stderr_and_json_alone_to_stdout(capsys: pytest
 
 
 def test_an_overrun_is_evicted_in_the_last_round_of_the_longest_declared_duration() -> None:
-    """MODEL.md section 3: started at 0, declared at most 2 rounds, still running at the end of round 1: evicted
+    """docs/model.md section 3: started at 0, declared at most 2 rounds, still running at the end of round 1: evicted
     then, with no value and no charge (its completion report would come in round 2, too late)."""
     doc = {"platform": PLATFORM, "jobs": [{"id": "a", "birth": 0, "concurrency": 1, "value_steps": [[4, 5.0]],
                                            "outcomes": [[0, 1, 0.5, None], [0, 2, 0.5, None]], "realized": [0, 3]}]}

@@ -121,7 +121,8 @@ def test_a_backup_into_a_missing_directory_names_it(tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", [0o600, 0o640])
 def test_a_backup_has_the_permissions_of_its_store(tmp_path: Path, mode: int) -> None:
     store = _stopped_store(tmp_path / "s.db")
-    store.chmod(mode)  # the store holds pickles the server loads: the README says to give it the server's permissions
+    # the store holds pickles the server loads: docs/operations.md says to give it the server's permissions
+    store.chmod(mode)
     backup_store(store, tmp_path / "b.db")
     assert (tmp_path / "b.db").stat().st_mode & 0o777 == mode  # 0o640: not merely the temporary file's 0o600
 

@@ -317,7 +317,7 @@ def test_a_token_file_of_exactly_the_size_bound_is_read(tmp_path: Path) -> None:
     (tmp_path / "acme").write_text("x" * (MAX_TOKEN_FILE - 1) + "\n")
     cfg = parse_config(with_(tenants=[{"name": "acme", "token_file": "acme"}]), base=tmp_path)
     assert cfg.authenticate("x" * (MAX_TOKEN_FILE - 1)).name == "acme"  # type: ignore[union-attr]
-    assert MAX_TOKEN_FILE == 4096  # the bound README documents
+    assert MAX_TOKEN_FILE == 4096  # the bound docs/operations.md documents
 
 
 def test_a_tenant_name_is_1_to_64_characters_starting_with_a_letter_or_digit() -> None:

@@ -65,7 +65,7 @@ def test_the_last_bin_is_closed_because_it_holds_an_estimate_of_1() -> None:
 
 
 def test_the_raw_estimate_is_binned_and_the_help_and_table_say_so(capsys: pytest.CaptureFixture[str]) -> None:
-    """MODEL.md section 5: the announced estimate zeroes small raw ones, so calibration bins the raw estimate."""
+    """docs/model.md section 5: the announced estimate zeroes small raw ones, so calibration bins the raw estimate."""
     from cli.commands.calibrate import table
     from mechanism.platform import Platform
     from models.calibration import calibrate

@@ -334,7 +334,8 @@ def brute_integer_starts(problem: Problem, objective: Objective) -> float:
     return best
 
 
-# Two seeded rounds where the default P2SF search stops short of the brute-force optimum (README: the buckets).
+# Two seeded rounds where the default P2SF search stops short of the brute-force optimum
+# (docs/hpc-study.md: the buckets).
 P2SF_MISSES = [
     Problem(tasks=(Task(0, 0, 0, 1, 3), Task(1, 0, 0, 2, 4), Task(2, 0, 0, 3, 1), Task(3, 0, 0, 2, 3)),
             busy=(), nodes=3, horizon=12),

@@ -130,3 +130,12 @@ def test_highs_and_cp_sat_load_in_one_process_whichever_comes_first(first: str) 
     code = f"import importlib; importlib.import_module({first!r}); importlib.import_module({second!r})"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_solve_prints_nothing_on_stdout_so_json_output_stays_one_document() -> None:
+    """HiGHS prints its banner on file descriptor 1 at the first instance of a process, whatever output_flag says:
+    `models.highs.quiet_highs` sends it to /dev/null (`sowsched simulate --json` parses whole only then)."""
+    code = ("from models.offline.milp import solve_milp\nfrom tests.offline_cases import HAND\n"
+            "print(solve_milp(HAND).status)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout == "optimal\n"

@@ -22,7 +22,6 @@ class ReplayDiverged(StoreError):
     """Replaying the log did not reproduce a logged reply: the log and the code disagree."""
 
 
-
 class Recovery(SchedulerCore):
     """Start-up: the state the log and the newest trusted snapshot hold (a replay upgrades old logs as it goes)."""
 

@@ -42,7 +42,7 @@ class Tenancy(SchedulerCore):
                 raise ConfigError(
                     f"tenants {', '.join(map(repr, back))}: own jobs but were not in the configuration "
                     "this store last served with: a name is its tenant's namespace for good, "
-                     "and a new tenant given it would own "
+                    "and a new tenant given it would own "
                     "the earlier one's jobs, invoices and request ids; give a new tenant a new name, or "
                     "set `reinstate = true` in the entry if the same tenant is coming back"
                 )

@@ -28,12 +28,13 @@ from mechanism.sow import Signal, SoW
 from mechanism.views import JobView, Quote, RoundReport
 
 OracleKind = Literal["mc", "exact"]
-MAX_JOB_ID = 256  # characters; the server keys jobs by tenant and the tenant's own id (at most 64 + 1 + 128)
+MAX_JOB_KEY = 256  # characters of a job key; the server's keys are a tenant name, '/' and the tenant's own job id,
+# each bounded in server/limits.py (64 + 1 + 128, within this bound)
 CHAIN_BYTES = 32  # SHA-256
 CHAIN_START = ChainPoint(HistoryMarks(0, 0, 0), bytes(CHAIN_BYTES), bytes(CHAIN_BYTES))  # before any history
 
 
-def check_job_id(job_id: str, bound: int = MAX_JOB_ID) -> None:
+def check_job_id(job_id: str, bound: int = MAX_JOB_KEY) -> None:
     """Refuse an empty, longer than `bound` or unprintable job id (a line break breaks every listing and log)."""
     if not job_id or len(job_id) > bound:
         raise EngineError(f"job id {job_id!r} must have 1 to {bound} characters")

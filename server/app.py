@@ -26,7 +26,8 @@ from server.config import ConfigError, ServerConfig
 from server.errors import Refused
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
-from server.metrics import MAX_PORT, MetricsEndpoint, ServerMetrics, parse_address
+from server.limits import MAX_PORT, MAX_ROUND_SECONDS
+from server.metrics import MetricsEndpoint, ServerMetrics, parse_address
 from server.observer import NO_METRICS, Observer
 from server.scheduler import CLOCK, SNAPSHOT_EVERY, DurableScheduler
 from server.service import Clock, SchedulerService, encode_reply, legacy_replies
@@ -34,7 +35,6 @@ from server.store import CommandStore, StoreError, store_path
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Scheduler"].full_name
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
-MAX_ROUND_SECONDS = 1e9  # the wall clock waits a round at a time; threading's waits end at TIMEOUT_MAX (about 9.2e9 s)
 log = logging.getLogger("sowsched.server")
 
 

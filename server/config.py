@@ -14,11 +14,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mechanism.platform import Platform
+from server.limits import MAX_TENANT_NAME, MAX_TOKEN_FILE
 
 OPERATOR = "operator"
 CLOCK = "clock"  # the caller wall-clock rounds are logged as; it may act on every job
-TENANT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
-MAX_TOKEN_FILE = 4096  # bytes of a token_file (a token, not a log file named by mistake)
+TENANT_NAME = rf"^[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_TENANT_NAME - 1}}}$"
 
 
 class TokenSource(BaseModel):

@@ -1,11 +1,34 @@
-"""Per-tenant limits on active jobs (platform.toml `max_active_jobs`), checked on live submissions only."""
+"""The server's limits, one name and one home each: on requests, pages, ids, event streams, refusal messages, the
+configuration and start-up; and the per-tenant limits on active jobs (platform.toml `max_active_jobs`).
+
+The engine bounds its own job key (mechanism/engine.py `MAX_JOB_KEY`): the server's key is a tenant name, '/', and
+the tenant's own job id, so MAX_TENANT_NAME + 1 + MAX_JOB_ID must stay within it (tests/server/test_limits.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from mechanism.engine import Engine
 from server import namespace
+
+if TYPE_CHECKING:
+    from mechanism.engine import Engine
+
+# Requests (server/service.py)
+MAX_REQUEST_ID = 128  # characters of a request id
+MAX_TENANT_NAME = 64  # characters of a tenant name (server/config.py TENANT_NAME)
+MAX_JOB_ID = 128  # characters of a tenant's own job id (the engine's key adds the tenant and '/')
+MAX_PAGE = 1000  # jobs or charges in one page of ListJobs or GetInvoice
+DEFAULT_PAGE = 100  # the page size when a request asks for 0
+MAX_WATCHERS = 32  # default limit of open event streams (half the default worker threads)
+WATCH_BATCH = 256  # events an event stream reads under the lock at a time
+MESSAGE_HEAD, MESSAGE_TAIL = 300, 200  # characters of a refusal kept: gRPC sends it as metadata (16 KiB at most)
+
+# Configuration and start-up (server/config.py, server/app.py, server/metrics.py)
+MAX_TOKEN_FILE = 4096  # bytes of a token_file (a token, not a log file named by mistake)
+MAX_PORT = 65535
+MAX_ROUND_SECONDS = 1e9  # the wall clock waits a round at a time; threading's waits end at TIMEOUT_MAX (about 9.2e9 s)
 
 
 class ActiveLimits:

@@ -14,6 +14,7 @@ from prometheus_client.metrics_core import Metric
 
 from server import snapshot
 from server.errors import Unavailable
+from server.limits import MAX_PORT
 from server.observer import Observer
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 # Seconds, from 0.1 ms (a cheap read) to 30 s (a snapshot of a large state).
 BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
            10.0, 30.0)
-MAX_PORT = 65535
 
 
 

@@ -9,19 +9,17 @@ from collections.abc import Callable, Iterator
 from typing import Any, NoReturn, TypeVar
 
 import grpc
-from pydantic import ValidationError
 
 import server.gen  # noqa: F401
-from mechanism.engine import Engine, EngineError, JobView, Quote, RoundReport, check_job_id
-from mechanism.failure_exact import OracleTooLarge
+from mechanism.engine import Engine, JobView, Quote, RoundReport, check_job_id
 from mechanism.jobs import JobState
 from mechanism.sow import SoW
-from mechanism.validation import validation_message
-from server import convert, namespace, reads, snapshot
+from server import convert, errors, namespace, reads, snapshot
 from server.config import OPERATOR, Principal
-from server.errors import Exhausted, FailedPrecondition, PermissionDenied, Refused, Unauthenticated
+from server.errors import Exhausted, FailedPrecondition, PermissionDenied, Refused, Unauthenticated, Unavailable
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
+from server.limits import DEFAULT_PAGE, MAX_JOB_ID, MAX_PAGE, MAX_REQUEST_ID, MAX_WATCHERS, WATCH_BATCH
 from server.observer import NO_METRICS, Observer
 from server.replay import Result, body_hash
 from server.scheduler import DurableScheduler
@@ -29,14 +27,7 @@ from server.scheduler import DurableScheduler
 # Calls whose token is checked again after a reload elsewhere: commands by the writer, streams before each event
 # (and a stream's slot is released only once it runs). Every other call only reads, and is checked as it returns.
 RECHECKED_ELSEWHERE = ("SubmitSoW", "ReportArrival", "ReportCompletion", "AdvanceRound", "WatchEvents")
-MAX_PAGE = 1000
-DEFAULT_PAGE = 100
-MAX_REQUEST_ID = 128
-MAX_JOB_ID = 128  # characters of a tenant's own job id (the engine's key adds the tenant and '/')
-WATCH_POLL_S = 0.5
-WATCH_BATCH = 256  # events read under the lock at a time
-MAX_WATCHERS = 32  # default limit of open event streams (half the default worker threads)
-MESSAGE_HEAD, MESSAGE_TAIL = 300, 200  # characters of a refusal kept: gRPC sends it as metadata (16 KiB at most)
+WATCH_POLL_S = 0.5  # how often a following event stream re-checks its caller's token while no event comes
 log = logging.getLogger("sowsched.rpc")
 T = TypeVar("T")
 
@@ -105,32 +96,24 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         try:
             principal = self._principal(context)
             if principal is None:
-                code = "UNAUTHENTICATED"
-                context.abort(grpc.StatusCode.UNAUTHENTICATED,
-                              "missing or unknown bearer token in the 'authorization' metadata")
-            assert principal is not None
+                raise Unauthenticated("missing or unknown bearer token in the 'authorization' metadata")
             who = principal.name
             result = body(principal)
             if method not in RECHECKED_ELSEWHERE and not principal.holds(self.scheduler.config):
                 raise Unauthenticated(f"the token no longer authenticates {principal.name!r} (the server's "
                                       "configuration changed while the call waited)")
             return result
-        except (EngineError, Refused) as exc:
-            code = exc.code
-            context.abort(getattr(grpc.StatusCode, exc.code), _bounded(str(exc)))
-        except ValidationError as exc:
-            code = "INVALID_ARGUMENT"
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, _bounded(validation_message(exc, "sow")))
-        except OracleTooLarge as exc:  # raised before the engine changes anything
-            code = "RESOURCE_EXHAUSTED"
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"exact failure oracle: {exc}")
+        except errors.REFUSALS as exc:  # nothing changed: the caller is told why (server/errors.py)
+            status, message = errors.status(exc)
+            code = status.name
+            context.abort(status, message)
         except Exception as exc:
             if context.code() is not None:  # an abort above (grpc raises a plain Exception for it)
                 code = code if code != "OK" else str(context.code().name)
                 raise
             code = "INTERNAL"
             log.exception("internal error", extra={"fields": {"method": method}})
-            context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}")
+            context.abort(*errors.status(exc))
         finally:
             elapsed = time.perf_counter() - started
             self.metrics.rpc(method, code, elapsed)
@@ -336,7 +319,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 yield convert.event_to_proto(e)
         if self.stopping.is_set() or broken is not None:  # not the end of the events: resume elsewhere or later
             reason = "the server is shutting down" if self.stopping.is_set() else broken
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"{reason}; resume from_seq={seq}")
+            context.abort(*errors.status(Unavailable(f"{reason}; resume from_seq={seq}")))
 
 
 
@@ -369,8 +352,9 @@ def platform_info(engine: Engine, clock: Clock) -> pb.PlatformInfo:
 def _revoked(context: grpc.ServicerContext, principal: Principal, seq: int) -> NoReturn:
     """End an event stream whose token a reload revoked, telling the seq to resume from."""
     log.info("stream closed: token revoked", extra={"fields": {"caller": principal.name, "seq": seq}})
-    context.abort(grpc.StatusCode.UNAUTHENTICATED, f"the token no longer authenticates {principal.name!r} (the "
-                  f"server's configuration changed); resume from_seq={seq} with a valid token")
+    context.abort(*errors.status(Unauthenticated(f"the token no longer authenticates {principal.name!r} (the "
+                                                 f"server's configuration changed); resume from_seq={seq} with a "
+                                                 "valid token")))
     raise AssertionError("unreachable")  # context.abort raises
 
 
@@ -408,14 +392,3 @@ def _page_token(token: str) -> int:
     if not (token.isascii() and token.isdigit()) or len(token) > 19:  # the seqs and indices this server returns
         raise Refused(f"page_token={token!r} is not a token this server returned")
     return int(token)
-
-
-def _bounded(message: str) -> str:
-    """The message with its middle left out when long (it may echo a huge value): its start names the field and the
-    value, its end the bound."""
-    if len(message) <= MESSAGE_HEAD + MESSAGE_TAIL:
-        return message
-    left_out = len(message) - MESSAGE_HEAD - MESSAGE_TAIL
-    return f"{message[:MESSAGE_HEAD]} ... ({left_out} characters left out) ... {message[-MESSAGE_TAIL:]}"
-
-

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from server.config import EXAMPLE, MAX_TOKEN_FILE, ConfigError, load_config, parse_config
+from server.config import EXAMPLE, ConfigError, load_config, parse_config
+from server.limits import MAX_TOKEN_FILE
 from tests.grpc_support import ACME, CONFIG, GLOBEX, OP, PLATFORM, toml_text
 
 

@@ -19,7 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from cli.commands.server import main as server_main
 from clients.client import RpcFailure
 from server.app import RunningServer, StartupError
-from server.metrics import MAX_PORT, ServerMetrics, parse_address
+from server.limits import MAX_PORT
+from server.metrics import ServerMetrics, parse_address
 from server.observer import NO_METRICS
 from server.store import CommandStore
 from tests.grpc_support import ACME, OP, client, config, running, sow

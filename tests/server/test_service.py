@@ -23,7 +23,7 @@ from mechanism.pricing import unit_price
 from mechanism.sow import SoW
 from server.app import RunningServer, ServerOptions, StartupError, start_server
 from server.config import ServerConfig
-from server.service import _bounded
+from server.errors import bounded as _bounded
 from tests.grpc_support import ACME, GLOBEX, OP, PLATFORM, FailingCommit, client, config, running, sow
 
 

@@ -184,7 +184,9 @@ REPLAYED = ("mechanism/engine.py", "mechanism/pricing.py", "mechanism/failure.py
             "server/replay.py", "server/store.py", "server/snapshot.py", "server/namespace.py")
 NOT_REPLAYED = ("benchmarks/core.py", "models/hpc/study.py", "models/offline/cpsat.py", "models/simulation.py",
                 "cli/main.py", "cli/commands/simulate.py", "clients/client.py", "server/app.py",
-                "server/service.py", "server/scheduler.py", "mechanism/failure_literal.py",
+                "server/service.py", "server/scheduler.py", "server/writer.py", "server/recovery.py",
+                "server/snapshots.py", "server/tenancy.py", "server/errors.py", "server/limits.py",
+                "mechanism/failure_literal.py",
                 "server/gen/sowsched/v1/scheduler_pb2.py", "docs/x.py")
 
 

@@ -8,8 +8,9 @@ from typing import Any, Self
 import numpy as np
 
 from models.forecast.base import Ahead, IntArray, LocationScale
-from models.forecast.errors import ErrorModel
+from models.forecast.errors import ErrorModel, NormalErrors
 from models.forecast.series import FloatArray, Series
+from models.predictive import Normal, Predictive
 
 FIT_METHODS = ("mle", "ols")
 
@@ -67,6 +68,35 @@ class AR1(LocationScale):
         self.sigma2 = max(self.sigma2, 1e-12)
         self._fit_errors(resid, float(np.sqrt(self.sigma2)))
         return self
+
+    def rolling_one_step(self, series: Series, origins: IntArray, begins: IntArray,
+                         ends: IntArray) -> Predictive | None:
+        """Refit on windows [begins[i], ends[i]) and forecast y[origins[i]], all at once (ols, normal only).
+
+        Conditional least squares of y_i on (1, y_{i-1}) from cumulative sums of the lag pairs: the same
+        estimates as statsmodels AutoReg on each slice. None when no closed form applies (mle, other errors).
+        """
+        if self.method != "ols" or not isinstance(self.errors, NormalErrors):
+            return None
+        if np.any(ends - begins < 4) or np.any(ends > origins):
+            raise ValueError("ar1 needs at least 4 windows to fit")
+        y = series.y
+        prev, curr = y[:-1], y[1:]
+
+        def window_sum(v: FloatArray) -> FloatArray:
+            c = np.concatenate([[0.0], np.cumsum(v)])
+            return np.asarray(c[ends - 1] - c[begins], dtype=np.float64)  # pairs i = begins+1 .. ends-1
+
+        n = (ends - 1 - begins).astype(np.float64)
+        sx, sy = window_sum(prev), window_sum(curr)
+        sxx, sxy, syy = window_sum(prev * prev), window_sum(prev * curr), window_sum(curr * curr)
+        vxx, vxy = sxx - sx * sx / n, sxy - sx * sy / n
+        flat = vxx <= 1e-12 * np.maximum(sxx, 1.0)
+        phi = np.where(flat, 0.0, vxy / np.where(flat, 1.0, vxx))
+        c = (sy - phi * sx) / n
+        ssr = np.maximum(syy - 2 * c * sy - 2 * phi * sxy + n * c * c + 2 * c * phi * sx + phi * phi * sxx, 0.0)
+        loc = c + phi * y[origins - 1]
+        return Normal(loc, np.sqrt(np.maximum(ssr / n, 1e-12)))
 
     def location_scale(self, query: Ahead) -> tuple[FloatArray, FloatArray]:
         h = np.arange(1, query.steps + 1)

@@ -86,6 +86,26 @@ def _upper_bounds(model: Forecaster, series: Series, origins: np.ndarray, steps:
     return out
 
 
+def _refit_begins(protocol: Protocol, origins: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each origin, the origin and the first window of the fit it is forecast with."""
+    fit_at = origins[(np.arange(origins.size) // protocol.refit_every) * protocol.refit_every]
+    begins = np.zeros_like(fit_at) if protocol.online_size == "growing" else np.maximum(0, fit_at - first)
+    return fit_at, begins
+
+
+def _rolling(model: Forecaster, protocol: Protocol, series: Series, origins: np.ndarray, first: int,
+             cutoffs: FloatArray) -> FloatArray | None:
+    """Online refits in closed form when the model has one (AR1 by least squares), else None."""
+    rolling = getattr(model, "rolling_one_step", None)
+    if rolling is None:
+        return None
+    fit_at, begins = _refit_begins(protocol, origins, first)
+    law = rolling(series, origins, begins, fit_at)
+    if law is None:
+        return None
+    return np.stack([law.quantile(1.0 - c) for c in cutoffs], axis=-1)[:, None, :]
+
+
 def simulate_vm(spec: ModelSpec, protocol: Protocol, samples_max: FloatArray, samples_avg: FloatArray | None,
                 cutoffs: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Per-window survival and utilisation, shape (test windows, cutoffs), for one VM."""
@@ -104,6 +124,8 @@ def simulate_vm(spec: ModelSpec, protocol: Protocol, samples_max: FloatArray, sa
         if protocol.train == "offline":
             model.fit(series.head(first))
             bounds[:] = _upper_bounds(model, series, origins, k, cutoffs)
+        elif k == 1 and (fast := _rolling(model, protocol, series, origins, first, cutoffs)) is not None:
+            bounds[:] = fast
         else:
             for block in range(0, origins.size, protocol.refit_every):
                 t = int(origins[block])

@@ -93,3 +93,17 @@ def test_bad_histories_are_refused() -> None:
         ARI11().fit(Series(np.arange(10.0)))
     with pytest.raises(ValueError, match="steps=0"):
         Ahead(Series(np.arange(3.0)), 0)
+
+
+def test_rolling_least_squares_refits_equal_autoreg_refits() -> None:
+    y = simulate_ar1(300, 50.0, 0.9, 2.0, seed=12)
+    s = Series(y)
+    origins = np.arange(100, 300)
+    ends = origins - origins % 7  # refit every 7 windows, forecast with the last fit
+    begins = np.maximum(0, ends - 60)
+    law = AR1(method="ols").rolling_one_step(s, origins, begins, ends)
+    assert law is not None
+    for i in (0, 5, 77, 199):
+        ref = AR1(method="ols").fit(s.window(int(begins[i]), int(ends[i]))).one_step(s, origins[i:i + 1])
+        assert law.quantile(0.99)[i] == pytest.approx(ref.quantile(0.99)[0], rel=1e-9)
+    assert AR1(method="mle").rolling_one_step(s, origins, begins, ends) is None

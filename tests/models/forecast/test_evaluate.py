@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from clients.cli import main
+from models.forecast.ar import AR1
 from models.forecast.evaluate import Protocol, evaluate, simulate_vm
 from models.forecast.registry import ModelSpec
 from models.forecast.series import aggregate, load_table
@@ -157,3 +158,18 @@ def test_cli_compare_ranks_models_and_writes_plots(tmp_path: Path, capsys: pytes
         assert Path(block["plot"]).read_bytes()[:4] == b"\x89PNG"
     assert main(["forecast", "compare", "--series", str(m), "--all", "--models", "ar1,nn"]) == 2
     assert "unknown ['nn']" in capsys.readouterr().err
+
+
+def test_online_closed_form_equals_refitting_one_window_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    y = np.clip(simulate_ar1(900, 50.0, 0.8, 4.0, seed=5), 0, 100)
+    c = np.array([0.01, 0.1])
+    spec = ModelSpec("ar1", fit="ols")
+    for every, size in ((1, "fixed"), (3, "growing")):
+        protocol = Protocol(window_minutes=10, train_samples=200, train="online", refit_every=every,
+                            online_size=size)
+        fast = simulate_vm(spec, protocol, y, None, c)
+        with monkeypatch.context() as patch:
+            patch.setattr(AR1, "rolling_one_step", lambda *args: None)  # the generic refit loop
+            slow = simulate_vm(spec, protocol, y, None, c)
+        assert np.array_equal(fast[0], slow[0], equal_nan=True)
+        assert fast[1] == pytest.approx(slow[1], nan_ok=True)

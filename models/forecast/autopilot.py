@@ -22,6 +22,7 @@ class Autopilot(Forecaster):
 
     name = "autopilot"
     min_history = 1
+    learns = False
 
     def __init__(self, half_life: float = 12.0, breaks: int = 50, cut_off_weight: float = 0.001) -> None:
         if half_life <= 0:

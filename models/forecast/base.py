@@ -37,6 +37,7 @@ class Forecaster(ABC):
 
     name: str = "forecaster"
     min_history: int = 2
+    learns: bool = True  # False: fit learns nothing from the data, so online refits equal offline
 
     @abstractmethod
     def fit(self, data: Series) -> Self: ...

@@ -121,7 +121,7 @@ def simulate_vm(spec: ModelSpec, protocol: Protocol, samples_max: FloatArray, sa
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = spec.build(protocol.base_minutes)
-        if protocol.train == "offline":
+        if protocol.train == "offline" or not model.learns:
             model.fit(series.head(first))
             bounds[:] = _upper_bounds(model, series, origins, k, cutoffs)
         elif k == 1 and (fast := _rolling(model, protocol, series, origins, first, cutoffs)) is not None:

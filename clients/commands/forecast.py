@@ -69,7 +69,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    "OFF successes (seed 004 1.9)")
     p.add_argument("--granularity", type=_nonnegative, default=0.0, help="CPU percent per core (0: none)")
     p.add_argument("--residuals", choices=RESIDUALS, default="normal", help="error model of the AR-type models")
-    p.add_argument("--fit", choices=("mle", "ols"), default="mle", help="ar1: exact ML or conditional LS")
+    p.add_argument("--fit", choices=("mle", "ols"), default="mle", help="ar1, ari11: exact ML, or conditional least squares (online refits in closed form)")
     p.add_argument("--states", type=bounded_int(2), default=8, help="markov: number of states")
     p.add_argument("--partition", choices=("quantile", "fixed"), default="quantile", help="markov: state bins")
     p.add_argument("--half-life-minutes", type=_positive, default=60.0, help="autopilot: histogram half-life")

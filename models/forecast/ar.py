@@ -9,6 +9,7 @@ import numpy as np
 
 from models.forecast.base import Ahead, IntArray, LocationScale
 from models.forecast.errors import ErrorModel, NormalErrors
+from models.forecast.rolling import rolling_ols
 from models.forecast.series import FloatArray, Series
 from models.predictive import Normal, Predictive
 
@@ -79,24 +80,13 @@ class AR1(LocationScale):
         if self.method != "ols" or not isinstance(self.errors, NormalErrors):
             return None
         if np.any(ends - begins < 4) or np.any(ends > origins):
-            raise ValueError("ar1 needs at least 4 windows to fit")
+            raise ValueError("ar1 needs at least 4 windows to fit, each before the window it forecasts")
         y = series.y
-        prev, curr = y[:-1], y[1:]
-
-        def window_sum(v: FloatArray) -> FloatArray:
-            c = np.concatenate([[0.0], np.cumsum(v)])
-            return np.asarray(c[ends - 1] - c[begins], dtype=np.float64)  # pairs i = begins+1 .. ends-1
-
-        n = (ends - 1 - begins).astype(np.float64)
-        sx, sy = window_sum(prev), window_sum(curr)
-        sxx, sxy, syy = window_sum(prev * prev), window_sum(prev * curr), window_sum(curr * curr)
-        vxx, vxy = sxx - sx * sx / n, sxy - sx * sy / n
-        flat = vxx <= 1e-12 * np.maximum(sxx, 1.0)
-        phi = np.where(flat, 0.0, vxy / np.where(flat, 1.0, vxx))
-        c = (sy - phi * sx) / n
-        ssr = np.maximum(syy - 2 * c * sy - 2 * phi * sxy + n * c * c + 2 * c * phi * sx + phi * phi * sxx, 0.0)
-        loc = c + phi * y[origins - 1]
-        return Normal(loc, np.sqrt(np.maximum(ssr / n, 1e-12)))
+        # rows j = 1..n-1 regress y_j on (1, y_{j-1}); window [b, e) of windows holds rows b+1 .. e-1
+        design = np.column_stack([np.ones(y.size - 1), y[:-1]])
+        fit = rolling_ols(design, y[1:], begins, ends - 1)
+        loc = fit.beta[:, 0] + fit.beta[:, 1] * y[origins - 1]
+        return Normal(loc, np.sqrt(np.maximum(fit.ssr / fit.n, 1e-12)))
 
     def location_scale(self, query: Ahead) -> tuple[FloatArray, FloatArray]:
         h = np.arange(1, query.steps + 1)
@@ -162,8 +152,11 @@ class ARI11(LocationScale):
     name = "ari11"
     min_history = 2
 
-    def __init__(self, errors: ErrorModel | None = None) -> None:
+    def __init__(self, errors: ErrorModel | None = None, method: str = "mle") -> None:
         super().__init__(errors)
+        if method not in FIT_METHODS:
+            raise ValueError(f"method={method!r} is not one of {', '.join(FIT_METHODS)}")
+        self.method = method
         self.phi = 0.0
         self.sigma2 = 1.0
 
@@ -172,11 +165,33 @@ class ARI11(LocationScale):
             raise ValueError(f"ari11 needs at least 5 windows to fit, got {len(data)}")
         if np.ptp(np.diff(data.y)) == 0:
             raise ValueError("ari11 cannot fit a series with constant differences")
-        res = _arima(data.y, (1, 1, 0))
-        self.phi, self.sigma2 = (float(v) for v in res.params[:2])
+        if self.method == "mle":
+            res = _arima(data.y, (1, 1, 0))
+            self.phi, self.sigma2 = (float(v) for v in res.params[:2])
+            resid = np.asarray(res.resid)[2:]
+        else:
+            from statsmodels.tsa.ar_model import AutoReg
+
+            res = AutoReg(np.diff(data.y), lags=1, trend="n").fit()
+            self.phi, self.sigma2 = float(res.params[0]), float(res.sigma2)
+            resid = np.asarray(res.resid)
         self.sigma2 = max(self.sigma2, 1e-12)
-        self._fit_errors(np.asarray(res.resid)[2:], float(np.sqrt(self.sigma2)))
+        self._fit_errors(resid, float(np.sqrt(self.sigma2)))
         return self
+
+    def rolling_one_step(self, series: Series, origins: IntArray, begins: IntArray,
+                         ends: IntArray) -> Predictive | None:
+        """Refit on windows [begins[i], ends[i]) and forecast y[origins[i]], all at once (ols, normal only)."""
+        if self.method != "ols" or not isinstance(self.errors, NormalErrors):
+            return None
+        if np.any(ends - begins < 5) or np.any(ends > origins):
+            raise ValueError("ari11 needs at least 5 windows to fit, each before the window it forecasts")
+        y = series.y
+        d = np.diff(y)  # d[k] = y[k+1] - y[k]
+        # rows r regress d[r+1] on d[r]; windows [b, e) hold the differences d[b .. e-2], so rows b .. e-3
+        fit = rolling_ols(d[:-1, None], d[1:], begins, ends - 2)
+        loc = y[origins - 1] + fit.beta[:, 0] * (y[origins - 1] - y[origins - 2])
+        return Normal(loc, np.sqrt(np.maximum(fit.ssr / fit.n, 1e-12)))
 
     def location_scale(self, query: Ahead) -> tuple[FloatArray, FloatArray]:
         y = query.history.y

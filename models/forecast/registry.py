@@ -41,7 +41,7 @@ class ModelSpec:
         if self.name == "ar1x":
             return AR1X(errors)
         if self.name == "ari11":
-            return ARI11(errors)
+            return ARI11(errors, method=self.fit)
         if self.name == "var1":
             return VAR1(errors)
         if self.name in ("markov", "markovx"):

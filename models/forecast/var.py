@@ -8,8 +8,10 @@ from typing import Self
 import numpy as np
 
 from models.forecast.base import Ahead, IntArray, LocationScale
-from models.forecast.errors import ErrorModel
+from models.forecast.errors import ErrorModel, NormalErrors
+from models.forecast.rolling import rolling_ols
 from models.forecast.series import FloatArray, Series
+from models.predictive import Normal, Predictive
 
 
 class VAR1(LocationScale):
@@ -40,6 +42,23 @@ class VAR1(LocationScale):
         self.sigma = np.asarray(res.sigma_u, dtype=np.float64)
         self._fit_errors(np.asarray(res.resid)[:, 0], float(np.sqrt(self.sigma[0, 0])))
         return self
+
+    def rolling_one_step(self, series: Series, origins: IntArray, begins: IntArray,
+                         ends: IntArray) -> Predictive | None:
+        """Refit on windows [begins[i], ends[i]) and forecast y[origins[i]], all at once (normal errors only).
+
+        The max's equation of a VAR(1) by OLS is the regression of y_t on (1, y_{t-1}, x_{t-1}); statsmodels
+        divides its residual sum of squares by n - 3.
+        """
+        if not isinstance(self.errors, NormalErrors):
+            return None
+        if np.any(ends - begins < 6) or np.any(ends > origins):
+            raise ValueError("var1 needs at least 6 windows to fit, each before the window it forecasts")
+        y, x = series.y, series.require_x(self.name)
+        design = np.column_stack([np.ones(y.size - 1), y[:-1], x[:-1]])
+        fit = rolling_ols(design, y[1:], begins, ends - 1)
+        loc = fit.beta[:, 0] + fit.beta[:, 1] * y[origins - 1] + fit.beta[:, 2] * x[origins - 1]
+        return Normal(loc, np.sqrt(np.maximum(fit.ssr / (fit.n - 3), 1e-12)))
 
     def location_scale(self, query: Ahead) -> tuple[FloatArray, FloatArray]:
         hist = query.history

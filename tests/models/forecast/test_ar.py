@@ -107,3 +107,19 @@ def test_rolling_least_squares_refits_equal_autoreg_refits() -> None:
         ref = AR1(method="ols").fit(s.window(int(begins[i]), int(ends[i]))).one_step(s, origins[i:i + 1])
         assert law.quantile(0.99)[i] == pytest.approx(ref.quantile(0.99)[0], rel=1e-9)
     assert AR1(method="mle").rolling_one_step(s, origins, begins, ends) is None
+
+
+def test_ari11_rolling_least_squares_equals_autoreg_on_differences() -> None:
+    y = np.cumsum(simulate_ar1(300, 0.0, 0.5, 1.0, seed=13)) + 50
+    s = Series(y)
+    origins = np.arange(100, 300)
+    ends = origins - origins % 4
+    begins = np.maximum(0, ends - 50)
+    law = ARI11(method="ols").rolling_one_step(s, origins, begins, ends)
+    assert law is not None
+    for i in (0, 9, 120, 199):
+        ref = ARI11(method="ols").fit(s.window(int(begins[i]), int(ends[i]))).one_step(s, origins[i:i + 1])
+        assert law.quantile(0.95)[i] == pytest.approx(ref.quantile(0.95)[0], rel=1e-9)
+    assert ARI11().rolling_one_step(s, origins, begins, ends) is None
+    with pytest.raises(ValueError, match="method='x'"):
+        ARI11(method="x")

@@ -105,3 +105,16 @@ def test_stack_joins_single_laws_and_refuses_mixed_kinds() -> None:
     assert d.mean() == pytest.approx([1.0, 2.0])
     with pytest.raises(ValueError, match="different kinds"):
         stack([Normal(np.array([1.0]), np.array([2.0])), Discrete.point([1.0])])
+
+
+def test_var1_rolling_refits_equal_statsmodels_var_refits() -> None:
+    z = simulate_var1(400, 3)
+    s = Series(z[:, 0], z[:, 1])
+    origins = np.arange(100, 400)
+    ends = origins - origins % 5
+    begins = np.maximum(0, ends - 80)
+    law = VAR1().rolling_one_step(s, origins, begins, ends)
+    assert law is not None
+    for i in (0, 3, 150, 299):
+        ref = VAR1().fit(s.window(int(begins[i]), int(ends[i]))).one_step(s, origins[i:i + 1])
+        assert law.quantile(0.99)[i] == pytest.approx(ref.quantile(0.99)[0], rel=1e-9)

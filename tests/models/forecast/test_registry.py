@@ -12,9 +12,9 @@ DATA = "../shared/data/azure-vm-cpu"
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_every_model_fits_two_real_vms_and_predicts_laws(name: str) -> None:
+def test_every_model_fits_a_real_vm_and_predicts_laws(name: str) -> None:
     maxes, avgs = load_table(f"{DATA}/max.csv.gz"), load_table(f"{DATA}/avg.csv.gz")
-    for vm in maxes.ids[:2]:
+    for vm in maxes.ids[:1]:
         series = aggregate(maxes.column(vm), avgs.column(vm), 12)
         model = ModelSpec(name).build(60)
         assert isinstance(model, Model)

@@ -97,6 +97,13 @@ class AR1(LocationScale):
         loc = self.mu + self.phi * (series.y[origins - 1] - self.mu)
         return loc, np.full(origins.size, np.sqrt(self.sigma2))
 
+    def steps_location_scale(self, series: Series, origins: IntArray,
+                             steps: int) -> tuple[FloatArray, FloatArray]:
+        h = np.arange(1, steps + 1)
+        loc = self.mu + self.phi ** h[None, :] * (series.y[origins - 1, None] - self.mu)
+        scale = np.sqrt(_ar_variance(self.phi, self.sigma2, steps))
+        return loc, np.broadcast_to(scale, loc.shape).copy()
+
 
 class AR1X(LocationScale):
     """Regression with AR(1) errors (R's arima with xreg): y_t = c + b x_{t-1} + n_t, n_t = phi n_{t-1} + e_t.

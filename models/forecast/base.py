@@ -82,6 +82,20 @@ class LocationScale(Forecaster):
         loc, scale = self.location_scale(query)
         return self.errors.law(loc, scale)
 
+    def steps_location_scale(self, series: Series, origins: IntArray,
+                             steps: int) -> tuple[FloatArray, FloatArray]:
+        """(origins, steps) locations and scales of y[t .. t+steps-1] from the windows before each t.
+
+        The generic path loops over `location_scale`; models with a closed form override it.
+        """
+        pairs = [self.location_scale(Ahead(series.head(int(t)), steps)) for t in origins]
+        return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+
+    def steps_ahead(self, series: Series, origins: IntArray, steps: int) -> Predictive:
+        """The laws of y[t + h], rows ordered origin-major (origin 0 steps 1..k, origin 1 ...)."""
+        loc, scale = self.steps_location_scale(series, self._check_origins(series, origins), steps)
+        return self.errors.law(loc.ravel(), scale.ravel())
+
     def one_step(self, series: Series, origins: IntArray) -> Predictive:
         loc, scale = self.one_step_location_scale(series, self._check_origins(series, origins))
         return self.errors.law(loc, scale)

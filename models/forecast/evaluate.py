@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.forecast.base import Ahead, Forecaster
+from models.forecast.base import Ahead, Forecaster, LocationScale
 from models.forecast.registry import ModelSpec
 from models.forecast.scores import Score, adjust, survival, utilization
 from models.forecast.series import FloatArray, Series, aggregate
@@ -79,6 +79,9 @@ def _upper_bounds(model: Forecaster, series: Series, origins: np.ndarray, steps:
     if steps == 1:
         law = model.one_step(series, origins)
         return np.stack([law.quantile(1.0 - c) for c in cutoffs], axis=-1)[:, None, :]
+    if isinstance(model, LocationScale):
+        law = model.steps_ahead(series, origins, steps)
+        return np.stack([law.quantile(1.0 - c) for c in cutoffs], axis=-1).reshape(origins.size, steps, -1)
     out = np.empty((origins.size, steps, cutoffs.size))
     for i, t in enumerate(origins):
         law = model.predict(Ahead(series.head(int(t)), steps))

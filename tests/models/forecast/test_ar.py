@@ -123,3 +123,13 @@ def test_ari11_rolling_least_squares_equals_autoreg_on_differences() -> None:
     assert ARI11().rolling_one_step(s, origins, begins, ends) is None
     with pytest.raises(ValueError, match="method='x'"):
         ARI11(method="x")
+
+
+def test_steps_ahead_equals_predict_at_every_origin() -> None:
+    y = simulate_ar1(200, 20.0, 0.7, 1.5, seed=14)
+    s = Series(y, 0.5 * y)
+    origins = np.arange(120, 200, 9)
+    for model in (AR1().fit(s), ARI11().fit(s)):  # closed form, generic loop
+        law = model.steps_ahead(s, origins, 4)
+        slow = np.concatenate([model.predict(Ahead(s.head(int(t)), 4)).quantile(0.9) for t in origins])
+        assert law.quantile(0.9) == pytest.approx(slow)

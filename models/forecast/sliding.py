@@ -12,11 +12,13 @@ from models.forecast.series import FloatArray, Series
 from models.predictive import Predictive
 
 
-def sliding_errors(base: Forecaster, data: Series, horizon: int, fit_windows: int, stride: int = 1) -> FloatArray:
+def sliding_errors(base: Forecaster, data: Series, horizon: int, fit_windows: int, stride: int = 1,
+                   refit: bool = True) -> FloatArray:
     """delta = actual - point forecast, for every origin t with fit_windows windows before it and horizon after.
 
-    At each origin the base forecaster is refitted on the fit_windows windows before t and forecasts the next
-    `horizon`; rows are origins, columns steps ahead.
+    At each origin the base forecaster is refitted on the fit_windows windows before t (refit=False: fitted once,
+    on the first fit_windows, and only conditioned on each origin's history) and forecasts the next `horizon`;
+    rows are origins, columns steps ahead.
     """
     if horizon < 1 or fit_windows < 1 or stride < 1:
         raise ValueError(f"horizon={horizon}, fit_windows={fit_windows} and stride={stride} must be >= 1")
@@ -25,9 +27,12 @@ def sliding_errors(base: Forecaster, data: Series, horizon: int, fit_windows: in
         raise ValueError(f"{len(data)} windows leave no origin with {fit_windows} windows before and "
                          f"{horizon} after")
     rows = []
+    if not refit:
+        base.fit(data.window(0, fit_windows))
     for t in origins:
         history = data.window(t - fit_windows, t)
-        base.fit(history)
+        if refit:
+            base.fit(history)
         rows.append(data.y[t:t + horizon] - base.predict(Ahead(history, horizon)).mean())
     return np.asarray(rows, dtype=np.float64)
 
@@ -41,18 +46,19 @@ class SlidingErrors(Forecaster):
     """
 
     def __init__(self, base: Forecaster, horizon: int, fit_windows: int, errors: ErrorModel | None = None,
-                 stride: int = 1) -> None:
+                 stride: int = 1, refit: bool = True) -> None:
         self.base = base
         self.horizon = horizon
         self.fit_windows = fit_windows
         self.stride = stride
+        self.refit = refit
         self.errors = errors if errors is not None else GMMErrors()
         self.name = f"{base.name}+{self.errors.name}"
         self.min_history = base.min_history
         self.deltas = np.zeros((0, horizon))
 
     def fit(self, data: Series) -> Self:
-        self.deltas = sliding_errors(self.base, data, self.horizon, self.fit_windows, self.stride)
+        self.deltas = sliding_errors(self.base, data, self.horizon, self.fit_windows, self.stride, self.refit)
         self.errors.fit(self.deltas.ravel())
         self.base.fit(data)
         return self

@@ -173,3 +173,20 @@ def test_online_closed_form_equals_refitting_one_window_at_a_time(monkeypatch: p
             slow = simulate_vm(spec, protocol, y, None, c)
         assert np.array_equal(fast[0], slow[0], equal_nan=True)
         assert fast[1] == pytest.approx(slow[1], nan_ok=True)
+
+
+def test_cli_evaluate_takes_the_policies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    m = _write(tmp_path, "max", _vms()[0], False)
+    base = ["forecast", "evaluate", "--series", str(m), "--column", "vm0", "--model", "ar1", "--cutoff", "0.05",
+            "--window-minutes", "10", "--train-samples", "100", "--json"]
+    plain = main(base)
+    first = json.loads(capsys.readouterr().out)
+    assert plain == 0
+    for extra in (["--train", "online", "--fit", "ols", "--online-size", "growing"], ["--steps", "2"],
+                  ["--adjust", "1,1"], ["--granularity", "12.5"], ["--residuals", "empirical"]):
+        assert main([*base, *extra]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["predictions"] == first["predictions"]
+    with pytest.raises(SystemExit):
+        main([*base, "--adjust", "1"])
+    assert "ON,OFF" in capsys.readouterr().err

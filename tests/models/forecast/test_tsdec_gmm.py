@@ -82,5 +82,8 @@ def test_sliding_errors_are_actual_minus_forecast_and_gmm_covers() -> None:
     law = model.predict(Ahead(s.window(96, 216), 24))
     covered = np.mean(y[216:240] <= law.quantile(0.95))
     assert covered >= 0.75
+    once = TSDec(24).fit(s.window(0, 120))
+    fixed = sliding_errors(TSDec(24), s.head(180), horizon=24, fit_windows=120, stride=12, refit=False)
+    assert fixed[3] == pytest.approx(y[156:180] - once.predict(Ahead(s.window(36, 156), 24)).mean())
     with pytest.raises(ValueError, match="no origin"):
         sliding_errors(TSDec(24), s.head(100), horizon=24, fit_windows=120)

@@ -17,7 +17,7 @@ from mechanism.platform import Platform
 from mechanism.sow import SoW
 from mechanism.validation import validation_message
 from models.simulation import Workload, WorkloadJob
-from models.stochastic.prior import JobPrior, Prior, draw, parse_prior, prior_document
+from models.stochastic.prior import JobPrior, Prior, parse_prior, prior_document
 
 WORKLOADS = ("toy", "pipelines", "overload", "stochastic")
 
@@ -208,6 +208,21 @@ def stochastic_workload(seed: int = 0, load: float = 1.0, rounds: int = 20) -> W
     """Draw every job's SoW from the fixed prior of this load, then its outcome (both from `seed`)."""
     platform = stochastic_platform(seed)
     return draw(stochastic_prior(platform, load, rounds), platform, np.random.default_rng(seed))
+
+
+def draw(prior: Prior, platform: Platform, rng: np.random.Generator, name: str = "stochastic") -> Workload:
+    """Draw each job's SoW from F_j, then its (arrival, duration) from that SoW: a workload of the prior."""
+    jobs = []
+    for job in prior.jobs:
+        q = np.asarray(job.probability, dtype=np.float64)
+        sow = job.sows[int(rng.choice(q.size, p=q / q.sum()))]
+        p = np.array([o.probability for o in sow.outcomes])
+        o = sow.outcomes[int(rng.choice(p.size, p=p / p.sum()))]
+        jobs.append(WorkloadJob(id=job.id, birth=job.birth, sow=sow, arrival_offset=o.arrival_offset,
+                                duration=o.duration))
+    jobs.sort(key=lambda j: (j.birth, j.id))
+    return Workload(name=name, platform=platform, jobs=tuple(jobs), prior=prior)
+
 
 
 # ---- W.json ----

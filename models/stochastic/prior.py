@@ -6,14 +6,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from pydantic import ValidationError
 
 from mechanism.bundle_pricing import check_duration_revealed
 from mechanism.platform import Platform
 from mechanism.sow import SoW
 from mechanism.validation import validation_message
-from models.simulation import Workload, WorkloadJob
 
 PROBABILITY_TOLERANCE = 1e-9
 
@@ -65,20 +63,6 @@ def check_prior(prior: Prior, platform: Platform) -> None:
                 check_duration_revealed(sow)
             except ValueError as exc:
                 raise ValueError(f"{where}.sows[{k}]: {exc}") from None
-
-
-def draw(prior: Prior, platform: Platform, rng: np.random.Generator, name: str = "stochastic") -> Workload:
-    """Draw each job's SoW from F_j, then its (arrival, duration) from that SoW: a workload of the prior."""
-    jobs = []
-    for job in prior.jobs:
-        q = np.asarray(job.probability, dtype=np.float64)
-        sow = job.sows[int(rng.choice(q.size, p=q / q.sum()))]
-        p = np.array([o.probability for o in sow.outcomes])
-        o = sow.outcomes[int(rng.choice(p.size, p=p / p.sum()))]
-        jobs.append(WorkloadJob(id=job.id, birth=job.birth, sow=sow, arrival_offset=o.arrival_offset,
-                                duration=o.duration))
-    jobs.sort(key=lambda j: (j.birth, j.id))
-    return Workload(name=name, platform=platform, jobs=tuple(jobs), prior=prior)
 
 
 def prior_document(prior: Prior) -> dict[str, Any]:

@@ -64,7 +64,7 @@ def build_unit_allocation(sol: LPSolution, C_m: int) -> UnitAllocation:
     for i in live[np.lexsort((live, om.start[live], -density))].tolist():
         lo, hi = int(om.start[i]) - lp.first_round, int(om.end[i]) - lp.first_round
         mass = float(om.width[i] * sol.z[i])
-        best = _choose_bundle(covers, room, count, per_round, lo, hi, mass, float(C_m))
+        best = _choose_bundle(covers, room, count, per_round, lo, hi, mass)
         if best is None:
             continue
         k = best
@@ -84,28 +84,23 @@ def build_unit_allocation(sol: LPSolution, C_m: int) -> UnitAllocation:
 
 
 def _choose_bundle(covers: list[np.ndarray], room: list[float], count: np.ndarray, per_round: int, lo: int,
-                   hi: int, mass: float, C_m: float) -> int | None:
+                   hi: int, mass: float) -> int | None:
     """The bundle for an outcome over rounds [lo, hi) of mass `mass` (len(covers) = a new one), None if none.
 
     First an open bundle already covering [lo, hi) with room for the whole mass (the fullest such: it keeps the
-    others' room for wider outcomes); else a new bundle of exactly [lo, hi); else the open bundle, within the
-    per-round limit, keeping most of the mass and adding fewest rounds.
+    others' room for wider outcomes); else a new bundle of exactly [lo, hi); else the open bundle covering
+    [lo, hi) with the most room (part of the mass). A bundle never grows past its first outcome's rounds: one
+    spanning several intervals would hold nodes in every round of their union for a mass of at most C_m in all.
     """
-    inside = [k for k, c in enumerate(covers) if room[k] >= mass - TOLERANCE and bool(c[lo:hi].all())]
-    if inside:
-        return min(inside, key=lambda k: (room[k], k))
+    covering = [k for k, c in enumerate(covers) if room[k] > TOLERANCE and bool(c[lo:hi].all())]
+    whole = [k for k in covering if room[k] >= mass - TOLERANCE]
+    if whole:
+        return min(whole, key=lambda k: (room[k], k))
     if np.all(count[lo:hi] < per_round):
         return len(covers)
-    best: tuple[float, int, int] | None = None
-    for k, cover in enumerate(covers):
-        if room[k] <= TOLERANCE:
-            continue
-        new = ~cover[lo:hi]
-        if np.any(count[lo:hi][new] >= per_round):
-            continue
-        cand = (-min(room[k], mass), int(new.sum()), k)
-        best = cand if best is None or cand < best else best
-    return None if best is None else best[2]
+    if covering:
+        return min(covering, key=lambda k: (-room[k], k))
+    return None
 
 
 def check_unit_allocation(outcomes: Outcomes, z_lp: np.ndarray, alloc: UnitAllocation) -> list[str]:

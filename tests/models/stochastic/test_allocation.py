@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from models.stochastic.allocation import (
     UnitAllocation,
@@ -14,7 +15,7 @@ from models.stochastic.allocation import (
     check_unit_allocation,
     unit_prices,
 )
-from models.stochastic.lp import Outcomes, build_lp, solve_lp
+from models.stochastic.lp import LPSolution, Outcomes, StochasticLP, build_lp, solve_lp
 from tests.models.stochastic.conftest import random_prior, tiny_platform
 
 
@@ -94,3 +95,20 @@ def test_slack_supply_keeps_everything() -> None:
     alloc = build_unit_allocation(sol, p.C_m)
     assert check_unit_allocation(sol.lp.outcomes, sol.z, alloc) == []
     assert alloc.z.tolist() == sol.z.tolist()
+
+
+def test_greedy_by_hand_whole_new_partial_dropped() -> None:
+    """C' = 2 units a round, C_m = 2: one bundle a round. By density: A [0, 2) mass 1.5 opens bundle 0; B [0, 1)
+    mass 1 fits only partly into it (room 0.5: z' = 0.5 of 1); C [2, 3) opens bundle 1; D [1, 3) has no bundle
+    covering it and no free slot (bundles never grow): dropped."""
+    om = Outcomes(job=np.arange(4), sow=np.zeros(4, dtype=np.int64), task=np.zeros(4, dtype=np.int64),
+                  start=np.array([0, 0, 2, 1]), duration=np.array([2, 1, 1, 2]), width=np.array([1.5, 1.0, 1.0, 1.0]),
+                  value=np.array([40.0, 10.0, 5.0, 2.0]), cap_row=np.arange(4), caps=np.ones(4))
+    lp = StochasticLP(outcomes=om, first_round=0, capacity=2.0, supply=sp.csr_matrix((3, 4)),
+                      tasks=sp.csr_matrix((4, 4)))
+    alloc = build_unit_allocation(LPSolution(lp=lp, z=np.ones(4), value=57.0, status="optimal"), C_m=2)
+    assert alloc.units.tolist() == [[2, 2, 0], [0, 0, 2]]
+    assert [s.tolist() for s in alloc.sets] == [[0, 1], [2]]
+    assert alloc.z.tolist() == [1.0, 0.5, 1.0, 0.0]
+    assert check_unit_allocation(om, np.ones(4), alloc) == []
+    assert unit_prices(om, alloc).tolist() == [(40.0 + 5.0) / (2 * 2.0), 5.0 / 2.0]

@@ -37,6 +37,7 @@ VERBS: dict[str, Verb] = {
     "hpc": Verb("cli.commands.hpc", STUDIES, "schedule an SWF trace with one scheduler (seed 001 metrics)"),
     "hpc-study": Verb("cli.commands.hpc", STUDIES, "compare the seed-001 schedulers on an SWF trace (Table 2)"),
     "forecast": Verb("cli.commands.forecast", STUDIES, "forecast VM CPU with prediction intervals; seed 004's scores"),
+    "stochastic": Verb("cli.commands.stochastic", STUDIES, "the stochastic variant: its LP, bundle prices, a sweep"),
     "bench": Verb("cli.commands.bench", BENCH, "run one benchmark and report its numbers (make bench runs them all)"),
 }
 

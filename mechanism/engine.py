@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from mechanism.bundle_pricing import BundleBook, BundleMenu, check_duration_revealed
 from mechanism.events import Event
 from mechanism.failure import MonteCarloOracle, Residual
 from mechanism.failure_exact import DEFAULT_MAX_COMBINATIONS, ExactOracle
@@ -23,7 +24,7 @@ from mechanism.jobs import Job, JobState
 from mechanism.launch_plan import FailureEstimates, choose_plan
 from mechanism.ledger import Charge, Ledger
 from mechanism.platform import Platform
-from mechanism.pricing import PriceBook, plan_usage, unit_price
+from mechanism.pricing import PriceBook, PriceMenu, plan_usage, unit_price
 from mechanism.sow import Signal, SoW
 from mechanism.views import JobView, Quote, RoundReport
 
@@ -75,7 +76,8 @@ class Engine:
         self.jobs: dict[str, Job] = {}  # every job not forgotten (forget_history), in submission order
         self._active: list[Job] = []  # birth order
         self.submitted = 0  # jobs ever submitted: the next job's seq
-        self.prices = PriceBook(platform)
+        self.prices = PriceBook(platform)  # y: the expected usage (it sets the prices unless pricing is stochastic)
+        self.bundles = BundleBook(platform) if platform.pricing == "stochastic" else None
         self.ledger = Ledger()
         self.events: list[Event] = []
         self.oracle_kind: OracleKind = oracle
@@ -101,12 +103,14 @@ class Engine:
             raise DuplicateJob(f"job id {job_id!r} already exists")
         try:
             sow.check_bounds(self.platform)
+            if self.bundles is not None:
+                check_duration_revealed(sow)
         except ValueError as exc:
             raise EngineError(str(exc)) from exc
         oracle = self._current_oracle()
         raw = oracle.estimates(sow.concurrency)  # may raise OracleTooLarge before anything changes
         est = FailureEstimates.from_raw(raw, self.platform.failure_threshold)
-        menu = self.prices.menu(self.now)
+        menu = self.current_menu()
         plan = choose_plan(sow, self.now, menu, est)
         job = Job(id=job_id, seq=self.submitted, birth=self.now, concurrency=sow.concurrency, held_sow=sow,
                   held_menu=menu, held_plan=plan)
@@ -116,11 +120,18 @@ class Engine:
         t = sow.table
         self.prices.commit(self.now, plan_usage(sow.concurrency, t.probability, plan.outcome_starts(sow),
                                                 t.duration, self.platform.horizon))
+        if self.bundles is not None:
+            assert isinstance(menu, BundleMenu)
+            self.bundles.commit(menu, sow, plan)
         oracle.append(self._residual(job))
         quote = Quote(job_id, plan)
         self._emit("quote", job, plan=[{"arrival": g.arrival, "signal": g.signal, "start": g.start}
                                        for g in plan.groups], utility=plan.utility)
         return quote
+
+    def current_menu(self) -> PriceMenu:
+        """The prices a SoW submitted now is quoted (and later billed) at: exponential, or the bundles'."""
+        return self.prices.menu(self.now) if self.bundles is None else self.bundles.menu(self.now)
 
     # ---- reports (applied in the next advance) ----
 
@@ -381,6 +392,8 @@ class Engine:
         for job in self._active:
             h.update(json.dumps(self._job_state(job), sort_keys=True).encode())
         h.update(self.prices.state_bytes(self.now))
+        if self.bundles is not None:
+            h.update(self.bundles.state_bytes())
         h.update(self._retired_chain)
         h.update(self._event_chain)
         return h.hexdigest()

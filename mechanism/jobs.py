@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from mechanism.launch_plan import LaunchPlan
-from mechanism.pricing import Menu
+from mechanism.pricing import PriceMenu
 from mechanism.sow import Signal, SoW
 
 T = TypeVar("T")
@@ -57,7 +57,7 @@ class Job:
     birth: int
     concurrency: int
     held_sow: SoW | None = field(repr=False)
-    held_menu: Menu | None = field(repr=False)
+    held_menu: PriceMenu | None = field(repr=False)
     held_plan: LaunchPlan | None = field(repr=False)
     state: JobState = JobState.SUBMITTED
     arrival: int | None = None
@@ -75,7 +75,7 @@ class Job:
         return self._held(self.held_sow, "SoW")
 
     @property
-    def menu(self) -> Menu:
+    def menu(self) -> PriceMenu:
         return self._held(self.held_menu, "price menu")
 
     @property

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from mechanism.pricing import Menu
+from mechanism.pricing import PriceMenu
 from mechanism.sow import Signal, SoW
 
 
@@ -101,7 +101,7 @@ def _rows_as(
     return tuple(cls(**dict(zip(names, row, strict=True))) for row in rows)
 
 
-def utility_matrix(sow: SoW, birth: int, menu: Menu, est: FailureEstimates) -> np.ndarray:
+def utility_matrix(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates) -> np.ndarray:
     """u[s, i] = (1 - E_bar(s, c, d_i)) (V(s + d_i) - pi_b(s, c, d_i)) for start offsets s in [0, S_m)."""
     t = sow.table
     n_starts = est.raw.shape[0]
@@ -113,7 +113,7 @@ def utility_matrix(sow: SoW, birth: int, menu: Menu, est: FailureEstimates) -> n
     return keep * (value - price)
 
 
-def choose_plan(sow: SoW, birth: int, menu: Menu, est: FailureEstimates) -> LaunchPlan:
+def choose_plan(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates) -> LaunchPlan:
     """argmax_s U(s) per group over s in [a, b + S_m - 1]; never when the best U <= 0; ties to the earliest."""
     t = sow.table
     u = utility_matrix(sow, birth, menu, est)  # (S, n)
@@ -139,7 +139,7 @@ def choose_plan(sow: SoW, birth: int, menu: Menu, est: FailureEstimates) -> Laun
     return LaunchPlan(birth=birth, groups=groups, outcomes=outcomes, utility=total)
 
 
-def _outcome_quotes(sow: SoW, birth: int, menu: Menu, est: FailureEstimates, u: np.ndarray,
+def _outcome_quotes(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates, u: np.ndarray,
                     chosen: np.ndarray) -> tuple[OutcomeQuote, ...]:
     """Price, failure estimates and utility of every outcome at its group's chosen start (vectorised)."""
     t = sow.table

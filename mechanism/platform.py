@@ -3,12 +3,45 @@
 from __future__ import annotations
 
 import math
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from mechanism.validation import number
 
 MAX_OUTCOMES = 10_000
+MAX_BUNDLES = 100_000
+MAX_BUNDLE_ROUND = 10_000_000
+
+
+class Bundle(BaseModel):
+    """A bundle B_k of the stochastic pricing (Lemma E.2): its unit price p_k and the rounds it holds nodes of."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    price: float = Field(ge=0.0, allow_inf_nan=False, description="p_k per node of a run it holds")
+    rounds: tuple[tuple[int, int], ...] = Field(min_length=1, description="half-open runs [lo, hi) of rounds")
+
+    _numbers = field_validator("price", mode="before")(number)
+
+    @field_validator("rounds")
+    @classmethod
+    def _runs_ordered(cls, runs: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+        lower = 0  # runs are sorted and apart: each starts after the previous one's end
+        for i, (lo, hi) in enumerate(runs):
+            if not lower <= lo < hi <= MAX_BUNDLE_ROUND:
+                raise ValueError(f"rounds[{i}]=[{lo}, {hi}) must satisfy {lower} <= lo < hi <= {MAX_BUNDLE_ROUND} "
+                                 "(runs sorted, apart, not empty)")
+            lower = hi + 1
+        return runs
 
 
 class Platform(BaseModel):
@@ -26,13 +59,31 @@ class Platform(BaseModel):
     delta0: float = Field(default=0.01, gt=0.0, lt=1.0, description="failure-oracle confidence")
     seed: int = Field(default=0, ge=0, lt=2**63)
     samples: int | None = Field(default=None, ge=1, le=10_000_000, description="Monte Carlo samples; default Lemma F.1")
+    # The stochastic variant (Thm 5.2): bundle prices of Lemma E.2 in place of the exponential ones (eq. 7).
+    pricing: Literal["exponential", "stochastic"] = Field(default="exponential", description="price menus")
+    bundles: tuple[Bundle, ...] = Field(default=(), max_length=MAX_BUNDLES, description="pricing 'stochastic'")
 
-    _numbers = field_validator("*", mode="before")(number)  # `C = "32"` or `true` in a file is refused
+    # `C = "32"` or `true` in a file is refused
+    _numbers = field_validator("C", "C_m", "D_m", "S_m", "H", "epsilon", "eps0", "delta0", "seed", "samples",
+                               mode="before")(number)
+
+    @model_serializer(mode="wrap")
+    def _default_pricing_unsaid(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The exponential default is not written out: dumps, files and state digests read as they always did."""
+        data: dict[str, Any] = handler(self)
+        if self.pricing == "exponential" and not self.bundles:
+            data.pop("pricing", None)
+            data.pop("bundles", None)
+        return data
 
     @model_validator(mode="after")
     def _check_relations(self) -> Platform:
         if self.C_m > self.C:
             raise ValueError(f"C_m={self.C_m} exceeds the bound C={self.C}")
+        if self.pricing == "stochastic" and not self.bundles:
+            raise ValueError("pricing='stochastic' needs bundles (from the prior's LP: models/stochastic)")
+        if self.pricing == "exponential" and self.bundles:
+            raise ValueError(f"bundles ({len(self.bundles)}) are given but pricing is 'exponential'")
         return self
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -14,6 +15,15 @@ def unit_price(y: np.ndarray | float, platform: Platform) -> np.ndarray:
     """p(y) = (4 H D_m)^(y / C') / (2 D_m)   (eq. 7)."""
     log_base = math.log(4.0 * platform.H * platform.D_m)
     return np.exp(np.asarray(y, dtype=np.float64) * (log_base / platform.sim_capacity)) / (2.0 * platform.D_m)
+
+
+class PriceMenu(Protocol):
+    """What a launch plan and a bill read from a job's frozen prices: this module's `Menu` or a `BundleMenu`."""
+
+    @property
+    def birth(self) -> int: ...
+
+    def price(self, start: np.ndarray | int, concurrency: int, duration: np.ndarray | int) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mechanism.engine import Engine, EngineError, OracleKind, Quote, RoundReport
 from mechanism.events import Event
 from mechanism.jobs import JobState
 from mechanism.platform import Platform
 from mechanism.sow import Signal, SoW
+
+if TYPE_CHECKING:
+    from models.stochastic.prior import Prior
 
 TERMINAL = ("completed", "evicted", "cancelled", "expired", "not_scheduled")
 _END_EVENTS = {"complete": "completed", "evict": "evicted", "cancel": "cancelled", "expire": "expired",
@@ -43,6 +46,7 @@ class Workload:
     name: str
     platform: Platform
     jobs: tuple[WorkloadJob, ...]
+    prior: Prior | None = None  # the known F_j the SoWs were drawn from (stochastic variant), if any
 
 
 class SchedulerPort(Protocol):

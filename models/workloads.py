@@ -17,8 +17,9 @@ from mechanism.platform import Platform
 from mechanism.sow import SoW
 from mechanism.validation import validation_message
 from models.simulation import Workload, WorkloadJob
+from models.stochastic.prior import JobPrior, Prior, parse_prior, prior_document
 
-WORKLOADS = ("toy", "pipelines", "overload")
+WORKLOADS = ("toy", "pipelines", "overload", "stochastic")
 
 
 MAX_LOAD = 100.0  # a load scales a named workload's job rate; beyond this a typo builds millions of jobs
@@ -30,7 +31,8 @@ def make_workload(name: str, seed: int = 0, load: float = 1.0, **params: Any) ->
         raise ValueError(f"load={load} is outside (0, {MAX_LOAD:g}]: it scales the job rate (overload at load "
                          f"{MAX_LOAD:g} already brings about 400 jobs a round)")
     makers: dict[str, Callable[..., Workload]] = {
-        "toy": toy_workload, "pipelines": pipelines_workload, "overload": overload_workload}
+        "toy": toy_workload, "pipelines": pipelines_workload, "overload": overload_workload,
+        "stochastic": stochastic_workload}
     if name not in makers:
         raise ValueError(f"workload={name!r} is not one of {', '.join(WORKLOADS)}")
     return makers[name](seed=seed, load=load, **params)
@@ -159,6 +161,70 @@ def overload_workload(seed: int = 0, load: float = 1.0, rounds: int = 40) -> Wor
     return Workload(name="overload", platform=platform, jobs=tuple(jobs))
 
 
+# ---- stochastic: SoWs drawn from a known prior (seed 002 Sec. 5, Thm 5.2) ----
+
+PRIOR_SEED = 20_002  # the prior is public and fixed; a run's seed draws the SoWs and outcomes from it
+
+
+def stochastic_platform(seed: int) -> Platform:
+    """Wide enough for Thm 5.2 (C = 24 > C_m ln D_m = 2.8); 1000 oracle samples keep a sweep quick."""
+    return Platform(C=24, C_m=2, D_m=4, S_m=10, H=100.0, epsilon=0.1, eps0=0.05, delta0=0.05, seed=seed,
+                    samples=1000)
+
+
+def stochastic_prior(platform: Platform, load: float = 1.0, rounds: int = 20) -> Prior:
+    """About 4 * load jobs born per round; each F_j has 2 or 3 SoWs (durations revealed at arrival)."""
+    rng = np.random.default_rng(PRIOR_SEED)
+    per_round = 4.0 * load
+    jobs: list[JobPrior] = []
+    for birth in range(rounds):
+        for n in range(int(rng.poisson(per_round))):
+            n_sows = int(rng.integers(2, 4))
+            q = rng.dirichlet(np.full(n_sows, 2.0))
+            q[-1] = 1.0 - math.fsum(q[:-1].tolist())
+            sows = tuple(_prior_sow(rng, platform) for _ in range(n_sows))
+            jobs.append(JobPrior(id=f"st-{birth}-{n}", birth=birth, sows=sows,
+                                 probability=tuple(float(x) for x in q)))
+    return Prior(jobs=tuple(jobs))
+
+
+def _prior_sow(rng: np.random.Generator, platform: Platform) -> SoW:
+    """Arrive `lead` or `lead + 1` rounds after birth, run one of two durations; full value until a deadline."""
+    lead = int(rng.integers(0, 3))
+    d_short = int(rng.integers(1, platform.D_m))
+    d_long = int(rng.integers(d_short + 1, platform.D_m + 1))
+    p_late, p_long = float(rng.uniform(0.2, 0.5)), float(rng.uniform(0.1, 0.5))
+    outcomes = [[a, d, pa * pd] for a, pa in ((lead, 1 - p_late), (lead + 1, p_late))
+                for d, pd in ((d_short, 1 - p_long), (d_long, p_long))]
+    outcomes[-1][2] = 1.0 - math.fsum(o[2] for o in outcomes[:-1])
+    value = float(rng.uniform(5.0, 100.0))
+    deadline = min(platform.S_m - 1, lead + 1 + d_long + int(rng.integers(0, 3)))
+    steps = [[deadline, value], [platform.S_m, max(1.0, value / 4.0)]]
+    return SoW.parse({"concurrency": int(rng.choice([1, 2])), "value_steps": steps, "outcomes": outcomes,
+                      "signal_mode": "duration"}, platform)
+
+
+def stochastic_workload(seed: int = 0, load: float = 1.0, rounds: int = 20) -> Workload:
+    """Draw every job's SoW from the fixed prior of this load, then its outcome (both from `seed`)."""
+    platform = stochastic_platform(seed)
+    return draw(stochastic_prior(platform, load, rounds), platform, np.random.default_rng(seed))
+
+
+def draw(prior: Prior, platform: Platform, rng: np.random.Generator, name: str = "stochastic") -> Workload:
+    """Draw each job's SoW from F_j, then its (arrival, duration) from that SoW: a workload of the prior."""
+    jobs = []
+    for job in prior.jobs:
+        q = np.asarray(job.probability, dtype=np.float64)
+        sow = job.sows[int(rng.choice(q.size, p=q / q.sum()))]
+        p = np.array([o.probability for o in sow.outcomes])
+        o = sow.outcomes[int(rng.choice(p.size, p=p / p.sum()))]
+        jobs.append(WorkloadJob(id=job.id, birth=job.birth, sow=sow, arrival_offset=o.arrival_offset,
+                                duration=o.duration))
+    jobs.sort(key=lambda j: (j.birth, j.id))
+    return Workload(name=name, platform=platform, jobs=tuple(jobs), prior=prior)
+
+
+
 # ---- W.json ----
 
 MAX_ROUND = 1_000_000  # births and realized arrival offsets: a simulation plays every round up to the last one
@@ -191,6 +257,7 @@ class _WorkloadFile(BaseModel):
 
     platform: Platform
     jobs: list[_FileJob]
+    prior: dict[str, Any] | None = None  # the known F_j the jobs' SoWs were drawn from (models/stochastic/prior.py)
 
 
 def parse_workload(data: Any, name: str = "file", seed: int | None = None) -> Workload:
@@ -217,7 +284,22 @@ def parse_workload(data: Any, name: str = "file", seed: int | None = None) -> Wo
             raise ValueError(f"jobs[{i}] (id {j.id!r}): {validation_message(exc)}") from None
         jobs.append(WorkloadJob(id=j.id, birth=j.birth, sow=sow, arrival_offset=j.realized[0],
                                 duration=j.realized[1]))
-    return Workload(name=name, platform=platform, jobs=tuple(jobs))
+    prior = None if doc.prior is None else parse_prior(doc.prior, platform)
+    if prior is not None:
+        _check_drawn_from(prior, jobs)
+    return Workload(name=name, platform=platform, jobs=tuple(jobs), prior=prior)
+
+
+def _check_drawn_from(prior: Prior, jobs: list[WorkloadJob]) -> None:
+    """Every job of a file with a prior is one of the prior's jobs, born then, with a SoW of its support."""
+    by_id = {j.id: j for j in prior.jobs}
+    for i, job in enumerate(jobs):
+        f = by_id.get(job.id)
+        if f is None:
+            raise ValueError(f"jobs[{i}] (id {job.id!r}) has no entry in prior.jobs")
+        if f.birth != job.birth or job.sow not in f.sows:
+            raise ValueError(f"jobs[{i}] (id {job.id!r}): birth {job.birth} and SoW must be those of one of its "
+                             f"prior's SoWs (birth {f.birth})")
 
 
 def workload_document(workload: Workload) -> dict[str, Any]:
@@ -229,6 +311,7 @@ def workload_document(workload: Workload) -> dict[str, Any]:
                   "outcomes": [[o.arrival_offset, o.duration, o.probability, o.signal] for o in j.sow.outcomes],
                   "signal_mode": j.sow.signal_mode, "realized": [j.arrival_offset, j.duration]}
                  for j in workload.jobs],
+        **({} if workload.prior is None else {"prior": prior_document(workload.prior)}),
     }
 
 

@@ -34,6 +34,9 @@ def register(sub: Any) -> None:
     p.add_argument("--load", type=float, default=None,
                    help="scale the job rate of a named workload (default 1; not with --workload-file)")
     p.add_argument("--oracle", choices=("mc", "exact"), default="mc", help="failure oracle")
+    p.add_argument("--pricing", choices=("exponential", "stochastic"), default="exponential",
+                   help="price menus: exponential (eq. 7, default) or stochastic (Lemma E.2's bundle prices from the "
+                        "workload's prior; needs a prior and durations revealed at arrival)")
     p.add_argument("--events", metavar="OUT.jsonl", help="write one JSON object per event")
     p.add_argument("--write-workload", metavar="W.json",
                    help="also write the workload as simulated (its SoWs and realized outcomes) as a W.json file")
@@ -103,6 +106,19 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"sowsched simulate: {exc}", file=sys.stderr)
         return 2
+    pricing: dict[str, Any] | None = None
+    if args.pricing == "stochastic":
+        if args.server:
+            print(f"sowsched simulate: --pricing stochastic does not apply with --server {args.server}: the "
+                  "server's platform sets its prices", file=sys.stderr)
+            return 2
+        from models.stochastic.pricing import priced_workload
+        try:
+            workload, priced = priced_workload(workload)
+        except ValueError as exc:
+            print(f"sowsched simulate: --pricing stochastic: {exc}", file=sys.stderr)
+            return 2
+        pricing = priced.report()
     if args.server:
         from cli.commands.jobs import connect, exit_code
         from clients.client import RpcFailure
@@ -132,9 +148,11 @@ def run(args: argparse.Namespace) -> int:
             return 1
     offline = None if args.no_offline else against_optimum(workload, result, args.offline_time_limit)
     if args.json:
-        print(json.dumps({**result.summary(), "offline": offline}, sort_keys=True))
+        extra = {} if pricing is None else {"pricing": "stochastic", "stochastic_pricing": pricing}
+        print(json.dumps({**result.summary(), "offline": offline, **extra}, sort_keys=True))
     else:
-        print("\n".join([report(result, args.oracle), *([] if offline is None else offline_lines(offline))]))
+        print("\n".join([report(result, args.oracle), *([] if pricing is None else pricing_lines(pricing)),
+                          *([] if offline is None else offline_lines(offline))]))
     return 0
 
 
@@ -148,6 +166,15 @@ def against_optimum(workload: Workload, result: SimulationResult, time_limit: fl
     best = offline.hindsight_optimum(instance, result, offline.OfflineConfig(time_limit=time_limit),
                                      fcfs(instance).starts)
     return offline.against_optimum(best, result.welfare)
+
+
+def pricing_lines(d: dict[str, Any]) -> list[str]:
+    """The stochastic pricing's LP, unit allocation and bundle prices as report lines."""
+    lp, alloc, p = d["lp"], d["allocation"], d["prices"]
+    return [f"  pricing      stochastic: LP {lp['rows']} rows x {lp['cols']} cols ({lp['nonzeros']} nonzeros), "
+            f"value {lp['value']:.2f} at C' = {lp['capacity']:.2f}",
+            f"               {alloc['bundles']} bundles keep {alloc['value']:.2f} ({100 * alloc['kept']:.1f} %); "
+            f"unit prices {p['min']:.2f} to {p['max']:.2f} (median {p['median']:.2f})"]
 
 
 def offline_lines(d: dict[str, Any]) -> list[str]:

@@ -58,7 +58,7 @@ def brute_samples(problem: Problem, d: np.ndarray, r: np.ndarray, alpha: float) 
 def tiny(seed: int, n: int) -> Problem:
     """n jobs with short windows, random small histories and a chain-ish parent set."""
     rng = np.random.default_rng(seed)
-    jobs = []
+    jobs: list[Job] = []
     for j in range(n):
         q = int(rng.integers(0, 6))
         f = int(rng.integers(0, 5))

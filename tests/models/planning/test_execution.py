@@ -54,3 +54,21 @@ def test_metrics_by_hand() -> None:
     assert late.over_estimation == pytest.approx(np.mean([(10 - x) / 10 for x in late.peaks]))
     with pytest.raises(ValueError, match="do not fit 3 jobs"):
         evaluate(p, plan((0, 5, 5), 5.0), d[:, :2], r[:, :2])
+
+
+def test_capped_execution_waits_for_cpus_by_hand() -> None:
+    from models.planning.execution import execute_capped
+
+    # Capacity 5: a [0,5) uses 4; b (3 CPUs) scheduled at 1 waits for a: [5,8) and misses u=8? ends 8: on time.
+    # c (child of a, 2 CPUs) scheduled at 2 waits for a's end (5); b holds 3, so c fits beside it: [5,9).
+    run = execute_capped(problem(), (0, 1, 2), np.array([5, 3, 4]), np.array([4, 3, 2]), 5)
+    assert run.starts == (0, 5, 5) and run.ends == (5, 8, 9) and run.peak == 5 and run.lateness == (0, 0, 0)
+    # Capacity 4: b waits for a, then c waits for b: c [8,12) on time (u=12); b [5,8).
+    run = execute_capped(problem(), (0, 1, 2), np.array([5, 3, 4]), np.array([4, 3, 2]), 4)
+    assert run.starts == (0, 5, 8) and run.lateness == (0, 0, 0)
+    # Capacity 4 with a longer a (7): b [7,10) is 2 late, c [10,14) is 2 late.
+    run = execute_capped(problem(), (0, 1, 2), np.array([7, 3, 4]), np.array([4, 3, 2]), 4)
+    assert run.starts == (0, 7, 10) and run.lateness == (0, 2, 2)
+    # A job wider than the capacity runs alone rather than never.
+    run = execute_capped(problem(), (0, 1, 2), np.array([5, 3, 4]), np.array([4, 3, 2]), 1)
+    assert run.starts == (0, 5, 8)

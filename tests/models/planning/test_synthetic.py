@@ -15,7 +15,7 @@ def test_every_field_in_its_range(n: int) -> None:
     assert 500 <= sp.makespan <= 3000 and sp.problem.n == n
     for job in sp.problem.jobs:
         assert len(job.D) == len(job.R) == 50
-        assert 10 <= min(job.D) and max(job.D) <= 30 and 5 <= min(job.R) and max(job.R) <= 10
+        assert min(job.D) >= 10 and max(job.D) <= 30 and min(job.R) >= 5 and max(job.R) <= 10
         assert 0 <= job.q < sp.makespan and job.f in FLEXIBILITY and job.u == job.q + job.f + max(job.D)
         assert len(job.J) <= 3
         for p in job.J:

@@ -25,6 +25,14 @@ def unit_float(text: str) -> float:
     return value
 
 
+def _unit_list(text: str) -> list[float]:
+    """An argparse type: comma-separated numbers in [0, 1] (at least one)."""
+    values = [unit_float(part.strip()) for part in text.split(",") if part.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"{text!r} names no value")
+    return values
+
+
 def _solver_flags(p: argparse.ArgumentParser, time_limit: float) -> None:
     p.add_argument("--samples", type=bounded_int(1), default=25, metavar="K", help="pair samples of COSPiS/SORU (25)")
     p.add_argument("--alpha", type=unit_float, default=None, metavar="A",
@@ -44,6 +52,8 @@ def register(sub: Any) -> None:
     src.add_argument("--synthetic", action="store_true", help="a synthetic problem of the seed's Sec. 5.4")
     src.add_argument("--workload-file", metavar="W.json",
                      help="plan a workload file's jobs (optional top-level \"dependencies\": {child: [parents]})")
+    src.add_argument("--write-example", metavar="W.json",
+                     help="write a workload file of training runs after their data preparation, and exit")
     p.add_argument("--jobs", type=bounded_int(1), default=30, metavar="N", help="synthetic: job count (30)")
     p.add_argument("--seed", type=bounded_int(0), default=0, metavar="S", help="problem and sample seed (0)")
     p.add_argument("--method", choices=METHODS, default="cospis", help="synthetic: the planner (cospis)")
@@ -56,6 +66,10 @@ def register(sub: Any) -> None:
     s.add_argument("--methods", default="manual,det-p50,cospis", help="comma-separated planners")
     s.add_argument("--grid-size", type=bounded_int(0), default=20, help="jobs per Fig. 11 problem (20; 0: no grid)")
     s.add_argument("--grid-instances", type=bounded_int(1), default=2, help="Fig. 11 problems (2)")
+    s.add_argument("--grid-samples", type=int_list(1), default=list(range(5, 50, 5)),
+                   help="K values of the Fig. 11 grid (5,10,...,45)")
+    s.add_argument("--grid-alphas", type=_unit_list, default=[round(0.1 * i, 1) for i in range(1, 10)],
+                   help="alpha values of the Fig. 11 grid (0.1,...,0.9)")
     s.add_argument("--grid-time-limit", type=positive_float, default=2.0, help="solver seconds per grid cell (2)")
     s.add_argument("--out", default="capacity-study", help="directory for the PNGs, table.md and study.json")
     _solver_flags(s, 10.0)
@@ -77,6 +91,15 @@ def _params(args: argparse.Namespace) -> Any:
 def capacity_plan(args: argparse.Namespace) -> int:
     if args.synthetic and args.jobs > MAX_JOBS:
         return _fail("capacity-plan", f"--jobs {args.jobs} is above the bound {MAX_JOBS}")
+    if args.write_example is not None:
+        from models.planning.workload import preparation_example
+
+        try:
+            Path(args.write_example).write_text(json.dumps(preparation_example(args.seed), indent=1) + "\n",
+                                                encoding="utf-8")
+        except OSError as exc:
+            return _fail("capacity-plan", f"--write-example {args.write_example}: {exc}")
+        return 0
     if args.workload_file is not None:
         return _plan_workload(args)
     from models.planning.methods import run_synthetic
@@ -129,7 +152,8 @@ def capacity_study(args: argparse.Namespace) -> int:
     alpha = 0.4 if args.alpha is None else args.alpha
     config = StudyConfig(sizes=tuple(args.sizes), instances=args.instances, methods=methods, samples=args.samples,
                          alpha=alpha, runs=args.runs, params=_params(args), grid_size=args.grid_size,
-                         grid_instances=args.grid_instances,
+                         grid_instances=args.grid_instances, grid_samples=tuple(args.grid_samples),
+                         grid_alphas=tuple(args.grid_alphas),
                          grid_params=SolveParams(time_limit=args.grid_time_limit, workers=args.workers,
                                                  deterministic=not args.wall_time))
     result = run_study(config, progress=lambda line: print(line, file=sys.stderr, flush=True))

@@ -30,6 +30,8 @@ class StudyConfig:
     grid_size: int = 20  # jobs per problem of the hyperparameter grid (0: no grid)
     grid_instances: int = 2
     grid_params: SolveParams = field(default_factory=lambda: SolveParams(time_limit=2.0))
+    grid_samples: tuple[int, ...] = GRID_SAMPLES
+    grid_alphas: tuple[float, ...] = GRID_ALPHAS
 
 
 @dataclass
@@ -71,8 +73,8 @@ def run_study(config: StudyConfig, progress: Callable[[str], None] | None = None
                     progress(f"n={n} seed={seed} {method}")
     grid: dict[tuple[int, float], list[SyntheticRun]] = {}
     if config.grid_size:
-        for k in GRID_SAMPLES:
-            for alpha in GRID_ALPHAS:
+        for k in config.grid_samples:
+            for alpha in config.grid_alphas:
                 grid[(k, alpha)] = [run_synthetic(config.grid_size, seed, "cospis", config.grid_params, k, alpha,
                                                   config.runs) for seed in range(config.grid_instances)]
                 if progress:
@@ -161,10 +163,16 @@ def _boxes(plt: Any, result: StudyResult, metrics: Sequence[str], ylabel: str, p
     return path
 
 
+def grid_axes(result: StudyResult) -> tuple[list[int], list[float]]:
+    """The K and alpha values of the grid, sorted."""
+    return sorted({k for k, _ in result.grid}), sorted({a for _, a in result.grid})
+
+
 def grid_means(result: StudyResult, metric: str) -> np.ndarray:
-    """(len(GRID_SAMPLES), len(GRID_ALPHAS)) means of a metric over the grid's problems."""
-    return np.array([[np.mean([x.evaluation.as_dict()[metric] for x in result.grid[(k, a)]]) for a in GRID_ALPHAS]
-                     for k in GRID_SAMPLES])
+    """(len(K values), len(alpha values)) means of a metric over the grid's problems."""
+    ks, alphas = grid_axes(result)
+    return np.array([[np.mean([x.evaluation.as_dict()[metric] for x in result.grid[(k, a)]]) for a in alphas]
+                     for k in ks])
 
 
 def _heatmaps(plt: Any, result: StudyResult, path: Path) -> Path:
@@ -175,8 +183,9 @@ def _heatmaps(plt: Any, result: StudyResult, path: Path) -> Path:
         # Brighter is better (Fig. 11): a high peak reduction, low errors and violations.
         cmap = "viridis" if metric == "peak_reduction" else "viridis_r"
         im = ax.imshow(shown, cmap=cmap, aspect="auto", origin="lower")
-        ax.set_xticks(range(len(GRID_ALPHAS)), [f"{a:.1f}" for a in GRID_ALPHAS])
-        ax.set_yticks(range(len(GRID_SAMPLES)), [str(k) for k in GRID_SAMPLES])
+        ks, alphas = grid_axes(result)
+        ax.set_xticks(range(len(alphas)), [f"{a:.2g}" for a in alphas])
+        ax.set_yticks(range(len(ks)), [str(k) for k in ks])
         ax.set_xlabel("tolerance alpha")
         ax.set_ylabel("samples K")
         unit = "s per job" if metric == "deadline_violation" else "%"

@@ -113,3 +113,37 @@ def capacity(workload: Workload, dependencies: Mapping[str, tuple[str, ...]], al
     return CapacityAnswer(nodes=int(plan.peak_estimated), platform_nodes=workload.platform.C, plan=plan,
                           schedule={job.id: s for job, s in zip(problem.jobs, plan.starts, strict=True)},
                           samples_missed=float(missed), evaluation=evaluate(problem, plan, fd, fr))
+
+
+def preparation_example(seed: int = 0, pipelines: int = 4, runs: int = 3, period: int = 12) -> dict[str, Any]:
+    """A W.json document (with "dependencies") of training runs that each follow their data preparation.
+
+    Pipeline p submits, every `period` rounds, a preparation (2 nodes, about 2 rounds) and a training run (the
+    pipelines workload's concurrencies, about 6 rounds) born together; the training run lists the preparation as
+    its parent. The SoWs are the pipelines workload's (clients/workloads.py pipeline_sow), with a later lead for
+    the training run. The document is for capacity-plan; `simulate` refuses its "dependencies" field.
+    """
+    from clients.workloads import pipeline_sow, pipelines_platform, workload_document
+
+    platform = pipelines_platform(seed)
+    rng = np.random.default_rng([20, 6, seed])
+    jobs: list[WorkloadJob] = []
+    dependencies: dict[str, list[str]] = {}
+    for p in range(pipelines):
+        conc = int(rng.choice([2, 4, 8]))
+        prep = pipeline_sow(platform, lead=1, jitter=1, median=2.0, sigma=0.3, concurrency=2, value=20.0,
+                            signal_mode="none")
+        train = pipeline_sow(platform, lead=4, jitter=1, median=float(rng.uniform(4.0, 8.0)), sigma=0.4,
+                             concurrency=conc, value=80.0, signal_mode="none")
+        phase = int(rng.integers(0, period))
+        for r in range(runs):
+            birth = phase + r * period
+            for kind, sow in (("prep", prep), ("train", train)):
+                o = sow.outcomes[int(rng.integers(0, len(sow.outcomes)))]
+                jobs.append(WorkloadJob(id=f"pipe{p}-{kind}{r}", birth=birth, sow=sow, arrival_offset=o.arrival_offset,
+                                        duration=o.duration))
+            dependencies[f"pipe{p}-train{r}"] = [f"pipe{p}-prep{r}"]
+    jobs.sort(key=lambda j: (j.birth, j.id))
+    document = workload_document(Workload(name="preparation", platform=platform, jobs=tuple(jobs)))
+    document[DEPENDENCIES] = dependencies
+    return document

@@ -62,9 +62,9 @@ def register(sub: Any) -> None:
     p.set_defaults(func=capacity_plan)
     s = sub.add_parser("capacity-study", help="the seed's synthetic study: Fig. 11, 14, 15 as PNG and a table")
     s.add_argument("--sizes", type=int_list(1), default=[10, 20, 30, 40, 50, 60], help="job counts (10,...,60)")
-    s.add_argument("--instances", type=bounded_int(1), default=3, help="problems per size (3)")
+    s.add_argument("--instances", type=bounded_int(1), default=5, help="problems per size (5)")
     s.add_argument("--methods", default="manual,det-p50,cospis", help="comma-separated planners")
-    s.add_argument("--grid-size", type=bounded_int(0), default=20, help="jobs per Fig. 11 problem (20; 0: no grid)")
+    s.add_argument("--grid-size", type=bounded_int(0), default=30, help="jobs per Fig. 11 problem (30; 0: no grid)")
     s.add_argument("--grid-instances", type=bounded_int(1), default=2, help="Fig. 11 problems (2)")
     s.add_argument("--grid-samples", type=int_list(1), default=list(range(5, 50, 5)),
                    help="K values of the Fig. 11 grid (5,10,...,45)")

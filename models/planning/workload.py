@@ -89,30 +89,41 @@ class CapacityAnswer:
     """C, the schedule behind it, the share of planning samples that miss a deadline under it, and the plan
     executed on fresh draws."""
 
-    nodes: int
+    nodes: int | None
     platform_nodes: int
     plan: Plan
     schedule: dict[str, int]
     samples_missed: float
+    samples_unavoidable: float
     evaluation: Evaluation
 
     def as_dict(self) -> dict[str, Any]:
         return {"nodes": self.nodes, "platform_nodes": self.platform_nodes, **self.plan.as_dict(),
-                **self.evaluation.as_dict(), "samples_missed": self.samples_missed, "schedule": self.schedule}
+                **self.evaluation.as_dict(), "samples_missed": self.samples_missed,
+                "samples_unavoidable": self.samples_unavoidable, "schedule": self.schedule}
 
 
 def capacity(workload: Workload, dependencies: Mapping[str, tuple[str, ...]], alpha: float, samples: int,
              params: SolveParams, runs: int = 25, seed: int = 0) -> CapacityAnswer:
-    """COSPiS on the workload's problem: C and its schedule, checked on the samples and on fresh draws."""
+    """COSPiS on the workload's problem: C and its schedule, checked on the samples and on fresh draws.
+
+    No C (None) when no schedule exists (status infeasible: more than alpha K samples miss a deadline whatever
+    the schedule; `samples_unavoidable` is the share in which some job misses even started at q) or none was
+    found in time; the schedule is then the manual one."""
     problem = problem_of(workload, dependencies, seed=seed)
     d, r = pair_samples(problem, samples, np.random.default_rng([20, 5, seed]))
     built = cpsat.build_samples(problem, d, r, alpha, "cospis")
     plan = cpsat.extract(built, *cpsat.solve(built, params), params)
     missed = np.mean([max(execute(problem, plan.starts, d[k], r[k]).lateness) > 0 for k in range(samples)])
+    q = np.array([job.q for job in problem.jobs])
+    u = np.array([job.u for job in problem.jobs])
+    unavoidable = float(np.mean((q + d > u).any(axis=1)))
     fd, fr = fresh(workload, runs, seed)
-    return CapacityAnswer(nodes=int(plan.peak_estimated), platform_nodes=workload.platform.C, plan=plan,
+    return CapacityAnswer(nodes=None if plan.fallback else int(plan.peak_estimated),
+                          platform_nodes=workload.platform.C, plan=plan,
                           schedule={job.id: s for job, s in zip(problem.jobs, plan.starts, strict=True)},
-                          samples_missed=float(missed), evaluation=evaluate(problem, plan, fd, fr))
+                          samples_missed=float(missed), samples_unavoidable=unavoidable,
+                          evaluation=evaluate(problem, plan, fd, fr))
 
 
 def preparation_example(seed: int = 0, pipelines: int = 4, runs: int = 3, period: int = 12) -> dict[str, Any]:

@@ -52,3 +52,21 @@ def test_the_example_is_a_valid_workload_with_each_training_after_its_preparatio
     assert len(workload.jobs) == 8 and deps == {f"pipe{p}-train{r}": (f"pipe{p}-prep{r}",)
                                                 for p in range(2) for r in range(2)}
     assert preparation_example(seed=1) == preparation_example(seed=1)
+
+
+def test_no_node_count_when_too_many_samples_miss_whatever_the_schedule() -> None:
+    from models.planning.plan import SolveParams
+    from models.planning.workload import capacity
+
+    doc = document()
+    doc["jobs"][0]["value_steps"] = [[2, 10.0], [20, 5.0]]  # type: ignore[index]
+    rest, deps = split_dependencies(doc)
+    # prep: q = 3, u = 2 + 2 = 4: a 2-round run (probability 1/2) always misses.
+    params = SolveParams(time_limit=5.0, workers=1)
+    answer = capacity(parse_workload(rest), deps, alpha=0.0, samples=20, params=params, runs=5)
+    assert answer.nodes is None and answer.plan.status == "infeasible" and answer.plan.fallback
+    assert 0.2 < answer.samples_unavoidable < 0.8
+    tolerant = capacity(parse_workload(rest), deps, alpha=0.9, samples=20, params=params, runs=5)
+    # prep (2 CPUs) and train (4 CPUs) never overlap once train waits for prep: C = 4.
+    assert tolerant.nodes == 4 and tolerant.samples_missed <= 0.9
+    assert tolerant.schedule["train"] >= tolerant.schedule["prep"] + 1

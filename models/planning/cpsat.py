@@ -88,15 +88,18 @@ def build_samples(problem: Problem, d: IntArray, r: IntArray, alpha: float, meth
     s = _starts(problem, model)
     big_m = problem.horizon + int(d.max())  # M >= T
     v = [model.new_bool_var(f"v[{k}]") for k in range(k_count)]
-    # Eq. 6, deadlines per sample: s_j + d_jk <= u_j + M v_k.
+    jobs = problem.jobs
+    # Eq. 6, deadlines per sample: s_j + d_jk <= u_j + M v_k (rows true at every start of the window left out).
     for k in range(k_count):
-        for j, job in enumerate(problem.jobs):
-            model.add(s[j] + int(d[k, j]) <= job.u + big_m * v[k])
-    # Eq. 7, dependencies per sample: s_p + d_pk <= s_j + M v_k.
+        for j, job in enumerate(jobs):
+            if job.latest_start + int(d[k, j]) > job.u:
+                model.add(s[j] + int(d[k, j]) <= job.u + big_m * v[k])
+    # Eq. 7, dependencies per sample: s_p + d_pk <= s_j + M v_k (rows true at every pair of starts left out).
     for k in range(k_count):
         for j, parents in enumerate(problem.parents):
             for p in parents:
-                model.add(s[p] + int(d[k, p]) <= s[j] + big_m * v[k])
+                if jobs[p].latest_start + int(d[k, p]) > jobs[j].q:
+                    model.add(s[p] + int(d[k, p]) <= s[j] + big_m * v[k])
     # Eq. 8, tolerance: sum_k v_k <= K alpha.
     model.add(sum(v) <= math.floor(k_count * alpha + 1e-9))
     # Eq. 9, CPU per sample: cumulative(X_k, Y_k, p_k) with x_jk = [s_j, s_j + d_jk).
@@ -114,10 +117,10 @@ def build_samples(problem: Problem, d: IntArray, r: IntArray, alpha: float, meth
     return CosModel(problem, model, s, p_k, v, peak, d, r, method)
 
 
-def solve(built: CosModel, params: SolveParams) -> tuple[cp_model.CpSolver, cp_model_pb2.CpSolverStatus]:
-    """Run CP-SAT, hinted with the manual schedule (every job at q)."""
-    for var, q in zip(built.s, built.problem.manual, strict=True):
-        built.model.add_hint(var, q)
+def solve(built: CosModel, params: SolveParams,
+          hint: tuple[int, ...] | None = None) -> tuple[cp_model.CpSolver, cp_model_pb2.CpSolverStatus]:
+    """Run CP-SAT, hinted with `hint` (by default the manual schedule: every job at q)."""
+    add_hint(built, built.problem.manual if hint is None else hint)
     solver = cp_model.CpSolver()
     if params.deterministic:
         solver.parameters.max_deterministic_time = params.time_limit
@@ -128,6 +131,32 @@ def solve(built: CosModel, params: SolveParams) -> tuple[cp_model.CpSolver, cp_m
     solver.parameters.random_seed = 0
     solver.parameters.log_search_progress = params.log
     return solver, solver.solve(built.model)
+
+
+def add_hint(built: CosModel, manual: tuple[int, ...]) -> None:
+    """Hint every variable at a schedule: s_j, v_k = 1 iff sample k misses there, p_k its peak.
+
+    A complete hint lets CP-SAT start from a solution at once where the schedule is one (the manual schedule is,
+    on the seed's synthetic problems), instead of searching for a first one among K cumulatives.
+    """
+    problem = built.problem
+    for var, q in zip(built.s, manual, strict=True):
+        built.model.add_hint(var, q)
+    peaks = [peak_load(manual, built.d[k], built.r[k]) for k in range(built.d.shape[0])]
+    for var, peak in zip(built.p_k, peaks, strict=True):
+        built.model.add_hint(var, peak)
+    if built.peak is not built.p_k[0]:
+        built.model.add_hint(built.peak, max(peaks))
+    for k, var in enumerate(built.v_k):
+        built.model.add_hint(var, int(not _meets(problem, manual, built.d[k])))
+
+
+def _meets(problem: Problem, starts: tuple[int, ...], d: IntArray) -> bool:
+    """Sample durations d meet every deadline (eq. 6) and dependency (eq. 7) at these starts."""
+    for j, job in enumerate(problem.jobs):
+        if starts[j] + d[j] > job.u or any(starts[p] + d[p] > starts[j] for p in problem.parents[j]):
+            return False
+    return True
 
 
 def extract(built: CosModel, solver: cp_model.CpSolver, status: cp_model_pb2.CpSolverStatus,

@@ -106,6 +106,8 @@ class Evaluation:
     missed: float
     deadline_violation_capped: float
     missed_capped: float
+    violations: tuple[float, ...] = ()  # per run: the mean lateness over jobs
+    violations_capped: tuple[float, ...] = ()
 
     @property
     def peak_observed_mean(self) -> float:
@@ -140,7 +142,9 @@ def evaluate(problem: Problem, plan: Plan, d: IntArray, r: IntArray) -> Evaluati
         over_estimation=float(np.mean(np.maximum(0.0, (est - peaks) / est))),
         deadline_violation=float(lateness.mean()),
         missed=float(np.mean(lateness.max(axis=1) > 0)),
-        deadline_violation_capped=float(capped.mean()), missed_capped=float(np.mean(capped.max(axis=1) > 0)))
+        deadline_violation_capped=float(capped.mean()), missed_capped=float(np.mean(capped.max(axis=1) > 0)),
+        violations=tuple(float(x) for x in lateness.mean(axis=1)),
+        violations_capped=tuple(float(x) for x in capped.mean(axis=1)))
 
 
 def resample(problem: Problem, runs: int, rng: np.random.Generator) -> tuple[IntArray, IntArray]:

@@ -132,7 +132,9 @@ def _values(x: SyntheticRun, metric: str) -> list[float]:
         return [float(p) for p in ev.peaks]
     if metric == "under_estimation":
         return [max(0.0, (p - ev.peak_estimated) / ev.peak_estimated) for p in ev.peaks]
-    return [float(ev.as_dict()[metric])]
+    if metric == "deadline_violation":
+        return list(ev.violations)
+    return list(ev.violations_capped)
 
 
 def _boxes(plt: Any, result: StudyResult, metrics: Sequence[str], ylabel: str, path: Path) -> Path:

@@ -141,3 +141,11 @@ def test_manual_plan_starts_every_job_at_q_with_the_p100_peak() -> None:
     d, r = estimates(problem, "p100")
     assert plan.starts == tuple(job.q for job in problem.jobs)
     assert plan.peak_estimated == load_at(plan.starts, d, r)
+
+
+def test_milp_solves_whatever_worker_counts_came_before() -> None:
+    # HiGHS sizes one global thread pool per process: a later instance asking another size used to fail.
+    problem = tiny(2, 3)
+    for workers in (1, 2, 1):
+        plan = milp.solve_milp(problem, "p50", SolveParams(time_limit=5.0, workers=workers))
+        assert plan.status == "optimal"

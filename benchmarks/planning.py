@@ -10,8 +10,8 @@ from models.planning.methods import METHODS, plan
 from models.planning.plan import SolveParams
 from models.planning.synthetic import generate
 
-DEFAULT_CASES = "cospis:50,cospis:100,cospis:200,cospis:400,det-p50:400,milp-p50:30,milp-p50:50,milp-indexed:50," \
-                "milp-indexed:100"
+DEFAULT_CASES = ("cospis:50,cospis:100,cospis:200,cospis:400,det-p50:100,det-p50:200,det-p50:400,"
+                 "milp-p50:30,milp-p50:50,milp-p50:100,milp-indexed:50,milp-indexed:100,milp-indexed:200")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -38,6 +38,12 @@ VERBS: dict[str, Verb] = {
     "hpc-study": Verb("cli.commands.hpc", STUDIES, "compare the seed-001 schedulers on an SWF trace (Table 2)"),
     "forecast": Verb("cli.commands.forecast", STUDIES, "forecast VM CPU with prediction intervals; seed 004's scores"),
     "stochastic": Verb("cli.commands.stochastic", STUDIES, "the stochastic variant: its LP, bundle prices, a sweep"),
+    "capacity-plan": Verb(
+        "cli.commands.capacity",
+        STUDIES,
+        "the nodes and schedule a workload needs under duration and CPU uncertainty (seed 000)",
+    ),
+    "capacity-study": Verb("cli.commands.capacity", STUDIES, "seed 000's synthetic study: Fig. 11, 14, 15 and a table"),
     "bench": Verb("cli.commands.bench", BENCH, "run one benchmark and report its numbers (make bench runs them all)"),
 }
 

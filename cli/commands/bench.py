@@ -17,6 +17,7 @@ from cli.verbs import add_verb
 BENCHMARKS: dict[str, str] = {
     "cli": "benchmarks.cli",
     "forecast": "benchmarks.forecast",
+    "planning": "benchmarks.planning",
     "core": "benchmarks.core",
     "hpc": "benchmarks.hpc",
     "grpc": "benchmarks.grpc",

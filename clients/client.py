@@ -8,19 +8,21 @@ import uuid
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
 import server.gen  # noqa: F401
 from mechanism.events import Event
 from mechanism.ledger import Charge
-from mechanism.platform import Platform
-from mechanism.sow import Signal, SoW
 from mechanism.views import JobView, Quote, RoundReport
 from server import convert
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
+
+if TYPE_CHECKING:  # loaded where used: the verbs that need no SoW or platform model skip pydantic and numpy
+    from mechanism.platform import Platform
+    from mechanism.sow import Signal, SoW
 
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
@@ -185,6 +187,8 @@ class SchedulerClient:
 
     def submit_raw(self, job_id: str, sow: SoW | dict[str, Any], *, request_id: str | None = None,
                    tenant: str = "") -> pb.Quote:
+        from mechanism.sow import SoW
+
         data = sow.model_dump(mode="json") if isinstance(sow, SoW) else sow
         req = pb.SubmitSoWRequest(request_id=request_id or new_request_id(), job_id=job_id,
                                   sow=convert.sow_to_proto(data), tenant=tenant)
@@ -273,6 +277,8 @@ class SchedulerClient:
                 return Invoice(page.tenant, tuple(lines), page.total)
 
     def status(self) -> ServerStatus:
+        from mechanism.platform import Platform
+
         r = self._call(self.stub.GetPlatform, pb.GetPlatformRequest())
         return ServerStatus(platform=Platform.model_validate(json.loads(r.platform_json)), samples=r.samples,
                             oracle=r.oracle, clock=r.clock, round_seconds=r.round_seconds, now=r.now,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mechanism.events import Event
-from mechanism.launch_plan import LaunchPlan
-from mechanism.sow import Signal
+
+if TYPE_CHECKING:  # annotations only: a client reading views loads neither numpy nor pydantic
+    from mechanism.launch_plan import LaunchPlan
+    from mechanism.sow import Signal
 
 
 @dataclass(frozen=True)

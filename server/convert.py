@@ -7,15 +7,16 @@ tenant; on the way in, the job id is the tenant's own.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import server.gen  # noqa: F401  (puts the generated `sowsched.v1` package on the import path)
 from mechanism.events import Event
-from mechanism.launch_plan import GroupPlan, LaunchPlan, OutcomeQuote
-from mechanism.sow import Signal
 from mechanism.views import JobView, Quote, RoundReport
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.namespace import split
+
+if TYPE_CHECKING:
+    from mechanism.sow import Signal
 
 
 def _opt(msg: Any, name: str) -> Any:
@@ -67,6 +68,8 @@ def quote_to_proto(q: Quote) -> pb.Quote:
 
 
 def quote_from_proto(msg: pb.Quote) -> Quote:
+    from mechanism.launch_plan import GroupPlan, LaunchPlan, OutcomeQuote  # numpy: only where a quote is read
+
     groups = tuple(GroupPlan(arrival=g.arrival, signal=_opt(g, "signal"), start=_opt(g, "start"), utility=g.utility)
                    for g in msg.groups)
     outcomes = tuple(OutcomeQuote(arrival=o.arrival, duration=o.duration, signal=_opt(o, "signal"),

@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cli.commands.server", "cli.commands.jobs",
     "cli.commands.bench",
     "cli.commands.hpc",
+    "cli.commands.predict",
 )
 
 

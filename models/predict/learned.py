@@ -18,7 +18,7 @@ from typing import Any, Literal, Self
 import numpy as np
 from numpy.typing import NDArray
 
-from models.predict.bins import FloatArray, check_edges, discretise, quantile_edges
+from models.predict.bins import FloatArray, check_edges, discretise, quantile_edges, within_bin_atoms
 from models.predict.history import History
 from models.predict.jobs import JobTable
 from models.predictive import Discrete
@@ -36,6 +36,7 @@ class LearnedConfig:
 
     bins: int = 32  # quantile bins of the completed runtimes (seed 004 Sec. 2.2), when `edges` is None
     edges: tuple[float, ...] | None = None  # explicit upper bin edges (seconds)
+    sub_atoms: int = 4  # atoms per bin, at the within-bin quantiles of the training runtimes
     clustering: Clustering = "tree"
     min_leaf: int = 40  # seed 004 "minsize": jobs per tree leaf at least
     max_leaves: int = 96
@@ -49,7 +50,7 @@ class LearnedConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        checks = {"bins": (self.bins, 1), "min_leaf": (self.min_leaf, 1), "max_leaves": (self.max_leaves, 2),
+        checks = {"bins": (self.bins, 1), "min_leaf": (self.min_leaf, 1), "sub_atoms": (self.sub_atoms, 1), "max_leaves": (self.max_leaves, 2),
                   "max_components": (self.max_components, 1), "window": (self.window, 10),
                   "min_train": (self.min_train, 2), "refit_every": (self.refit_every, 1),
                   "drift_every": (self.drift_every, 1)}
@@ -125,6 +126,8 @@ class _Clusters:
     """A fitted clustering: job features -> node, and the per-node probability vectors over the bins."""
 
     edges: FloatArray
+    atoms: FloatArray  # the support: within-bin quantiles, sharing their bin's probability equally
+    atom_bin: NDArray[np.int64]
     vectors: FloatArray  # (nodes, bins)
     parent: NDArray[np.int64]
     model: Any  # a DecisionTreeRegressor, a (scaler mean, scale, GaussianMixture) tuple, or None
@@ -206,7 +209,8 @@ class LearnedPredictor:
         if len(self._train) >= cfg.min_train:
             model = self._grow(x, y)
         parent = self._parents(model)
-        self._clusters = _Clusters(edges, np.zeros((parent.size, edges.size)), parent, model)
+        atoms, atom_bin = within_bin_atoms(y, edges, cfg.sub_atoms)
+        self._clusters = _Clusters(edges, atoms, atom_bin, np.zeros((parent.size, edges.size)), parent, model)
         self._estimate(x, y)
         self.stats["refits"] += 1
         self.stats["fit_s"] += time.perf_counter() - began
@@ -277,7 +281,7 @@ class LearnedPredictor:
 
     # --- predicting -----------------------------------------------------------------------------------
     def predict(self, query: Sequence[int]) -> Discrete:
-        """Each queried job's law: its cluster's vector on the bin upper edges, capped at its requested time."""
+        """Each queried job's law: its cluster's vector spread on the bins' atoms, capped at its requested time."""
         hist = self._hist
         indices = [int(i) for i in query]
         for i in indices:
@@ -287,11 +291,12 @@ class LearnedPredictor:
         if c is None:
             return Discrete.point(requested)
         vectors = c.vectors[c.assign(np.array([self._x[i] for i in indices], dtype=np.float64))]
-        return capped(c.edges, vectors, requested)
+        share = np.bincount(c.atom_bin, minlength=c.edges.size)[c.atom_bin]
+        return capped(c.atoms, vectors[:, c.atom_bin] / share, requested)
 
 
 def capped(edges: FloatArray, vectors: FloatArray, requested: FloatArray) -> Discrete:
-    """Laws on the bin upper edges, with the mass at or above each job's requested time moved onto it."""
+    """Laws on the atoms `edges`, with the mass at or above each job's requested time moved onto it."""
     support = np.unique(np.concatenate([edges[np.isfinite(edges)], requested]))
     probs = np.zeros((requested.size, support.size))
     for row in range(requested.size):

@@ -42,6 +42,7 @@ class PointPredictor:
 
     def predict(self, query: Sequence[int]) -> Discrete:
         """The predictions, at the current instant, of the jobs `query` (indices into the table)."""
+        _ = self.table  # refuses an unfitted predictor
         return Discrete.point(np.array([self.point(int(i)) for i in query], dtype=np.float64))
 
 

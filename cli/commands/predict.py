@@ -33,6 +33,14 @@ def register(sub: Any) -> None:
     s.add_argument("--out", required=True, metavar="W.json", help="the workload file to write")
     s.add_argument("--json", action="store_true", help="print one JSON summary")
     s.set_defaults(func=_guarded(sows))
+    t = psub.add_parser("tradeoff", help="easy-learned BSLD and AF over the risk parameter, against EASY++ (PNG)")
+    t.add_argument("--trace", required=True, help="SWF file (.swf or .swf.gz), cleaned as predictsim does")
+    t.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
+    t.add_argument("--risks", default="0.1,0.3,0.5,0.7,0.9", help="comma-separated risks in [0, 1]")
+    t.add_argument("--reservation-q", type=float, default=None, help="reservation quantile (default: the engine's)")
+    t.add_argument("--plot", required=True, metavar="OUT.png", help="the PNG to write")
+    t.add_argument("--json", action="store_true", help="print one JSON object")
+    t.set_defaults(func=_guarded(tradeoff))
 
 
 def _guarded(body: Any) -> Any:
@@ -79,4 +87,37 @@ def sows(args: argparse.Namespace) -> int:
                "rounds": 1 + max(j["birth"] for j in document["jobs"])}
     print(json.dumps(summary, sort_keys=True) if args.json else
           f"wrote {summary['jobs']} SoWs over {summary['rounds']} rounds to {args.out}")
+    return 0
+
+
+def _risks(text: str) -> list[float]:
+    try:
+        risks = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--risks={text!r} must be comma-separated numbers") from None
+    if not risks or any(not 0.0 <= r <= 1.0 for r in risks):
+        raise ValueError(f"--risks={text!r} must name at least one risk, each within the bounds [0, 1]")
+    return risks
+
+
+def tradeoff(args: argparse.Namespace) -> int:
+    from models.predict.jobs import load_trace
+    from models.predict.schedulers import DEFAULT_RESERVATION_Q
+    from models.predict.tradeoff import plot_tradeoff, risk_tradeoff
+
+    risks = _risks(args.risks)
+    q = DEFAULT_RESERVATION_Q if args.reservation_q is None else args.reservation_q
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"--reservation-q={q} must lie strictly between 0 and 1")
+    workload, table = load_trace(args.trace, args.jobs)
+    result = risk_tradeoff(workload, table, risks, reservation_q=q)
+    plot_tradeoff(result, f"{Path(args.trace).name}: {len(table)} jobs", args.plot)
+    result |= {"trace": str(args.trace), "jobs": len(table), "plot": str(args.plot)}
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+        return 0
+    print(f"EASY++: BSLD {result['easy_pp']['BSLD']:.2f}, AF {result['easy_pp']['AF']:.0f} s")
+    for r in result["rows"]:
+        print(f"risk {r['risk']:.2f}: BSLD {r['BSLD']:.2f} ({100 * r['bsld_vs_easy_pp']:+.1f}%), "
+              f"AF {r['AF']:.0f} s ({100 * r['af_vs_easy_pp']:+.1f}%)")
     return 0

@@ -50,7 +50,8 @@ class LearnedConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        checks = {"bins": (self.bins, 1), "min_leaf": (self.min_leaf, 1), "sub_atoms": (self.sub_atoms, 1), "max_leaves": (self.max_leaves, 2),
+        checks = {"bins": (self.bins, 1), "min_leaf": (self.min_leaf, 1), "sub_atoms": (self.sub_atoms, 1),
+                  "max_leaves": (self.max_leaves, 2),
                   "max_components": (self.max_components, 1), "window": (self.window, 10),
                   "min_train": (self.min_train, 2), "refit_every": (self.refit_every, 1),
                   "drift_every": (self.drift_every, 1)}
@@ -298,10 +299,10 @@ class LearnedPredictor:
 def capped(edges: FloatArray, vectors: FloatArray, requested: FloatArray) -> Discrete:
     """Laws on the atoms `edges`, with the mass at or above each job's requested time moved onto it."""
     support = np.unique(np.concatenate([edges[np.isfinite(edges)], requested]))
-    probs = np.zeros((requested.size, support.size))
-    for row in range(requested.size):
-        below = edges < requested[row]
-        cols = np.searchsorted(support, edges[below])
-        probs[row, cols] = vectors[row, below]
-        probs[row, np.searchsorted(support, requested[row])] += vectors[row, ~below].sum()
+    n, m = vectors.shape
+    below = edges[None, :] < requested[:, None]  # (n, atoms): atoms kept as they are
+    cols = np.where(below, np.searchsorted(support, np.where(np.isfinite(edges), edges, 0.0))[None, :],
+                    np.searchsorted(support, requested)[:, None])
+    probs = np.zeros((n, support.size))
+    np.add.at(probs, (np.repeat(np.arange(n), m), cols.ravel()), vectors.ravel())
     return Discrete(support, probs)

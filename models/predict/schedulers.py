@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -84,6 +85,7 @@ class RiskPolicy:
     laws: dict[int, Discrete] = field(default_factory=dict)
     predicted: dict[int, int] = field(default_factory=dict)
     key: dict[int, float] = field(default_factory=dict)
+    cdfs: dict[int, tuple[list[float], list[float]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.risk <= 1.0:
@@ -97,6 +99,8 @@ class RiskPolicy:
     def on_submit(self, index: int, now: int) -> int:
         law = self.predictor.predict([index])
         self.laws[index] = law
+        keep = law.probs[0] > 0
+        self.cdfs[index] = (law.support[keep].tolist(), np.cumsum(law.probs[0, keep]).tolist())
         self.key[index] = float(law.quantile(self.order_q)[0])
         self.predicted[index] = max(1, int(law.quantile(self.reservation_q)[0]))
         return self.predicted[index]
@@ -110,12 +114,15 @@ class RiskPolicy:
     def on_complete(self, index: int, now: int) -> None:
         self.predictor.observe(index)
         self.laws.pop(index, None)
+        self.cdfs.pop(index, None)
 
     def backfill_key(self, index: int) -> float:
         return self.key[index]
 
     def ends_by(self, index: int, now: int, shadow: int) -> bool:
-        return float(self.laws[index].cdf(shadow - now)[0]) >= 1.0 - self.risk - 1e-12
+        support, cum = self.cdfs[index]  # P(runtime <= shadow - now), the law's cdf read by bisection
+        k = bisect_right(support, shadow - now)
+        return (cum[k - 1] if k else 0.0) >= 1.0 - self.risk - 1e-12
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ def test_cluster_vector_smoothed_toward_parent_by_hand() -> None:
 
 def test_drift_eq3_by_hand() -> None:
     statistic, noise = drift(np.array([[0.5, 0.5]]), np.array([[3.0, 1.0]]))
-    assert statistic == pytest.approx(((0.25**2 + 0.25**2) / 2))  # T_1/T = 1, q = (3/4, 1/4)
+    assert statistic == pytest.approx((0.25**2 + 0.25**2) / 2)  # T_1/T = 1, q = (3/4, 1/4)
     assert noise == pytest.approx((0.25 + 0.25) / 2 / 4)  # sum_j p(1-p) / m / T
 
 

@@ -54,7 +54,7 @@ def test_easy_learned_runs_and_validates() -> None:
     workload, table = _trace()
     run = run_predictive(workload, table, "easy-learned", risk=0.5)  # type: ignore[arg-type]
     assert run.metrics.jobs == 5 and min(run.metrics.as_dict()["BSLD"], 1.0) == 1.0
-    with pytest.raises(ValueError, match="risk=1.5 must lie in"):
+    with pytest.raises(ValueError, match=r"risk=1\.5 must lie in"):
         run_predictive(workload, table, "easy-learned", risk=1.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="corrector='x' must be one of"):
         run_predictive(workload, table, "easy-learned", corrector="x")  # type: ignore[arg-type]

@@ -19,8 +19,8 @@ from models.predictive import Discrete
 Corrector = Literal["conditional", "reqtime", "doubling"]
 CORRECTORS: tuple[str, ...] = ("conditional", "reqtime", "doubling")
 PREDICTIVE_SCHEDULERS: tuple[str, ...] = ("easy-requested", "easy-exact", "easy-pp", "easy-learned")
-DEFAULT_RISK = 0.3
-DEFAULT_RESERVATION_Q = 0.5
+DEFAULT_RISK = 0.8  # one configuration for every trace (docs/prediction.md)
+DEFAULT_RESERVATION_Q = 0.4
 
 
 def _correct(corrector: str, law: Discrete | None, elapsed: int, predicted: int, requested: int, q: float) -> int:

@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
     p.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
     p.add_argument("--scheduler", required=True, help="e.g. fcfs-conservative, easy, cp-af, cp-offline-awf; "
                    "prediction-driven (trace cleaned as predictsim does): " + ", ".join(PREDICTIVE))
-    p.add_argument("--risk", type=_unit_float, default=0.8,  # models.predict.schedulers.DEFAULT_RISK
+    p.add_argument("--risk", type=_unit_float, default=0.9,  # models.predict.schedulers.DEFAULT_RISK
                    help="easy-learned: backfill when P(delaying the head's reservation) <= risk")
     p.add_argument("--reservation-q", type=_unit_float, default=0.4,  # DEFAULT_RESERVATION_Q
                    help="easy-learned: the predicted quantile used for reservations (0 < q < 1)")

@@ -19,7 +19,7 @@ from models.predictive import Discrete
 Corrector = Literal["conditional", "reqtime", "doubling"]
 CORRECTORS: tuple[str, ...] = ("conditional", "reqtime", "doubling")
 PREDICTIVE_SCHEDULERS: tuple[str, ...] = ("easy-requested", "easy-exact", "easy-pp", "easy-learned")
-DEFAULT_RISK = 0.8  # one configuration for every trace (docs/prediction.md)
+DEFAULT_RISK = 0.9  # one configuration for every trace (docs/prediction.md)
 DEFAULT_RESERVATION_Q = 0.4
 
 

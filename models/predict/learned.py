@@ -104,11 +104,12 @@ def smoothed_vectors(counts: NDArray[np.float64], parent: NDArray[np.int64], smo
     return vectors
 
 
-def drift(p: FloatArray, q_counts: NDArray[np.float64]) -> tuple[float, float]:
+def drift(p: FloatArray, q_counts: NDArray[np.float64], n_train: FloatArray | None = None) -> tuple[float, float]:
     """Eq. 3, sum_i T_i/T sum_j (q_ij - p_ij)^2 / m, and its expectation when nothing drifted.
 
-    `p[i]` is cluster i's training vector, `q_counts[i]` its test jobs per bin. With no drift q_ij is a
-    binomial proportion, so E[(q_ij - p_ij)^2] = p_ij (1 - p_ij) / T_i: the noise sums those terms.
+    `p[i]` is cluster i's training vector, `q_counts[i]` its test jobs per bin, `n_train[i]` its training jobs
+    (None: p exact). With no drift q_ij and p_ij are independent binomial proportions of one law, so
+    E[(q_ij - p_ij)^2] = p_ij (1 - p_ij) (1 / T_i + 1 / N_i): the noise sums those terms with eq. 3's weights.
     """
     t_i = q_counts.sum(axis=1)
     total = float(t_i.sum())
@@ -118,7 +119,8 @@ def drift(p: FloatArray, q_counts: NDArray[np.float64]) -> tuple[float, float]:
     seen = t_i > 0
     q = q_counts[seen] / t_i[seen, None]
     statistic = float(np.sum(t_i[seen] / total * ((q - p[seen]) ** 2).sum(axis=1) / m))
-    noise = float(np.sum((p[seen] * (1 - p[seen])).sum(axis=1) / m) / total)
+    inverse = 1.0 / t_i[seen] + (0.0 if n_train is None else 1.0 / np.maximum(n_train[seen], 1.0))
+    noise = float(np.sum(t_i[seen] / total * (p[seen] * (1 - p[seen])).sum(axis=1) / m * inverse))
     return statistic, noise
 
 
@@ -132,6 +134,7 @@ class _Clusters:
     vectors: FloatArray  # (nodes, bins)
     parent: NDArray[np.int64]
     model: Any  # a DecisionTreeRegressor, a (scaler mean, scale, GaussianMixture) tuple, or None
+    n_train: FloatArray = field(default_factory=lambda: np.zeros(0))  # training jobs per node
 
     def assign(self, x: NDArray[np.float64]) -> NDArray[np.int64]:
         if self.model is None:
@@ -262,6 +265,7 @@ class LearnedPredictor:
         if isinstance(c.model, tuple):
             counts[0] = counts[1:].sum(axis=0)
         c.vectors = smoothed_vectors(counts, c.parent, self.config.smoothing)
+        c.n_train = counts.sum(axis=1)
 
     def _check_drift(self) -> None:
         """Eq. 3 on the jobs completed since the last (re)estimation; above noise: the update policy."""
@@ -272,7 +276,7 @@ class LearnedPredictor:
         leaves = c.assign(x)
         q_counts = _counts(leaves, discretise(y, c.edges), c.parent.size, c.edges.size)
         used = np.unique(leaves)
-        statistic, noise = drift(c.vectors[used], q_counts[used])
+        statistic, noise = drift(c.vectors[used], q_counts[used], c.n_train[used])
         if statistic > self.config.drift_factor * noise:
             self.stats["drift_updates"] += 1
             drop = set(self._rng.choice(len(self._train), min(len(self._test), len(self._train)), replace=False))

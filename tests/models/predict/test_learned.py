@@ -149,3 +149,32 @@ def test_gmm_clustering_predicts_a_distribution() -> None:
     replay(table, predictor, lambda batch, law: laws.append(law))
     assert predictor.stats["refits"] >= 1
     assert np.allclose(laws[-1].probs.sum(axis=1), 1.0) and laws[-1].support.max() <= 2000
+
+
+def _drift_updates(shift: bool) -> float:
+    rng = np.random.default_rng(4)
+    n = 2400
+    mean = np.where((np.arange(n) >= 1200) & shift, 7.0, 4.0)  # the runtimes' log-mean jumps half-way
+    runtime = np.maximum(1, np.round(np.exp(rng.normal(mean, 0.5)))).astype(int)
+    table = make_table(list(range(0, 10_000 * n, 10_000)), runtime.tolist(), [10**6] * n)
+    predictor = LearnedPredictor(LearnedConfig(min_train=200, refit_every=5000, drift_every=200))
+    replay(table, predictor, lambda batch, law: None)
+    return predictor.stats["drift_updates"]
+
+
+def test_drift_triggers_the_update_policy_only_when_the_law_moves() -> None:
+    assert _drift_updates(shift=False) == 0
+    assert _drift_updates(shift=True) >= 1
+
+
+def test_bic_picks_several_components_for_two_kinds_of_jobs() -> None:
+    rng = np.random.default_rng(5)
+    n = 400
+    kind = rng.random(n) < 0.5
+    runtime = np.where(kind, 50, 20_000) + rng.integers(0, 20, n)
+    table = make_table(list(range(0, 100_000 * n, 100_000)), runtime.tolist(),
+                       np.where(kind, 100, 10**6).tolist(), size=np.where(kind, 1, 64).tolist())
+    predictor = LearnedPredictor(LearnedConfig(clustering="gmm", min_train=200, max_components=4))
+    replay(table, predictor, lambda batch, law: None)
+    assert predictor._clusters is not None
+    assert predictor._clusters.model[2].n_components >= 2

@@ -36,6 +36,7 @@ VERBS: dict[str, Verb] = {
     "calibrate": Verb("cli.commands.calibrate", STUDIES, "raw failure estimates (as quoted) against realized failures"),
     "hpc": Verb("cli.commands.hpc", STUDIES, "schedule an SWF trace with one scheduler (seed 001 metrics)"),
     "hpc-study": Verb("cli.commands.hpc", STUDIES, "compare the seed-001 schedulers on an SWF trace (Table 2)"),
+    "predict": Verb("cli.commands.predict", STUDIES, "learned runtime distributions: score predictors, traces as SoWs"),
     "forecast": Verb("cli.commands.forecast", STUDIES, "forecast VM CPU with prediction intervals; seed 004's scores"),
     "stochastic": Verb("cli.commands.stochastic", STUDIES, "the stochastic variant: its LP, bundle prices, a sweep"),
     "capacity-plan": Verb(

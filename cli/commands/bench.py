@@ -18,6 +18,7 @@ BENCHMARKS: dict[str, str] = {
     "cli": "benchmarks.cli",
     "forecast": "benchmarks.forecast",
     "planning": "benchmarks.planning",
+    "predict": "benchmarks.predict",
     "core": "benchmarks.core",
     "hpc": "benchmarks.hpc",
     "grpc": "benchmarks.grpc",

@@ -15,12 +15,14 @@ from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
 from models.calibration import Calibration, calibrate
 from models.simulation import run_simulation
-from models.workloads import WORKLOADS, make_workload
+from models.workloads import WORKLOADS, load_workload_file, make_workload
 
 
 def register(sub: Any) -> None:
     p = add_verb(sub, "calibrate")
     p.add_argument("--workload", choices=WORKLOADS, default="overload", help="named workload (default %(default)s)")
+    p.add_argument("--workload-file", metavar="W.json",
+                   help="a workload file instead (its realized outcomes are fixed; a seed reseeds the oracle only)")
     p.add_argument("--seeds", type=bounded_int(1), default=50,
                    help="independent runs (seeds first-seed .. first-seed+N-1)")
     p.add_argument("--first-seed", type=bounded_int(0), default=0, help="seed of the first run")
@@ -43,8 +45,16 @@ def run(args: argparse.Namespace) -> int:
     extra = {} if args.workload == "toy" else {"rounds": args.rounds}
     seeds = tqdm(range(args.first_seed, args.first_seed + args.seeds), desc="calibrate", unit="run", file=sys.stderr,
                  disable=None if not args.no_progress else True)  # None: only on a terminal
-    results = (run_simulation(make_workload(args.workload, seed=s, load=args.load, **extra), oracle=args.oracle)
-               for s in seeds)
+    if args.workload_file is not None:
+        try:
+            load_workload_file(args.workload_file)
+        except (OSError, ValueError) as exc:
+            print(f"sowsched calibrate: --workload-file: {exc}", file=sys.stderr)
+            return 2
+        results = (run_simulation(load_workload_file(args.workload_file, seed=s), oracle=args.oracle) for s in seeds)
+    else:
+        results = (run_simulation(make_workload(args.workload, seed=s, load=args.load, **extra), oracle=args.oracle)
+                   for s in seeds)
     try:
         cal = calibrate(results)
     except OracleTooLarge as exc:  # --oracle exact on too many earlier jobs' joint outcomes

@@ -33,7 +33,14 @@ def register(sub: Any) -> None:
     p = add_verb(sub, "hpc")
     _common(p)
     p.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
-    p.add_argument("--scheduler", required=True, help="e.g. fcfs-conservative, easy, cp-af, cp-offline-awf")
+    p.add_argument("--scheduler", required=True, help="e.g. fcfs-conservative, easy, cp-af, cp-offline-awf; "
+                   "prediction-driven (trace cleaned as predictsim does): " + ", ".join(PREDICTIVE))
+    p.add_argument("--risk", type=_unit_float, default=0.9,  # models.predict.schedulers.DEFAULT_RISK
+                   help="easy-learned: backfill when P(delaying the head's reservation) <= risk")
+    p.add_argument("--reservation-q", type=_unit_float, default=0.4,  # DEFAULT_RESERVATION_Q
+                   help="easy-learned: the predicted quantile used for reservations (0 < q < 1)")
+    p.add_argument("--corrector", choices=("conditional", "reqtime", "doubling"), default="conditional",
+                   help="easy-learned: re-prediction of a job that outlives its prediction")
     p.set_defaults(func=_refusing_bad_input("hpc", hpc))
     s = add_verb(sub, "hpc-study")
     _common(s)
@@ -50,12 +57,28 @@ def register(sub: Any) -> None:
     s.set_defaults(func=_refusing_bad_input("hpc-study", hpc_study))
 
 
+PREDICTIVE = ("easy-requested", "easy-exact", "easy-pp", "easy-learned")  # models.predict.schedulers
+
+
+def _unit_float(text: str) -> float:
+    """An argparse type: a number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value} is outside the bounds [0, 1]")
+    return value
+
+
 def _cleaning(report: Any) -> dict[str, Any]:
     return {"records": report.records, "kept": report.kept, "nodes": report.nodes, **report.counts}
 
 
 def check_scheduler(name: str) -> None:
     """Raise ValueError for a name that is neither a list, an on-line CP nor an off-line CP scheduler."""
+    if name in PREDICTIVE:
+        return
     if name.startswith("cp-offline-"):
         if name.removeprefix("cp-offline-") not in {o.value for o in Objective}:
             raise ValueError(f"scheduler={name!r} is not a known scheduler name")
@@ -118,7 +141,31 @@ def _refusing_bad_input(command: str, body: Body) -> Callable[[argparse.Namespac
     return run
 
 
+def _predictive(args: argparse.Namespace) -> int:
+    """A prediction-driven EASY on the trace cleaned as predictsim does (the data README)."""
+    from models.predict.jobs import load_trace
+    from models.predict.schedulers import run_predictive
+
+    if not 0.0 < args.reservation_q < 1.0:
+        print(f"sowsched hpc: --reservation-q={args.reservation_q} must lie strictly between 0 and 1", file=sys.stderr)
+        return 2
+    workload, table = load_trace(args.trace, args.jobs)
+    options = {"risk": args.risk, "reservation_q": args.reservation_q, "corrector": args.corrector}
+    result = run_predictive(workload, table, args.scheduler, **(options if args.scheduler == "easy-learned" else {}))
+    out = {**result.metrics.as_dict(), "scheduler": args.scheduler, "cleaning": "predictsim",
+           "details": result.details}
+    if args.json:
+        print(json.dumps(out, sort_keys=True))
+    else:
+        for key, value in out.items():
+            print(f"{key}: {value}")
+    sys.stdout.flush()
+    return 0
+
+
 def hpc(args: argparse.Namespace, workload: Workload, report: CleaningReport) -> int:
+    if args.scheduler in PREDICTIVE:
+        return _predictive(args)
     window = workload.prefix(args.jobs)
     result = run_scheduler(window, args.scheduler, args.estimates, args.time_limit)
     out = {

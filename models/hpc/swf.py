@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -42,6 +43,19 @@ CLEANING_RULES: dict[str, str] = {
     "requested_missing_set_to_runtime": "requested time missing (<= 0): set to the run time",
     "requested_raised_to_runtime": "requested time below the run time: raised to the run time",
 }
+
+
+# The predictsim mode (data README): the filtering behind the EASY / EASY++ reference numbers of issue 17.
+PREDICTSIM_RULES: dict[str, str] = {
+    "dropped_nonpositive_runtime": "run time <= 0: job dropped",
+    "dropped_missing_requested": "requested time missing (<= 0): job dropped",
+    "dropped_no_processors": "neither allocated nor requested processors: job dropped",
+    "dropped_negative_submit": "submit time < 0: job dropped",
+    "size_from_requested": "allocated processors missing: size taken from requested processors",
+    "size_capped_to_machine": "size above the machine's node count: capped to the node count",
+    "runtime_capped_to_requested": "run time above the requested time: capped to the requested time",
+}
+CLEANING_MODES: tuple[str, ...] = ("default", "predictsim")
 
 
 class SwfParseError(ValueError):
@@ -184,22 +198,65 @@ def _clean_record(rec: SwfRecord, nodes: int, counts: dict[str, int]) -> Job | N
     return Job(id=rec.job_number, submit=rec.submit_time, runtime=rec.run_time, size=size, requested=requested)
 
 
-def clean(trace: SwfTrace, nodes: int | None = None) -> tuple[Workload, CleaningReport]:
-    """Apply CLEANING_RULES; jobs are sorted by (submit, job number)."""
+def _clean_record_predictsim(rec: SwfRecord, nodes: int, counts: dict[str, int]) -> Job | None:
+    drop = None
+    if rec.run_time <= 0:
+        drop = "dropped_nonpositive_runtime"
+    elif rec.requested_time <= 0:
+        drop = "dropped_missing_requested"
+    elif rec.allocated_processors <= 0 and rec.requested_processors <= 0:
+        drop = "dropped_no_processors"
+    elif rec.submit_time < 0:
+        drop = "dropped_negative_submit"
+    if drop is not None:
+        counts[drop] += 1
+        return None
+    size = rec.allocated_processors
+    if size <= 0:
+        size = rec.requested_processors
+        counts["size_from_requested"] += 1
+    if size > nodes:
+        size = nodes
+        counts["size_capped_to_machine"] += 1
+    runtime = rec.run_time
+    if runtime > rec.requested_time:
+        runtime = rec.requested_time
+        counts["runtime_capped_to_requested"] += 1
+    return Job(id=rec.job_number, submit=rec.submit_time, runtime=runtime, size=size, requested=rec.requested_time)
+
+
+def clean_records(
+    trace: SwfTrace, nodes: int | None = None, mode: str = "default"
+) -> tuple[Workload, CleaningReport, tuple[SwfRecord, ...]]:
+    """Apply the mode's rules (CLEANING_RULES or PREDICTSIM_RULES); also the kept records, aligned with the jobs."""
+    if mode not in CLEANING_MODES:
+        raise ValueError(f"cleaning mode={mode!r} must be one of {CLEANING_MODES}")
     machine = machine_nodes(trace.header, nodes)
-    counts = dict.fromkeys(CLEANING_RULES, 0)
-    jobs = [job for rec in trace.records if (job := _clean_record(rec, machine, counts)) is not None]
-    jobs.sort(key=lambda j: (j.submit, j.id))
-    report = CleaningReport(records=len(trace.records), kept=len(jobs), nodes=machine, counts=counts)
-    return Workload(tuple(jobs), machine), report
+    rule = _clean_record if mode == "default" else _clean_record_predictsim
+    counts = dict.fromkeys(CLEANING_RULES if mode == "default" else PREDICTSIM_RULES, 0)
+    pairs = [(job, rec) for rec in trace.records if (job := rule(rec, machine, counts)) is not None]
+    pairs.sort(key=lambda p: (p[0].submit, p[0].id))
+    report = CleaningReport(records=len(trace.records), kept=len(pairs), nodes=machine, counts=counts)
+    return Workload(tuple(j for j, _ in pairs), machine), report, tuple(r for _, r in pairs)
+
+
+def clean(trace: SwfTrace, nodes: int | None = None, mode: str = "default") -> tuple[Workload, CleaningReport]:
+    """Apply the mode's cleaning rules; jobs are sorted by (submit, job number)."""
+    workload, report, _ = clean_records(trace, nodes, mode)
+    return workload, report
 
 
 def read_swf(path: str | Path) -> SwfTrace:
-    """Read and parse an SWF file."""
+    """Read and parse an SWF file; a name ending in `.gz` is decompressed on the fly."""
+    if str(path).endswith(".gz"):
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as gz:
+            return parse_swf(gz)
     with open(path, encoding="utf-8", errors="replace") as fh:
         return parse_swf(fh)
 
 
-def load_workload(path: str | Path, nodes: int | None = None) -> tuple[Workload, CleaningReport]:
+def load_workload(
+    path: str | Path, nodes: int | None = None, mode: str = "default"
+) -> tuple[Workload, CleaningReport]:
     """Read, parse and clean an SWF file."""
-    return clean(read_swf(path), nodes)
+    return clean(read_swf(path), nodes, mode)

@@ -1,0 +1,124 @@
+"""`sowsched predict evaluate` and `sowsched predict sows`: score runtime predictors; a trace as a W.json workload."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from cli.args import add_output_arguments, bounded_int
+from cli.verbs import add_verb
+
+PREDICTOR_NAMES = ("requested", "tsafrir", "last5", "exact", "learned", "learned-gmm")  # models.predict.evaluate
+
+
+def register(sub: Any) -> None:
+    p = add_verb(sub, "predict")
+    psub = p.add_subparsers(dest="predict_command", required=True)
+    e = psub.add_parser("evaluate", help="replay an SWF trace causally and score each predictor")
+    e.add_argument("--trace", required=True, help="SWF file (.swf or .swf.gz), cleaned as predictsim does")
+    e.add_argument("--predictor", choices=PREDICTOR_NAMES, action="append",
+                   help="predictor to score (repeatable; default: all but learned-gmm)")
+    e.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
+    add_output_arguments(e)
+    e.set_defaults(func=_guarded(evaluate))
+    s = psub.add_parser("sows", help="write the trace as a W.json workload of SoWs from the engine's predictions")
+    s.add_argument("--trace", required=True, help="SWF file (.swf or .swf.gz), cleaned as predictsim does")
+    s.add_argument("--jobs", type=bounded_int(1), default=200, help="the first N jobs (default %(default)s)")
+    s.add_argument("--round-seconds", type=bounded_int(1), default=3600, help="seconds per round (default %(default)s)")
+    s.add_argument("--nodes", type=bounded_int(1), default=32, help="platform nodes C (default %(default)s)")
+    s.add_argument("--max-concurrency", type=bounded_int(1), help="C_m (default C)")
+    s.add_argument("--samples", type=bounded_int(1), default=1000, help="failure-oracle Monte Carlo samples")
+    s.add_argument("--out", required=True, metavar="W.json", help="the workload file to write")
+    add_output_arguments(s)
+    s.set_defaults(func=_guarded(sows))
+    t = psub.add_parser("tradeoff", help="easy-learned BSLD and AF over the risk parameter, against EASY++ (PNG)")
+    t.add_argument("--trace", required=True, help="SWF file (.swf or .swf.gz), cleaned as predictsim does")
+    t.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
+    t.add_argument("--risks", default="0.1,0.3,0.5,0.7,0.9", help="comma-separated risks in [0, 1]")
+    t.add_argument("--reservation-q", type=float, default=None, help="reservation quantile (default: the engine's)")
+    t.add_argument("--plot", required=True, metavar="OUT.png", help="the PNG to write")
+    add_output_arguments(t)
+    t.set_defaults(func=_guarded(tradeoff))
+
+
+def _guarded(body: Any) -> Any:
+    """A missing trace or a bad value: one line on stderr naming it, exit 2."""
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return int(body(args))
+        except (OSError, ValueError) as exc:
+            print(f"sowsched predict {args.predict_command}: {exc}", file=sys.stderr)
+            return 2
+    return run
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    from models.predict.evaluate import evaluate as score
+    from models.predict.jobs import load_trace
+
+    _, table = load_trace(args.trace, args.jobs)
+    names = args.predictor or [n for n in PREDICTOR_NAMES if n != "learned-gmm"]
+    out = {"trace": str(args.trace), "jobs": len(table), "predictors": {n: score(table, n) for n in names}}
+    if args.json:
+        print(json.dumps(out, sort_keys=True))
+        return 0
+    print(f"{'predictor':<12} {'MAE s':>9} {'under':>6} {'cov.5':>6} {'cov.9':>6} {'cov.95':>6} {'log':>7} "
+          f"{'fit s':>6} {'us/pred':>8}")
+    for name, r in out["predictors"].items():  # type: ignore[attr-defined]
+        log = "" if r["log_score"] is None else f"{r['log_score']:.3f}"
+        c = r["coverage"]
+        print(f"{name:<12} {r['mae_s']:>9.0f} {r['underprediction_rate']:>6.3f} {c['0.5']:>6.3f} {c['0.9']:>6.3f} "
+              f"{c['0.95']:>6.3f} {log:>7} {r['fit_s']:>6.2f} {r['predict_us']:>8.0f}")
+    return 0
+
+
+def sows(args: argparse.Namespace) -> int:
+    from models.predict.jobs import load_trace
+    from models.predict.sows import ExportConfig, export_sows
+
+    config = ExportConfig(round_seconds=args.round_seconds, nodes=args.nodes, max_concurrency=args.max_concurrency,
+                          samples=args.samples)
+    workload, table = load_trace(args.trace, args.jobs)
+    document = export_sows(table, workload.nodes, config)
+    Path(args.out).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    summary = {"out": str(args.out), "jobs": len(document["jobs"]), "platform": document["platform"],
+               "rounds": 1 + max(j["birth"] for j in document["jobs"])}
+    print(json.dumps(summary, sort_keys=True) if args.json else
+          f"wrote {summary['jobs']} SoWs over {summary['rounds']} rounds to {args.out}")
+    return 0
+
+
+def _risks(text: str) -> list[float]:
+    try:
+        risks = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--risks={text!r} must be comma-separated numbers") from None
+    if not risks or any(not 0.0 <= r <= 1.0 for r in risks):
+        raise ValueError(f"--risks={text!r} must name at least one risk, each within the bounds [0, 1]")
+    return risks
+
+
+def tradeoff(args: argparse.Namespace) -> int:
+    from models.predict.jobs import load_trace
+    from models.predict.schedulers import DEFAULT_RESERVATION_Q
+    from models.predict.tradeoff import plot_tradeoff, risk_tradeoff
+
+    risks = _risks(args.risks)
+    q = DEFAULT_RESERVATION_Q if args.reservation_q is None else args.reservation_q
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"--reservation-q={q} must lie strictly between 0 and 1")
+    workload, table = load_trace(args.trace, args.jobs)
+    result = risk_tradeoff(workload, table, risks, reservation_q=q)
+    plot_tradeoff(result, f"{Path(args.trace).name}: {len(table)} jobs", args.plot)
+    result |= {"trace": str(args.trace), "jobs": len(table), "plot": str(args.plot)}
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+        return 0
+    print(f"EASY++: BSLD {result['easy_pp']['BSLD']:.2f}, AF {result['easy_pp']['AF']:.0f} s")
+    for r in result["rows"]:
+        print(f"risk {r['risk']:.2f}: BSLD {r['BSLD']:.2f} ({100 * r['bsld_vs_easy_pp']:+.1f}%), "
+              f"AF {r['AF']:.0f} s ({100 * r['af_vs_easy_pp']:+.1f}%)")
+    return 0

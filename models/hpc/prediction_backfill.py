@@ -1,0 +1,185 @@
+"""EASY backfilling driven by runtime predictions (EASY++ and risk-aware variants), event by event as pyss runs.
+
+The event order at one instant follows the predictsim simulator: predictions that run out are corrected
+first, then submissions (each followed by a scheduling pass), then terminations (each followed by a pass).
+A pass starts queue heads while they fit, reserves the first blocked job at the earliest instant the predicted
+ends of the running jobs free enough nodes (the shadow time), and backfills the rest of the queue in the
+policy's order: a candidate starts if it fits now and either ends (predicted) by the shadow time or uses only
+the nodes the head leaves spare ("extra"); a risk-aware policy replaces the first test with a probability.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from models.hpc.jobs import Workload
+
+# Event kinds in their order at one instant (pyss EVENTS_ORDER: prediction over, submission, termination).
+PREDICTION_OVER, SUBMISSION, TERMINATION = 0, 1, 2
+
+
+class BackfillPolicy(Protocol):
+    """What a prediction-driven EASY needs: predictions, corrections, learning, the backfill order and test."""
+
+    def on_submit(self, index: int, now: int) -> int:
+        """The predicted runtime (seconds, >= 1) of job `index` submitted at `now`."""
+        ...
+
+    def on_prediction_over(self, index: int, now: int, elapsed: int) -> int:
+        """The corrected predicted runtime (> elapsed) of a job that has run `elapsed` seconds."""
+        ...
+
+    def on_complete(self, index: int, now: int) -> None:
+        """Job `index` completed at `now` (its runtime may now be learned)."""
+        ...
+
+    def backfill_key(self, index: int) -> float:
+        """Backfill candidates are tried in ascending key order (ties: submission order)."""
+        ...
+
+    def ends_by(self, index: int, now: int, shadow: int) -> bool:
+        """May job `index` start at `now` as a job that ends by the head's reservation at `shadow`?"""
+        ...
+
+
+@dataclass
+class _Running:
+    start: int
+    predicted_end: int
+    size: int
+
+
+@dataclass
+class BackfillResult:
+    """Start time b_j of every job and counters of the run."""
+
+    starts: tuple[int, ...]
+    passes: int
+    backfilled: int
+    corrections: int
+    extras: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _State:
+    nodes: int
+    queue: list[int] = field(default_factory=list)
+    running: dict[int, _Running] = field(default_factory=dict)
+    busy: int = 0
+    passes: int = 0
+    backfilled: int = 0
+
+
+def _free_now(state: _State, now: int) -> int:
+    """Nodes free at `now` by the predicted ends (a job predicted to end at `now` frees its nodes now)."""
+    return state.nodes - sum(r.size for r in state.running.values() if r.predicted_end > now)
+
+
+def _shadow(state: _State, now: int, free: int, size: int) -> tuple[int, int]:
+    """The head's reservation: the earliest predicted end at which `size` nodes are free, and the spare nodes."""
+    ends = sorted((r.predicted_end, r.size) for r in state.running.values() if r.predicted_end > now)
+    available = free
+    for end, released in ends:
+        available += released
+        if available >= size:
+            return end, available - size
+    raise ValueError(f"t={now}: a job of {size} nodes never fits on {state.nodes} nodes")
+
+
+def _start(state: _State, index: int, size: int, now: int, predicted: int, starts: list[int]) -> None:
+    starts[index] = now
+    state.running[index] = _Running(now, now + predicted, size)
+    state.busy += size
+
+
+def _pass(
+    state: _State, now: int, sizes: Sequence[int], predicted: list[int], policy: BackfillPolicy, starts: list[int]
+) -> list[int]:
+    """One scheduling pass; returns the jobs started."""
+    state.passes += 1
+    started: list[int] = []
+    free = _free_now(state, now)
+    while state.queue and sizes[state.queue[0]] <= free:
+        head = state.queue.pop(0)
+        _start(state, head, sizes[head], now, predicted[head], starts)
+        started.append(head)
+        free -= sizes[head]
+    if len(state.queue) <= 1:
+        return started
+    shadow, extra = _shadow(state, now, free, sizes[state.queue[0]])
+    tail = sorted(state.queue[1:], key=lambda i: (policy.backfill_key(i), i))
+    chosen: set[int] = set()
+    for index in tail:
+        size = sizes[index]
+        if size > free:
+            continue
+        if policy.ends_by(index, now, shadow):
+            pass
+        elif size <= extra:
+            extra -= size
+        else:
+            continue
+        free -= size
+        _start(state, index, size, now, predicted[index], starts)
+        chosen.add(index)
+        started.append(index)
+    if chosen:
+        state.backfilled += len(chosen)
+        state.queue = [i for i in state.queue if i not in chosen]
+    return started
+
+
+def simulate_backfill(workload: Workload, policy: BackfillPolicy, pass_if_new_fits: bool = False) -> BackfillResult:
+    """Replay the workload under prediction-driven EASY.
+
+    `pass_if_new_fits` reproduces pyss's plain EASY, which runs a pass on a submission only when the
+    submitted job fits the free nodes (a pass then cannot start anything else anyway).
+    """
+    jobs = workload.jobs
+    sizes = [j.size for j in jobs]
+    predicted = [0] * len(jobs)
+    starts = [-1] * len(jobs)
+    state = _State(workload.nodes)
+    events: list[tuple[int, int, int, int]] = [(j.submit, SUBMISSION, i, i) for i, j in enumerate(jobs)]
+    heapq.heapify(events)
+    counter = len(jobs)
+    corrections = 0
+
+    def launch(started: list[int], now: int) -> None:
+        nonlocal counter
+        for index in started:
+            heapq.heappush(events, (now + jobs[index].runtime, TERMINATION, counter, index))
+            counter += 1
+            if predicted[index] < jobs[index].runtime:
+                heapq.heappush(events, (now + predicted[index], PREDICTION_OVER, counter, index))
+                counter += 1
+
+    while events:
+        now, kind, _, index = heapq.heappop(events)
+        if kind == PREDICTION_OVER:
+            elapsed = now - starts[index]
+            new = policy.on_prediction_over(index, now, elapsed)
+            if new <= elapsed:
+                raise ValueError(f"job {jobs[index].id}: corrected prediction {new} is not above elapsed {elapsed}")
+            corrections += 1
+            predicted[index] = new
+            state.running[index].predicted_end = starts[index] + new
+            if new < jobs[index].runtime:
+                heapq.heappush(events, (starts[index] + new, PREDICTION_OVER, counter, index))
+                counter += 1
+            continue
+        if kind == SUBMISSION:
+            predicted[index] = max(1, int(policy.on_submit(index, now)))
+            state.queue.append(index)
+            if pass_if_new_fits and sizes[index] > _free_now(state, now):
+                continue
+        else:
+            state.busy -= state.running.pop(index).size
+            policy.on_complete(index, now)
+        launch(_pass(state, now, sizes, predicted, policy, starts), now)
+    if state.queue:
+        raise ValueError(f"simulation ended with {len(state.queue)} jobs never started")
+    return BackfillResult(tuple(starts), state.passes, state.backfilled, corrections)

@@ -1,0 +1,312 @@
+"""The learned predictor (seed 004, Part 2): discretise durations, cluster jobs, one probability vector per cluster.
+
+Clusters are the leaves of a regression tree on log runtime (or the components of a Gaussian mixture whose
+size BIC picks). A cluster's probability vector is its bin histogram smoothed toward its parent's vector
+(the global vector for mixture components). Learning is causal: only jobs `observe`d as completed enter the
+training window. The tree is regrown on a schedule; in between, the drift diagnostic (eq. 3) compares each
+cluster's vector with the one of the jobs completed since, and when the discrepancy exceeds its sampling
+noise the update policy replaces as many random training jobs by those jobs and re-estimates the vectors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Self
+
+import numpy as np
+from numpy.typing import NDArray
+
+from models.predict.bins import FloatArray, check_edges, discretise, quantile_edges, within_bin_atoms
+from models.predict.history import History
+from models.predict.jobs import JobTable
+from models.predictive import Discrete
+
+Clustering = Literal["tree", "gmm"]
+FEATURES: tuple[str, ...] = (
+    "log_requested", "log_size", "user", "group", "executable", "queue", "partition",
+    "hour", "weekday", "log_last", "log_last_two", "log_last_five", "last_ratio", "log_user_jobs",
+)
+
+
+@dataclass(frozen=True)
+class LearnedConfig:
+    """Hyper-parameters; one configuration serves every trace."""
+
+    bins: int = 32  # quantile bins of the completed runtimes (seed 004 Sec. 2.2), when `edges` is None
+    edges: tuple[float, ...] | None = None  # explicit upper bin edges (seconds)
+    sub_atoms: int = 4  # atoms per bin, at the within-bin quantiles of the training runtimes
+    clustering: Clustering = "tree"
+    min_leaf: int = 40  # seed 004 "minsize": jobs per tree leaf at least
+    max_leaves: int = 96
+    max_components: int = 8  # seed 004 "upperlimBIC"
+    smoothing: float = 10.0  # pseudo-jobs pulling a cluster's vector toward its parent's
+    window: int = 15000  # completed jobs the model trains on (the most recent)
+    min_train: int = 100  # below this many completed jobs: the global histogram only
+    refit_every: int = 1000  # completions between regrowths of the clusters
+    drift_every: int = 200  # completions between drift checks (eq. 3)
+    drift_factor: float = 2.0  # drift when eq. 3 exceeds this multiple of its no-drift sampling noise
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        checks = {"bins": (self.bins, 1), "min_leaf": (self.min_leaf, 1), "sub_atoms": (self.sub_atoms, 1),
+                  "max_leaves": (self.max_leaves, 2),
+                  "max_components": (self.max_components, 1), "window": (self.window, 10),
+                  "min_train": (self.min_train, 2), "refit_every": (self.refit_every, 1),
+                  "drift_every": (self.drift_every, 1)}
+        for name, (value, low) in checks.items():
+            if value < low:
+                raise ValueError(f"{name}={value} must be >= {low}")
+        if self.smoothing < 0 or self.drift_factor <= 0:
+            raise ValueError(f"smoothing={self.smoothing} must be >= 0 and drift_factor={self.drift_factor} > 0")
+        if self.clustering not in ("tree", "gmm"):
+            raise ValueError(f"clustering={self.clustering!r} must be 'tree' or 'gmm'")
+        if self.edges is not None:
+            check_edges(self.edges)
+
+
+def _log(x: float) -> float:
+    return math.log(max(x, 1.0))
+
+
+def features(history: History, index: int) -> list[float]:
+    """The FEATURES of job `index`, from its submission fields and its user's completed jobs so far."""
+    t = history.table
+    recent = history.user_recent(index)
+    requested = float(t.requested[index])
+    submit = int(t.submit[index])
+    last = float(recent[-1]) if recent else requested
+    two = sum(recent[-2:]) / len(recent[-2:]) if recent else requested
+    five = sum(recent) / len(recent) if recent else requested
+    count = history.user_count.get(int(t.user[index]), 0)
+    return [
+        _log(requested), _log(float(t.size[index])), float(t.user[index]), float(t.group[index]),
+        float(t.executable[index]), float(t.queue[index]), float(t.partition[index]),
+        (submit % 86400) / 3600.0, float((submit // 86400) % 7), _log(last), _log(two), _log(five),
+        min(last / requested, 1.0), math.log1p(count),
+    ]
+
+
+def smoothed_vectors(counts: NDArray[np.float64], parent: NDArray[np.int64], smoothing: float) -> FloatArray:
+    """Per-node probability vectors: root (counts + 1/2) / (n + m/2); node (counts + s p_parent) / (n + s).
+
+    `counts[v, k]` is the number of training jobs of node v in bin k; `parent[v]` is -1 at the root and
+    nodes are numbered so that a parent precedes its children (as scikit-learn numbers tree nodes).
+    """
+    m = counts.shape[1]
+    vectors = np.empty_like(counts)
+    for v in range(counts.shape[0]):
+        if parent[v] < 0:
+            vectors[v] = (counts[v] + 0.5) / (counts[v].sum() + 0.5 * m)
+        else:
+            vectors[v] = (counts[v] + smoothing * vectors[parent[v]]) / (counts[v].sum() + smoothing)
+    return vectors
+
+
+def drift(p: FloatArray, q_counts: NDArray[np.float64], n_train: FloatArray | None = None) -> tuple[float, float]:
+    """Eq. 3, sum_i T_i/T sum_j (q_ij - p_ij)^2 / m, and its expectation when nothing drifted.
+
+    `p[i]` is cluster i's training vector, `q_counts[i]` its test jobs per bin, `n_train[i]` its training jobs
+    (None: p exact). With no drift q_ij and p_ij are independent binomial proportions of one law, so
+    E[(q_ij - p_ij)^2] = p_ij (1 - p_ij) (1 / T_i + 1 / N_i): the noise sums those terms with eq. 3's weights.
+    """
+    t_i = q_counts.sum(axis=1)
+    total = float(t_i.sum())
+    m = p.shape[1]
+    if total == 0:
+        return 0.0, 0.0
+    seen = t_i > 0
+    q = q_counts[seen] / t_i[seen, None]
+    statistic = float(np.sum(t_i[seen] / total * ((q - p[seen]) ** 2).sum(axis=1) / m))
+    inverse = 1.0 / t_i[seen] + (0.0 if n_train is None else 1.0 / np.maximum(n_train[seen], 1.0))
+    noise = float(np.sum(t_i[seen] / total * (p[seen] * (1 - p[seen])).sum(axis=1) / m * inverse))
+    return statistic, noise
+
+
+@dataclass
+class _Clusters:
+    """A fitted clustering: job features -> node, and the per-node probability vectors over the bins."""
+
+    edges: FloatArray
+    atoms: FloatArray  # the support: within-bin quantiles, sharing their bin's probability equally
+    atom_bin: NDArray[np.int64]
+    vectors: FloatArray  # (nodes, bins)
+    parent: NDArray[np.int64]
+    model: Any  # a DecisionTreeRegressor, a (scaler mean, scale, GaussianMixture) tuple, or None
+    n_train: FloatArray = field(default_factory=lambda: np.zeros(0))  # training jobs per node
+
+    def assign(self, x: NDArray[np.float64]) -> NDArray[np.int64]:
+        if self.model is None:
+            return np.zeros(x.shape[0], dtype=np.int64)
+        if isinstance(self.model, tuple):
+            mean, scale, gmm = self.model
+            return np.asarray(gmm.predict((x - mean) / scale), dtype=np.int64) + 1
+        return np.asarray(self.model.tree_.apply(x.astype(np.float32)), dtype=np.int64)
+
+
+def _counts(nodes: NDArray[np.int64], bins: NDArray[np.int64], n_nodes: int, n_bins: int) -> NDArray[np.float64]:
+    counts = np.zeros((n_nodes, n_bins))
+    np.add.at(counts, (nodes, bins), 1.0)
+    return counts
+
+
+@dataclass
+class LearnedPredictor:
+    """The engine: `fit(table)` binds a trace, `observe(i)` learns a completion, `predict(indices)` answers."""
+
+    config: LearnedConfig = field(default_factory=LearnedConfig)
+    name: str = "learned"
+    history: History | None = field(default=None, repr=False)
+    stats: dict[str, float] = field(default_factory=dict)
+
+    def fit(self, data: JobTable) -> Self:
+        """Bind to a trace; nothing is known to have completed yet."""
+        self.history = History(data)
+        self._x: dict[int, list[float]] = {}
+        self._clusters: _Clusters | None = None
+        self._train: list[int] = []
+        self._test: list[int] = []
+        self._since_refit = 0
+        self._rng = np.random.default_rng(self.config.seed)
+        self.stats = {"refits": 0, "drift_checks": 0, "drift_updates": 0, "fit_s": 0.0}
+        return self
+
+    @property
+    def _hist(self) -> History:
+        if self.history is None:
+            raise ValueError(f"predictor {self.name!r} must be fitted to a job table before use")
+        return self.history
+
+    # --- learning -------------------------------------------------------------------------------------
+    def observe(self, index: int) -> None:
+        """Job `index` completed: learn its runtime (its features are those it had at submission)."""
+        hist = self._hist
+        if index not in self._x:
+            self._x[index] = features(hist, index)
+        hist.observe(index)
+        self._since_refit += 1
+        due = len(hist.completed) >= self.config.min_train and (
+            self._clusters is None or self._clusters.model is None or self._since_refit >= self.config.refit_every)
+        if due or (len(hist.completed) < self.config.min_train and len(hist.completed) % 10 == 0):
+            self._refit()
+            return
+        self._test.append(index)
+        if len(self._test) >= self.config.drift_every:
+            self._check_drift()
+
+    def _xy(self, indices: Sequence[int]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        x = np.array([self._x[i] for i in indices], dtype=np.float64)
+        y = self._hist.table.runtime[np.asarray(indices, dtype=np.int64)].astype(np.float64)
+        return x, y
+
+    def _refit(self) -> None:
+        import time
+        began = time.perf_counter()
+        cfg = self.config
+        self._train = list(self._hist.completed[-cfg.window:])
+        self._test = []
+        self._since_refit = 0
+        x, y = self._xy(self._train)
+        edges = check_edges(cfg.edges) if cfg.edges is not None else quantile_edges(y, cfg.bins)
+        model: Any = None
+        if len(self._train) >= cfg.min_train:
+            model = self._grow(x, y)
+        parent = self._parents(model)
+        atoms, atom_bin = within_bin_atoms(y, edges, cfg.sub_atoms)
+        self._clusters = _Clusters(edges, atoms, atom_bin, np.zeros((parent.size, edges.size)), parent, model)
+        self._estimate(x, y)
+        self.stats["refits"] += 1
+        self.stats["fit_s"] += time.perf_counter() - began
+
+    def _grow(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> Any:
+        cfg = self.config
+        if cfg.clustering == "tree":
+            from sklearn.tree import DecisionTreeRegressor
+            tree = DecisionTreeRegressor(min_samples_leaf=cfg.min_leaf, max_leaf_nodes=cfg.max_leaves,
+                                         random_state=cfg.seed)
+            return tree.fit(x.astype(np.float32), np.log(y))
+        from sklearn.mixture import GaussianMixture
+        mean, scale = x.mean(axis=0), x.std(axis=0)
+        scale[scale == 0] = 1.0
+        z = (x - mean) / scale
+        sample = z if z.shape[0] <= 3000 else z[self._rng.choice(z.shape[0], 3000, replace=False)]
+        best: Any = None
+        for k in range(1, min(cfg.max_components, sample.shape[0] // 10) + 1):
+            gmm = GaussianMixture(k, covariance_type="diag", random_state=cfg.seed, reg_covar=1e-3).fit(sample)
+            if best is None or gmm.bic(sample) < best[0]:
+                best = (gmm.bic(sample), gmm)
+        return (mean, scale, best[1])
+
+    @staticmethod
+    def _parents(model: Any) -> NDArray[np.int64]:
+        """Node parents: the tree's own structure; mixture components hang off a global root (node 0)."""
+        if model is None:
+            return np.array([-1], dtype=np.int64)
+        if isinstance(model, tuple):
+            return np.array([-1] + [0] * model[2].n_components, dtype=np.int64)
+        tree = model.tree_
+        parent = np.full(tree.node_count, -1, dtype=np.int64)
+        for v in range(tree.node_count):
+            for child in (tree.children_left[v], tree.children_right[v]):
+                if child >= 0:
+                    parent[child] = v
+        return parent
+
+    def _estimate(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> None:
+        """Per-node bin counts (a job counts in its leaf and every ancestor), then the smoothed vectors."""
+        c = self._clusters
+        assert c is not None
+        leaves = c.assign(x)
+        counts = _counts(leaves, discretise(y, c.edges), c.parent.size, c.edges.size)
+        for v in range(c.parent.size - 1, 0, -1):
+            if c.parent[v] >= 0 and isinstance(c.model, tuple) is False:
+                counts[c.parent[v]] += counts[v]
+        if isinstance(c.model, tuple):
+            counts[0] = counts[1:].sum(axis=0)
+        c.vectors = smoothed_vectors(counts, c.parent, self.config.smoothing)
+        c.n_train = counts.sum(axis=1)
+
+    def _check_drift(self) -> None:
+        """Eq. 3 on the jobs completed since the last (re)estimation; above noise: the update policy."""
+        c = self._clusters
+        assert c is not None
+        self.stats["drift_checks"] += 1
+        x, y = self._xy(self._test)
+        leaves = c.assign(x)
+        q_counts = _counts(leaves, discretise(y, c.edges), c.parent.size, c.edges.size)
+        used = np.unique(leaves)
+        statistic, noise = drift(c.vectors[used], q_counts[used], c.n_train[used])
+        if statistic > self.config.drift_factor * noise:
+            self.stats["drift_updates"] += 1
+            drop = set(self._rng.choice(len(self._train), min(len(self._test), len(self._train)), replace=False))
+            self._train = [j for k, j in enumerate(self._train) if k not in drop] + self._test
+            self._estimate(*self._xy(self._train))
+        self._test = []
+
+    # --- predicting -----------------------------------------------------------------------------------
+    def predict(self, query: Sequence[int]) -> Discrete:
+        """Each queried job's law: its cluster's vector spread on the bins' atoms, capped at its requested time."""
+        hist = self._hist
+        indices = [int(i) for i in query]
+        for i in indices:
+            self._x[i] = features(hist, i)
+        requested = hist.table.requested[np.asarray(indices, dtype=np.int64)].astype(np.float64)
+        c = self._clusters
+        if c is None:
+            return Discrete.point(requested)
+        vectors = c.vectors[c.assign(np.array([self._x[i] for i in indices], dtype=np.float64))]
+        share = np.bincount(c.atom_bin, minlength=c.edges.size)[c.atom_bin]
+        return capped(c.atoms, vectors[:, c.atom_bin] / share, requested)
+
+
+def capped(edges: FloatArray, vectors: FloatArray, requested: FloatArray) -> Discrete:
+    """Laws on the atoms `edges`, with the mass at or above each job's requested time moved onto it."""
+    support = np.unique(np.concatenate([edges[np.isfinite(edges)], requested]))
+    n, m = vectors.shape
+    below = edges[None, :] < requested[:, None]  # (n, atoms): atoms kept as they are
+    cols = np.where(below, np.searchsorted(support, np.where(np.isfinite(edges), edges, 0.0))[None, :],
+                    np.searchsorted(support, requested)[:, None])
+    probs = np.zeros((n, support.size))
+    np.add.at(probs, (np.repeat(np.arange(n), m), cols.ravel()), vectors.ravel())
+    return Discrete(support, probs)

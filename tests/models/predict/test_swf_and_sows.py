@@ -1,0 +1,80 @@
+"""The predictsim cleaning mode, .swf.gz reading, and the W.json export round trip."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mechanism.platform import Platform
+from models.data import KTH_SP2
+from models.hpc.swf import PREDICTSIM_RULES, clean, load_workload, parse_swf, read_swf
+from models.predict.sows import ExportConfig, export_sows, rounds_law
+from models.predictive import Discrete
+from models.workloads import parse_workload, workload_document
+from tests.models.predict.conftest import make_table
+
+
+def _line(job: int, submit: int, run: int, alloc: int, req_procs: int, req_time: int) -> str:
+    return f"{job} {submit} 5 {run} {alloc} -1 -1 {req_procs} {req_time} -1 1 3 4 -1 1 -1 -1 -1"
+
+
+def test_predictsim_rules_by_hand() -> None:
+    lines = ["; MaxProcs: 8",
+             _line(1, 0, 0, 2, 2, 100),  # run time 0: dropped
+             _line(2, 1, 10, 2, 2, -1),  # no requested time: dropped
+             _line(3, 2, 10, -1, -1, 100),  # no processors at all: dropped
+             _line(4, 3, 10, -1, 4, 100),  # size from requested processors
+             _line(5, 4, 300, 20, -1, 100),  # size capped at 8, run time capped at 100
+             _line(6, 5, 10, 2, -1, 100)]
+    workload, report = clean(parse_swf(lines), mode="predictsim")
+    assert set(report.counts) == set(PREDICTSIM_RULES)
+    assert [(j.id, j.size, j.runtime, j.requested) for j in workload.jobs] == [
+        (4, 4, 10, 100), (5, 8, 100, 100), (6, 2, 10, 100)]
+    assert report.counts["dropped_nonpositive_runtime"] == 1 and report.counts["runtime_capped_to_requested"] == 1
+
+
+def test_unknown_cleaning_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="cleaning mode='bogus' must be one of"):
+        clean(parse_swf(["; MaxProcs: 8"]), mode="bogus")
+
+
+def test_gzip_reads_as_the_plain_file(tmp_path: Path) -> None:
+    packed = tmp_path / "KTH-SP2.swf.gz"
+    with open(KTH_SP2, "rb") as src, gzip.open(packed, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    assert read_swf(packed) == read_swf(KTH_SP2)
+    assert load_workload(packed, mode="predictsim") == load_workload(KTH_SP2, mode="predictsim")
+
+
+def test_kth_keeps_every_job_under_predictsim_rules() -> None:
+    _, report = load_workload(KTH_SP2, mode="predictsim")
+    assert report.kept == 28_481
+
+
+def test_rounds_law_merges_and_caps() -> None:
+    law = Discrete(np.array([30.0, 3600.0, 3700.0, 90_000.0]), np.array([[0.25, 0.25, 0.25, 0.25]]))
+    # 30 s and 3600 s are round 1; 3700 s is round 2; 90000 s is capped at D_m = 5
+    assert rounds_law(law, 0, 3600, 5) == [(1, 0.5), (2, 0.25), (5, 0.25)]
+
+
+def test_export_round_trips_through_the_workload_parser() -> None:
+    rng = np.random.default_rng(3)
+    n = 60
+    runtime = rng.integers(60, 20_000, n)
+    table = make_table(np.cumsum(rng.integers(0, 2000, n)).tolist(), runtime.tolist(),
+                       (runtime + rng.integers(0, 5000, n)).tolist(), rng.integers(0, 4, n).tolist(),
+                       size=rng.integers(1, 100, n).tolist())
+    doc = export_sows(table, 100, ExportConfig(round_seconds=1800, nodes=16, max_concurrency=8))
+    workload = parse_workload(doc)
+    again = workload_document(workload)
+    assert again["platform"] == Platform(**doc["platform"]).model_dump(mode="json", exclude_none=True)
+    for mine, back in zip(doc["jobs"], again["jobs"], strict=True):
+        assert back["realized"] == mine["realized"] and back["birth"] == mine["birth"]
+        assert back["concurrency"] == mine["concurrency"] <= 8
+        assert [o[:3] for o in back["outcomes"]] == mine["outcomes"]
+        assert back["value_steps"] == mine["value_steps"]
+    assert parse_workload(again) == workload

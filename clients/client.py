@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -80,7 +81,7 @@ class PriceMenu:
 class ServerStatus:
     """GetPlatform: the configured platform, the oracle in use, the clock and the state digest."""
 
-    platform: Platform
+    platform_data: dict[str, Any]  # the platform as the server sent it (JSON); `platform` validates it
     samples: int
     oracle: str
     clock: str
@@ -93,6 +94,13 @@ class ServerStatus:
     own_max_active_jobs: int | None = None  # the caller's max_active_jobs; None: no limit
     server_version: str = ""  # the package version the server runs ("" from a server older than the field)
     code_identity: str = ""  # SHA-256 of the server's mechanism and server sources
+
+    @cached_property
+    def platform(self) -> Platform:
+        """The configured platform as a model (pydantic loads on first use: `sowsched status` needs only the data)."""
+        from mechanism.platform import Platform
+
+        return Platform.model_validate(self.platform_data)
 
 
 @dataclass(frozen=True)
@@ -277,10 +285,8 @@ class SchedulerClient:
                 return Invoice(page.tenant, tuple(lines), page.total)
 
     def status(self) -> ServerStatus:
-        from mechanism.platform import Platform
-
         r = self._call(self.stub.GetPlatform, pb.GetPlatformRequest())
-        return ServerStatus(platform=Platform.model_validate(json.loads(r.platform_json)), samples=r.samples,
+        return ServerStatus(platform_data=json.loads(r.platform_json), samples=r.samples,
                             oracle=r.oracle, clock=r.clock, round_seconds=r.round_seconds, now=r.now,
                             events=r.events, active_jobs=r.active_jobs, state_digest=r.state_digest,
                             own_active_jobs=r.own_active_jobs, own_max_active_jobs=r.own_max_active_jobs or None,

@@ -256,14 +256,15 @@ def complete(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any
 
 def status(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
     s = client.status()
-    p = s.platform
+    p = s.platform_data  # as the server sent it: no model to build for a status line
     limit = "no limit" if s.own_max_active_jobs is None else f"limit {s.own_max_active_jobs}"
     clock = s.clock if s.clock == "simulated" else f"{s.clock}, {s.round_seconds:g} s a round"
-    text = [f"platform C={p.C} C_m={p.C_m} D_m={p.D_m} S_m={p.S_m} H={p.H:g}; oracle {s.oracle} with {s.samples} "
+    text = [f"platform C={p['C']} C_m={p['C_m']} D_m={p['D_m']} S_m={p['S_m']} H={p['H']:g}; oracle {s.oracle} with "
+            f"{s.samples} "
             f"samples; clock {clock}; round {s.now}",
             f"your active jobs: {s.own_active_jobs} ({limit})",
             f"server sowsched {s.server_version or 'unknown'}, code {s.code_identity[:12] or 'unknown'}"]
-    out: dict[str, Any] = {"platform": p.model_dump(mode="json"), "samples": s.samples, "oracle": s.oracle,
+    out: dict[str, Any] = {"platform": p, "samples": s.samples, "oracle": s.oracle,
                            "clock": s.clock, "round_seconds": s.round_seconds, "round": s.now,
                            "own_active_jobs": s.own_active_jobs, "own_max_active_jobs": s.own_max_active_jobs,
                            "server_version": s.server_version, "code_identity": s.code_identity}

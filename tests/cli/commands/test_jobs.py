@@ -447,8 +447,9 @@ def test_status_of_a_server_older_than_the_build_fields_says_unknown_and_its_jso
     from cli.commands import jobs
     from clients.client import ServerStatus
     from mechanism.platform import Platform
-    old = ServerStatus(platform=Platform(C=8, C_m=4, D_m=4, S_m=8, H=50.0), samples=2000, oracle="mc",
-                       clock="simulated", round_seconds=0.0, now=3, events=0, active_jobs=0, state_digest="")
+    old = ServerStatus(platform_data=Platform(C=8, C_m=4, D_m=4, S_m=8, H=50.0).model_dump(mode="json"), samples=2000,
+                       oracle="mc", clock="simulated", round_seconds=0.0, now=3, events=0, active_jobs=0,
+                       state_digest="")
 
     class OldServer:
         def __enter__(self) -> OldServer:

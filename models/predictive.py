@@ -143,33 +143,133 @@ class Normal:
 
 @dataclass(frozen=True)
 class Empirical:
-    """X_i = loc_i + E with E drawn from the residuals (a bootstrap error model, shared by the batch)."""
+    """X_i = loc_i + scale_i E with E drawn from the residuals (a bootstrap error model, shared by the batch)."""
 
     loc: FloatArray
     residuals: FloatArray
+    scale: FloatArray | float = 1.0
 
     def __post_init__(self) -> None:
         loc = np.atleast_1d(np.asarray(self.loc, dtype=np.float64))
         res = np.sort(np.asarray(self.residuals, dtype=np.float64).ravel())
         if res.size == 0 or not np.all(np.isfinite(res)):
             raise ValueError("residuals must be a non-empty set of finite numbers")
+        scale = np.broadcast_to(np.asarray(self.scale, dtype=np.float64), loc.shape).copy()
+        if np.any(scale < 0) or not np.all(np.isfinite(scale)):
+            raise ValueError("scale must be finite and non-negative")
         object.__setattr__(self, "loc", loc)
         object.__setattr__(self, "residuals", res)
+        object.__setattr__(self, "scale", scale)
 
     def __len__(self) -> int:
         return int(self.loc.size)
 
     def mean(self) -> FloatArray:
-        return np.asarray(self.loc + self.residuals.mean(), dtype=np.float64)
+        return np.asarray(self.loc + self.scale * self.residuals.mean(), dtype=np.float64)
 
     def cdf(self, x: ArrayLike) -> FloatArray:
         x = np.broadcast_to(np.asarray(x, dtype=np.float64), self.loc.shape)
-        return np.searchsorted(self.residuals, x - self.loc, side="right") / self.residuals.size
+        scale = np.asarray(self.scale)
+        safe = np.where(scale > 0, scale, 1.0)
+        standard = np.searchsorted(self.residuals, (x - self.loc) / safe, side="right") / self.residuals.size
+        return np.asarray(np.where(scale > 0, standard, (x >= self.loc).astype(float)), dtype=np.float64)
 
     def quantile(self, q: float) -> FloatArray:
         _check_q(q)
         k = int(np.ceil(q * self.residuals.size)) - 1
-        return np.asarray(self.loc + self.residuals[max(k, 0)], dtype=np.float64)
+        return np.asarray(self.loc + self.scale * self.residuals[max(k, 0)], dtype=np.float64)
 
     def sample(self, size: int, rng: np.random.Generator) -> FloatArray:
-        return self.loc + rng.choice(self.residuals, size=(size, len(self)))
+        return self.loc + self.scale * rng.choice(self.residuals, size=(size, len(self)))
+
+
+@dataclass(frozen=True)
+class SkewNormal:
+    """X_i ~ skew-normal(shape) with location loc_i and scale scale_i (scipy.stats.skewnorm's parameters)."""
+
+    loc: FloatArray
+    scale: FloatArray
+    shape: float
+
+    def __post_init__(self) -> None:
+        loc = np.atleast_1d(np.asarray(self.loc, dtype=np.float64))
+        scale = np.broadcast_to(np.asarray(self.scale, dtype=np.float64), loc.shape).copy()
+        if np.any(scale <= 0) or not np.all(np.isfinite(scale)):
+            raise ValueError("scale must be finite and positive")
+        if not np.isfinite(self.shape):
+            raise ValueError(f"shape={self.shape!r} must be finite")
+        object.__setattr__(self, "loc", loc)
+        object.__setattr__(self, "scale", scale)
+        object.__setattr__(self, "shape", float(self.shape))
+
+    def __len__(self) -> int:
+        return int(self.loc.size)
+
+    def mean(self) -> FloatArray:
+        return np.asarray(stats.skewnorm.mean(self.shape, self.loc, self.scale), dtype=np.float64)
+
+    def cdf(self, x: ArrayLike) -> FloatArray:
+        x = np.broadcast_to(np.asarray(x, dtype=np.float64), self.loc.shape)
+        return np.asarray(stats.skewnorm.cdf(x, self.shape, self.loc, self.scale), dtype=np.float64)
+
+    def quantile(self, q: float) -> FloatArray:
+        _check_q(q)
+        return np.asarray(stats.skewnorm.ppf(q, self.shape, self.loc, self.scale), dtype=np.float64)
+
+    def sample(self, size: int, rng: np.random.Generator) -> FloatArray:
+        draws = stats.skewnorm.rvs(self.shape, size=(size, len(self)), random_state=rng)
+        return np.asarray(self.loc + self.scale * draws, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Mixture:
+    """X_i ~ sum_k weights_k N(means[i, k], sds[i, k]^2): a Gaussian mixture per row, weights shared."""
+
+    weights: FloatArray
+    means: FloatArray
+    sds: FloatArray
+
+    def __post_init__(self) -> None:
+        weights = np.asarray(self.weights, dtype=np.float64).ravel()
+        means = np.atleast_2d(np.asarray(self.means, dtype=np.float64))
+        sds = np.broadcast_to(np.asarray(self.sds, dtype=np.float64), means.shape).copy()
+        if weights.size == 0 or means.shape[1] != weights.size:
+            raise ValueError(f"means has {means.shape[1]} components for {weights.size} weights")
+        if np.any(weights < 0) or not np.isclose(weights.sum(), 1.0, atol=1e-9):
+            raise ValueError("weights must be non-negative and sum to 1")
+        if np.any(sds <= 0) or not np.all(np.isfinite(sds)) or not np.all(np.isfinite(means)):
+            raise ValueError("sds must be finite and positive, means finite")
+        object.__setattr__(self, "weights", weights)
+        object.__setattr__(self, "means", means)
+        object.__setattr__(self, "sds", sds)
+
+    def __len__(self) -> int:
+        return int(self.means.shape[0])
+
+    def mean(self) -> FloatArray:
+        return np.asarray(self.means @ self.weights, dtype=np.float64)
+
+    def cdf(self, x: ArrayLike) -> FloatArray:
+        x = np.broadcast_to(np.asarray(x, dtype=np.float64), (len(self),))
+        return np.asarray(stats.norm.cdf((x[:, None] - self.means) / self.sds) @ self.weights, dtype=np.float64)
+
+    def quantile(self, q: float) -> FloatArray:
+        """Bisection on the monotone cdf, bracketed by the components' own q-quantiles, to 1e-10 relative."""
+        _check_q(q)
+        z = stats.norm.ppf(q)
+        lo = (self.means + z * self.sds).min(axis=1)
+        hi = (self.means + z * self.sds).max(axis=1)
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            below = self.cdf(mid) < q
+            lo = np.where(below, mid, lo)
+            hi = np.where(below, hi, mid)
+            if np.all(hi - lo <= 1e-10 * np.maximum(1.0, np.abs(hi))):
+                break
+        return np.asarray(0.5 * (lo + hi), dtype=np.float64)
+
+    def sample(self, size: int, rng: np.random.Generator) -> FloatArray:
+        k = rng.choice(self.weights.size, size=(size, len(self)), p=self.weights)
+        rows = np.arange(len(self))[None, :]
+        return np.asarray(self.means[rows, k] + self.sds[rows, k] * rng.standard_normal((size, len(self))),
+                          dtype=np.float64)

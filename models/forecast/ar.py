@@ -1,0 +1,163 @@
+"""AR1, AR1X (the previous window's average as regressor) and ARI11, fitted by statsmodels (seed 004 1.4)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Self
+
+import numpy as np
+
+from models.forecast.base import Ahead, IntArray, LocationScale
+from models.forecast.errors import ErrorModel
+from models.forecast.series import FloatArray, Series
+
+FIT_METHODS = ("mle", "ols")
+
+
+def _arima(y: FloatArray, order: tuple[int, int, int], exog: FloatArray | None = None) -> Any:
+    """statsmodels ARIMA by exact Gaussian maximum likelihood (R's arima CSS-ML gives the same optimum)."""
+    from statsmodels.tsa.arima.model import ARIMA
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trend = "c" if order[1] == 0 else "n"
+        return ARIMA(y, exog=exog, order=order, trend=trend).fit()
+
+
+def _ar_variance(phi: float, sigma2: float, steps: int) -> FloatArray:
+    """Var(y_{n+h} | y_n) = sigma2 sum_{j<h} phi^{2j}, h = 1..steps."""
+    return np.asarray(sigma2 * np.cumsum(phi ** (2 * np.arange(steps))), dtype=np.float64)
+
+
+class AR1(LocationScale):
+    """(y_t - mu) = phi (y_{t-1} - mu) + e_t, e_t = sigma Z_t."""
+
+    name = "ar1"
+    min_history = 1
+
+    def __init__(self, errors: ErrorModel | None = None, method: str = "mle") -> None:
+        super().__init__(errors)
+        if method not in FIT_METHODS:
+            raise ValueError(f"method={method!r} is not one of {', '.join(FIT_METHODS)}")
+        self.method = method
+        self.mu = 0.0
+        self.phi = 0.0
+        self.sigma2 = 1.0
+
+    def fit(self, data: Series) -> Self:
+        if len(data) < 4:
+            raise ValueError(f"ar1 needs at least 4 windows to fit, got {len(data)}")
+        y = data.y
+        if np.ptp(y) == 0:
+            self.mu, self.phi, self.sigma2 = float(y[0]), 0.0, 1e-12
+            self._fit_errors(np.zeros(2), 1.0)
+            return self
+        if self.method == "mle":
+            res = _arima(y, (1, 0, 0))
+            self.mu, self.phi, self.sigma2 = (float(v) for v in res.params[:3])
+            resid = np.asarray(res.resid)[1:]
+        else:
+            from statsmodels.tsa.ar_model import AutoReg
+
+            res = AutoReg(y, lags=1, trend="c").fit()
+            c, phi = (float(v) for v in res.params)
+            self.phi, self.sigma2 = phi, float(res.sigma2)
+            self.mu = c / (1.0 - phi) if abs(1.0 - phi) > 1e-9 else float(y.mean())
+            resid = np.asarray(res.resid)
+        self.sigma2 = max(self.sigma2, 1e-12)
+        self._fit_errors(resid, float(np.sqrt(self.sigma2)))
+        return self
+
+    def location_scale(self, query: Ahead) -> tuple[FloatArray, FloatArray]:
+        h = np.arange(1, query.steps + 1)
+        loc = self.mu + self.phi ** h * (query.history.y[-1] - self.mu)
+        return loc, np.sqrt(_ar_variance(self.phi, self.sigma2, query.steps))
+
+    def one_step_location_scale(self, series: Series, origins: IntArray) -> tuple[FloatArray, FloatArray]:
+        loc = self.mu + self.phi * (series.y[origins - 1] - self.mu)
+        return loc, np.full(origins.size, np.sqrt(self.sigma2))
+
+
+class AR1X(LocationScale):
+    """Regression with AR(1) errors (R's arima with xreg): y_t = c + b x_{t-1} + n_t, n_t = phi n_{t-1} + e_t.
+
+    x is the window average, lagged one window so that it is known when y_t is forecast. Beyond one step the
+    average is held at its last value.
+    """
+
+    name = "ar1x"
+    min_history = 2
+
+    def __init__(self, errors: ErrorModel | None = None) -> None:
+        super().__init__(errors)
+        self.c = 0.0
+        self.b = 0.0
+        self.phi = 0.0
+        self.sigma2 = 1.0
+
+    def fit(self, data: Series) -> Self:
+        if len(data) < 5:
+            raise ValueError(f"ar1x needs at least 5 windows to fit, got {len(data)}")
+        x = data.require_x(self.name)
+        y, exog = data.y[1:], x[:-1]
+        if np.ptp(y) == 0 or np.ptp(exog) == 0:
+            raise ValueError("ar1x cannot fit a constant max or average series")
+        res = _arima(y, (1, 0, 0), exog)
+        self.c, self.b, self.phi, self.sigma2 = (float(v) for v in res.params[:4])
+        self.sigma2 = max(self.sigma2, 1e-12)
+        self._fit_errors(np.asarray(res.resid)[1:], float(np.sqrt(self.sigma2)))
+        return self
+
+    def _noise(self, y: FloatArray, x_before: FloatArray) -> FloatArray:
+        return np.asarray(y - self.c - self.b * x_before, dtype=np.float64)
+
+    def location_scale(self, query: Ahead) -> tuple[FloatArray, FloatArray]:
+        hist = query.history
+        x = hist.require_x(self.name)
+        n_last = self._noise(hist.y[-1], x[-2])
+        h = np.arange(1, query.steps + 1)
+        loc = self.c + self.b * x[-1] + self.phi ** h * n_last
+        return loc, np.sqrt(_ar_variance(self.phi, self.sigma2, query.steps))
+
+    def one_step_location_scale(self, series: Series, origins: IntArray) -> tuple[FloatArray, FloatArray]:
+        x = series.require_x(self.name)
+        n_last = self._noise(series.y[origins - 1], x[origins - 2])
+        loc = self.c + self.b * x[origins - 1] + self.phi * n_last
+        return loc, np.full(origins.size, np.sqrt(self.sigma2))
+
+
+class ARI11(LocationScale):
+    """ARIMA(1,1,0) without drift: dy_t = phi dy_{t-1} + e_t, the interval added to the last max."""
+
+    name = "ari11"
+    min_history = 2
+
+    def __init__(self, errors: ErrorModel | None = None) -> None:
+        super().__init__(errors)
+        self.phi = 0.0
+        self.sigma2 = 1.0
+
+    def fit(self, data: Series) -> Self:
+        if len(data) < 5:
+            raise ValueError(f"ari11 needs at least 5 windows to fit, got {len(data)}")
+        if np.ptp(np.diff(data.y)) == 0:
+            raise ValueError("ari11 cannot fit a series with constant differences")
+        res = _arima(data.y, (1, 1, 0))
+        self.phi, self.sigma2 = (float(v) for v in res.params[:2])
+        self.sigma2 = max(self.sigma2, 1e-12)
+        self._fit_errors(np.asarray(res.resid)[2:], float(np.sqrt(self.sigma2)))
+        return self
+
+    def location_scale(self, query: Ahead) -> tuple[FloatArray, FloatArray]:
+        y = query.history.y
+        h = np.arange(1, query.steps + 1)
+        d_last = y[-1] - y[-2]
+        # sum of the forecast differences phi^1..phi^h times the last difference
+        loc = y[-1] + d_last * np.cumsum(self.phi ** h)
+        psi = np.cumsum(self.phi ** np.arange(query.steps))  # psi_j = sum_{i<=j} phi^i
+        return loc, np.sqrt(self.sigma2 * np.cumsum(psi ** 2))
+
+    def one_step_location_scale(self, series: Series, origins: IntArray) -> tuple[FloatArray, FloatArray]:
+        y = series.y
+        loc = y[origins - 1] + self.phi * (y[origins - 1] - y[origins - 2])
+        return loc, np.full(origins.size, np.sqrt(self.sigma2))

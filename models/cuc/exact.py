@@ -59,10 +59,11 @@ def _new_highs() -> Any:
 
 
 def solve_exact(jobs: Jobs, capacity: ArrayLike, time_limit: float = 30.0, mip_rel_gap: float = 1e-6,
-                threads: int = 1, hint: ArrayLike | None = None) -> ExactResult:
+                threads: int = 1, hint: ArrayLike | None = None, relax: bool = False) -> ExactResult:
     """max sum c_i d_i X_it s.t. each job starts at most once inside its window and the load <= a_t each hour.
 
-    `hint` (a feasible schedule, e.g. Alg. 3's under a_t) is given to HiGHS as a MIP start."""
+    `hint` (a feasible schedule, e.g. Alg. 3's under a_t) is given to HiGHS as a MIP start. `relax` solves the
+    LP relaxation instead: its value bounds u* from above (the schedule is then empty)."""
     import highspy
 
     a = np.asarray(capacity, dtype=np.float64).ravel()
@@ -82,8 +83,9 @@ def solve_exact(jobs: Jobs, capacity: ArrayLike, time_limit: float = 30.0, mip_r
     # objective: maximise sum_i sum_t c_i d_i X_it
     cost = jobs.value()[m.job]
     h.addVars(n_cols, np.zeros(n_cols), np.ones(n_cols))
-    h.changeColsIntegrality(n_cols, np.arange(n_cols, dtype=np.int32),
-                            np.full(n_cols, highspy.HighsVarType.kInteger))
+    if not relax:
+        h.changeColsIntegrality(n_cols, np.arange(n_cols, dtype=np.int32),
+                                np.full(n_cols, highspy.HighsVarType.kInteger))
     h.changeColsCost(n_cols, np.arange(n_cols, dtype=np.int32), cost)
     h.changeObjectiveSense(highspy.ObjSense.kMaximize)
     # (1) row i: sum_t X_it <= 1, each job starts at most once
@@ -108,11 +110,15 @@ def solve_exact(jobs: Jobs, capacity: ArrayLike, time_limit: float = 30.0, mip_r
     index = np.concatenate(rows_idx).astype(np.int32) if rows_idx else np.zeros(0, np.int32)
     value = np.concatenate(rows_val) if rows_val else np.zeros(0)
     h.addRows(len(rows_idx), np.array(lower), np.array(upper), index.size, starts.astype(np.int32), index, value)
-    if hint is not None:
+    if hint is not None and not relax:
         _set_start(h, m, np.asarray(hint, dtype=np.int64).ravel())
     tick = time.perf_counter()
     h.run()
     elapsed = time.perf_counter() - tick
+    if relax:
+        lp_value = float(h.getInfo().objective_function_value)
+        return ExactResult(start=np.full(len(jobs), UNSCHEDULED, dtype=np.int64), utility=0.0, bound=lp_value,
+                           optimal=h.getModelStatus() == highspy.HighsModelStatus.kOptimal, time_s=elapsed)
     return _extract(h, jobs, m, elapsed)
 
 

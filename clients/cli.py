@@ -37,6 +37,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "clients.commands.server", "clients.commands.jobs",
     "clients.commands.bench",
     "clients.commands.hpc",
+    "clients.commands.cuc",
 )
 
 

@@ -9,6 +9,7 @@ of a_{o+h} is F_o[h] + kappa sigma_h Z, and the constraint is its p-quantile Ã 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -94,7 +95,9 @@ def point_forecast(y: FloatArray, origin: int, fit_window: int, T: int, forecast
     history = Series(y[begin:origin], start=begin)
     model = make_forecaster(forecaster)
     assert isinstance(model, Forecaster)
-    model.fit(history)
+    with warnings.catch_warnings():  # statsmodels' chatter on short or flat windows: silenced at the source
+        warnings.simplefilter("ignore")
+        model.fit(history)
     return np.asarray(model.predict(Ahead(history, T)).mean(), dtype=np.float64)
 
 

@@ -39,6 +39,12 @@ class Jobs:
         for name, value in (("c", c), ("d", d), ("e", e), ("l", l)):
             object.__setattr__(self, name, value)
 
+    @classmethod
+    def of(cls, c: ArrayLike, d: ArrayLike, e: ArrayLike, l: ArrayLike, T: int) -> Jobs:  # noqa: E741
+        """Jobs from any array-likes (lists in tests and examples)."""
+        return cls(np.asarray(c, dtype=np.float64), np.asarray(d, dtype=np.int64), np.asarray(e, dtype=np.int64),
+                   np.asarray(l, dtype=np.int64), T)
+
     def __len__(self) -> int:
         return int(self.c.size)
 

@@ -41,7 +41,7 @@ def brute_force_optimum(jobs: Jobs, cap: np.ndarray) -> float:
 
 def test_hand_trace() -> None:
     # order by c/d: job 1 (4/1), job 0 (6/2), job 2 (1/1)
-    jobs = Jobs(c=[6, 4, 1], d=[2, 1, 1], e=[0, 0, 0], l=[2, 2, 2], T=3)
+    jobs = Jobs.of(c=[6, 4, 1], d=[2, 1, 1], e=[0, 0, 0], l=[2, 2, 2], T=3)
     assert greedy_order(jobs).tolist() == [1, 0, 2]
     cap = [10, 8, 12]
     # job 1: gaps 10-4=6, 8-4=4, 12-4=8 -> hour 2; job 0: t=0 min(10-6, 8-6)=2, t=1 min(8-6, 12-4-6)=2 -> t=0
@@ -50,7 +50,7 @@ def test_hand_trace() -> None:
 
 
 def test_no_strictly_positive_gap_skips_the_job() -> None:
-    jobs = Jobs(c=[5], d=[1], e=[0], l=[1], T=2)
+    jobs = Jobs.of(c=[5], d=[1], e=[0], l=[1], T=2)
     assert greedy_schedule(jobs, [5, 5]).tolist() == [UNSCHEDULED]  # gap 0 is not > 0
     assert greedy_schedule(jobs, [5, 5.5]).tolist() == [1]
 
@@ -64,7 +64,7 @@ def instances(draw: st.DrawFn) -> tuple[Jobs, np.ndarray]:
     l = [draw(st.integers(ei, T - 1)) for ei in e]  # noqa: E741
     c = [draw(st.integers(1, 6)) for _ in range(n)]
     cap = np.array([draw(st.integers(0, 12)) for _ in range(T)], dtype=float)
-    return Jobs(c=c, d=d, e=e, l=l, T=T), cap
+    return Jobs.of(c=c, d=d, e=e, l=l, T=T), cap
 
 
 @settings(max_examples=150, deadline=None)

@@ -8,7 +8,7 @@ from models.cuc.problem import UNSCHEDULED, Jobs, load, utility, utility_ratio, 
 
 def jobs3() -> Jobs:
     # job 0: 2 cores x 3 h, start in [0, 2]; job 1: 5 cores x 1 h in [1, 3]; job 2: 1 core x 2 h in [0, 3]
-    return Jobs(c=[2, 5, 1], d=[3, 1, 2], e=[0, 1, 0], l=[2, 3, 3], T=4)
+    return Jobs.of(c=[2, 5, 1], d=[3, 1, 2], e=[0, 1, 0], l=[2, 3, 3], T=4)
 
 
 def test_load_and_utility_by_hand() -> None:
@@ -48,7 +48,7 @@ def test_last_start_keeps_jobs_inside_the_scope() -> None:
 ])
 def test_jobs_refuse_bad_fields(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        Jobs(T=4, **kwargs)
+        Jobs.of(T=4, **kwargs)
 
 
 def test_schedules_outside_windows_are_refused() -> None:

@@ -13,7 +13,7 @@ import numpy as np
 from models.cuc.exact import solve_exact
 from models.cuc.greedy import greedy_schedule
 from models.cuc.jobs import JobConfig
-from models.cuc.problem import utility, utility_ratio, violation_rate
+from models.cuc.problem import IntArray, utility, utility_ratio, violation_rate
 from models.cuc.protocol import (
     FORECASTERS,
     ErrorLaw,
@@ -219,13 +219,17 @@ def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objecti
     return Trained(theta, outcome, time.perf_counter() - tick, trials)
 
 
+def decide(ev: Evaluator, theta: Theta, p: float, samples: list[Sample], uncertain: bool = True) -> list[IntArray]:
+    """Alg. 4's hourly decisions: predict the capacity law, take Ã = Φ^{-1}(p), schedule with Alg. 3."""
+    return [greedy_schedule(s.jobs, ev.constraint(theta, s, p, uncertain)) for s in samples]
+
+
 def test(ev: Evaluator, theta: Theta, p: float, uncertain: bool = True) -> tuple[Outcome, float]:
     """Alg. 4 on the test samples with θ; the wall time covers forecasts, error laws and Alg. 3, not u*_s."""
     for s in ev.test:
         ev.bound(s)
     tick = time.perf_counter()
-    for s in ev.test:  # the timed part: predict, take the quantile, schedule
-        greedy_schedule(s.jobs, ev.constraint(theta, s, p, uncertain))
+    decide(ev, theta, p, ev.test, uncertain)
     elapsed = time.perf_counter() - tick
     return ev.greedy(theta, ev.test, p, uncertain), elapsed
 

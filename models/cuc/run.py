@@ -108,6 +108,7 @@ class Evaluator:
     test: list[Sample] = field(init=False)
     bank: ForecastBank = field(init=False)
     laws: dict[tuple[str, int, int, int, int], ErrorLaw] = field(default_factory=dict)
+    quantiles: dict[tuple[str, int, int, int, int, float], float] = field(default_factory=dict)
     bounds: dict[int, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -123,19 +124,31 @@ class Evaluator:
             else self.split.test_origins.start
         return origin - (origin - first) % self.refit_every
 
+    def _key(self, theta: Theta, origin: int) -> tuple[str, int, int, int, int]:
+        return (theta.forecaster, theta.fit_window, theta.error_windows, theta.components, self.anchor(origin))
+
     def law(self, theta: Theta, origin: int) -> ErrorLaw:
-        anchor = self.anchor(origin)
-        key = (theta.forecaster, theta.fit_window, theta.error_windows, theta.components, anchor)
+        key = self._key(theta, origin)
         if key not in self.laws:
-            inner = inner_origins(anchor, theta.error_windows, self.split.T)
+            inner = inner_origins(key[-1], theta.error_windows, self.split.T)
             deltas = self.bank.errors(theta.forecaster, theta.fit_window, inner)
             self.laws[key] = fit_error_law(deltas, theta.components, self.seed)
         return self.laws[key]
 
+    def z_quantile(self, theta: Theta, origin: int, p: float) -> float:
+        """Φ_Z^{-1}(p) of the law used at `origin` (a bisection: computed once per law and p)."""
+        key = (*self._key(theta, origin), p)
+        if key not in self.quantiles:
+            self.quantiles[key] = self.law(theta, origin).z_quantile(p)
+        return self.quantiles[key]
+
     def constraint(self, theta: Theta, sample: Sample, p: float, uncertain: bool) -> FloatArray:
         """Alg. 1 lines 3-4 / Alg. 4 lines 1-2: Ã for the sample's scope."""
         forecast = self.bank.get(theta.forecaster, theta.fit_window, sample.origin)
-        return constraint(forecast, self.law(theta, sample.origin) if uncertain else None, p, theta.inflation)
+        if not uncertain:
+            return constraint(forecast, None, p, theta.inflation)
+        law = self.law(theta, sample.origin)
+        return np.maximum(forecast + theta.inflation * law.sigma * self.z_quantile(theta, sample.origin, p), 0.0)
 
     def bound(self, sample: Sample) -> float:
         """u*_s bounded by the LP relaxation of problem (1) under the true capacity (HiGHS)."""

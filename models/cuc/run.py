@@ -28,6 +28,7 @@ from models.cuc.protocol import (
 )
 
 FIT_WINDOWS = (72, 96, 120)
+ERROR_WINDOWS = (24, 36, 48, 60, 72)
 COMPONENTS = (1, 2, 3)
 INFLATION = (0.5, 3.0)
 PENALTY = 1e4  # weight of the violation error against the (0..1) fill in the BO objective
@@ -36,13 +37,12 @@ OBJECTIVES = ("sample", "mean")
 
 @dataclass(frozen=True)
 class Theta:
-    """θ, the prediction model's parameters: the forecaster's fit window (hours), the number of inner windows whose
-    errors fit the law (fixed: all L - 2T + 1 = 73 of the 120-hour history, as Alg. 2), the GMM's largest number of
-    components, and the spread factor kappa; BO tunes all but the error windows."""
+    """θ, the prediction model's parameters that BO tunes: the forecaster's fit window (hours), the number of
+    inner windows whose errors fit the law, the GMM's largest number of components, and the spread factor kappa."""
 
     forecaster: str = "tsdec"
     fit_window: int = 120
-    error_windows: int = 73
+    error_windows: int = 72
     components: int = 2
     inflation: float = 1.0
 
@@ -210,6 +210,7 @@ def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objecti
         theta = replace(
             theta0,
             fit_window=trial.suggest_categorical("fit_window", FIT_WINDOWS),
+            error_windows=trial.suggest_categorical("error_windows", ERROR_WINDOWS),
             components=trial.suggest_categorical("components", COMPONENTS),
             inflation=trial.suggest_float("inflation", *INFLATION),
         )
@@ -221,8 +222,8 @@ def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objecti
 
     sampler = optuna.samplers.TPESampler(seed=seed)
     study = optuna.create_study(direction="minimize", sampler=sampler)
-    study.enqueue_trial({"fit_window": theta0.fit_window, "components": theta0.components,
-                         "inflation": theta0.inflation})
+    study.enqueue_trial({"fit_window": theta0.fit_window, "error_windows": theta0.error_windows,
+                         "components": theta0.components, "inflation": theta0.inflation})
     study.optimize(score, n_trials=steps)
     best = study.best_trial
     theta = replace(theta0, **best.params)

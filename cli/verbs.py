@@ -38,6 +38,8 @@ VERBS: dict[str, Verb] = {
     "hpc-study": Verb("cli.commands.hpc", STUDIES, "compare the seed-001 schedulers on an SWF trace (Table 2)"),
     "predict": Verb("cli.commands.predict", STUDIES, "learned runtime distributions: score predictors, traces as SoWs"),
     "forecast": Verb("cli.commands.forecast", STUDIES, "forecast VM CPU with prediction intervals; seed 004's scores"),
+    "cuc": Verb("cli.commands.cuc", STUDIES, "CUC on one VM type's capacity series: BO-tuned quantile, train and test"),
+    "cuc-study": Verb("cli.commands.cuc", STUDIES, "analogues of seed 003's Tables 1-3 (methods, ablation, p)"),
     "stochastic": Verb("cli.commands.stochastic", STUDIES, "the stochastic variant: its LP, bundle prices, a sweep"),
     "capacity-plan": Verb(
         "cli.commands.capacity",

@@ -16,6 +16,7 @@ from cli.verbs import add_verb
 # Each benchmark module exposes `add_arguments(parser)`, `run(args) -> dict` and `table(result) -> str`.
 BENCHMARKS: dict[str, str] = {
     "cli": "benchmarks.cli",
+    "cuc": "benchmarks.cuc",
     "forecast": "benchmarks.forecast",
     "planning": "benchmarks.planning",
     "predict": "benchmarks.predict",

@@ -1,0 +1,141 @@
+"""`sowsched cuc` and `sowsched cuc-study`: CUC (seed 003) on the Azure capacity series, jobs generated."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cli.args import add_output_arguments, bounded_int, positive_float
+from cli.verbs import add_verb
+
+DEFAULT_DATA = Path("../shared/data/azure-capacity")
+DEFAULT_FILES = ("capacity_azure2017.csv", "capacity_azure2019.csv")
+
+
+def probability(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must lie strictly between 0 and 1")
+    return value
+
+
+def _generator(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--demand-multiple", type=positive_float, default=1.5,
+                        help="generated jobs' total demand over the scope's capacity-hours (default 1.5)")
+    parser.add_argument("--max-share", type=probability, default=0.05,
+                        help="largest job demand as a share of the hourly capacity (default 0.05)")
+    parser.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the jobs, the GMM and BO")
+    parser.add_argument("--objective", choices=("sample", "mean"), default="sample",
+                        help="BO's violation error: per sample as the seed writes it, or on the mean rate")
+    add_output_arguments(parser)
+
+
+def register(sub: Any) -> None:
+    p = add_verb(sub, "cuc")
+    p.add_argument("--capacity", required=True, help="capacity CSV (TimeStamp,Column1,TotalCores; .gz too)")
+    p.add_argument("--vm-type", required=True, help="the Column1 value to schedule, e.g. t1str")
+    p.add_argument("--p", type=probability, required=True, help="violation level p, e.g. 0.001 for 0.1 %%")
+    p.add_argument("--bo-steps", type=bounded_int(1), default=50, help="BO steps k (default 50, the seed's)")
+    p.add_argument("--refit-every", type=bounded_int(1), default=24, help="hours between error-law refits")
+    _generator(p)
+    p.set_defaults(func=_refusing(cuc))
+    s = add_verb(sub, "cuc-study")
+    s.add_argument("--capacity", action="append",
+                   help="capacity CSV, repeatable (default: the Azure 2017 and 2019 files in ../shared/data)")
+    s.add_argument("--bo-steps", type=bounded_int(1), default=30, help="BO steps k per CUC run (default 30)")
+    s.add_argument("--exact-time-limit", type=positive_float, default=0.5,
+                   help="HiGHS seconds per sample for the X+HiGHS baselines (default 0.5)")
+    s.add_argument("--vm-types", help="comma-separated VM types (default: every type of each file)")
+    s.add_argument("--p-levels", help="comma-separated p values for Table 3 (default 0.001,...,0.1)")
+    _generator(s)
+    s.set_defaults(func=_refusing(cuc_study))
+
+
+def _check_paths(paths: list[str]) -> None:
+    for path in paths:
+        if not Path(path).is_file():
+            raise ValueError(f"--capacity={path}: no such file")
+
+
+def _refusing(body: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Bad input (a missing file, an unknown VM type, a malformed CSV): one line on stderr and exit 2."""
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return body(args)
+        except (OSError, ValueError) as exc:
+            print(f"sowsched {args.command}: {exc}", file=sys.stderr)
+            return 2
+    return run
+
+
+def _jobs(args: argparse.Namespace) -> Any:
+    from models.cuc.jobs import JobConfig
+
+    return JobConfig(demand_multiple=args.demand_multiple, max_share=args.max_share)
+
+
+def cuc(args: argparse.Namespace) -> int:
+    _check_paths([args.capacity])
+    from models.cuc.data import load_capacity
+
+    y = load_capacity(args.capacity).of(args.vm_type)
+    jobs = _jobs(args)
+    from models.cuc.protocol import Split
+    from models.cuc.run import Evaluator, run_cuc
+
+    ev = Evaluator(y, Split(len(y)), jobs, args.seed, args.refit_every)
+    out = run_cuc(y, args.p, args.bo_steps, args.seed, ev=ev, objective=args.objective)
+    out.update({"capacity": args.capacity, "vm_type": args.vm_type, "p": args.p, "bo_steps": args.bo_steps,
+                "seed": args.seed, "jobs": "generated", "generator": {**vars(jobs), "T": 24}})
+    if args.json:
+        print(json.dumps(out, sort_keys=True))
+    else:
+        for phase in ("train", "test"):
+            r = out[phase]
+            print(f"{phase}: util {100 * r['util']:.2f} %  violation {100 * r['violation']:.3f} %  "
+                  f"time {r['time_s']:.2f} s  ({r['samples']} samples, jobs generated)")
+        print(f"theta: {out['theta']}")
+    sys.stdout.flush()
+    return 0
+
+
+def _floats(text: str, flag: str) -> tuple[float, ...]:
+    values = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            raise ValueError(f"{flag}={text!r}: {part!r} is not a number") from None
+        if not 0 < value < 1:
+            raise ValueError(f"{flag}={text!r}: {value} must lie strictly between 0 and 1")
+        values.append(value)
+    return tuple(values)
+
+
+def cuc_study(args: argparse.Namespace) -> int:
+    paths = args.capacity or [str(DEFAULT_DATA / f) for f in DEFAULT_FILES]
+    _check_paths(paths)
+    from models.cuc.study import P_LEVELS, StudyConfig, run_study, study_tables
+
+    p_levels = _floats(args.p_levels, "--p-levels") if args.p_levels else P_LEVELS
+    vm_types = tuple(t for t in args.vm_types.split(",") if t) if args.vm_types else None
+    datasets = {Path(p).name.split(".")[0].removeprefix("capacity_"): p for p in paths}
+    cfg = StudyConfig(datasets=datasets, bo_steps=args.bo_steps, seed=args.seed, jobs=_jobs(args),
+                      exact_time_limit=args.exact_time_limit, p_levels=p_levels, vm_types=vm_types,
+                      objective=args.objective)
+    results = run_study(cfg)
+    if args.json:
+        print(json.dumps({"results": results, "jobs": "generated", "bo_steps": args.bo_steps, "seed": args.seed,
+                          "p_levels": list(p_levels), "datasets": datasets}, sort_keys=True))
+    else:
+        print(study_tables(results))
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,128 @@
+"""The exact optimum of problem (1) with a known capacity, as a MILP solved by HiGHS (the seed used Gurobi)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from models.cuc.problem import UNSCHEDULED, Jobs
+from models.highs import quiet_highs
+
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class ExactResult:
+    """The schedule, its utility, HiGHS's dual bound and status, and the wall time of the solve."""
+
+    start: IntArray
+    utility: float
+    bound: float
+    optimal: bool
+    time_s: float
+
+
+@dataclass(frozen=True)
+class _Model:
+    job: IntArray  # column k is X_{job[k], hour[k]}
+    hour: IntArray
+
+
+def _columns(jobs: Jobs) -> _Model:
+    """One binary X_it per job i and feasible start t in [e_i, ST_i] (the windows of constraint 2 of (1))."""
+    counts = np.maximum(jobs.last_start - jobs.e + 1, 0)
+    job = np.repeat(np.arange(len(jobs), dtype=np.int64), counts)
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    hour = jobs.e[job] + (np.arange(job.size, dtype=np.int64) - first)
+    return _Model(job=job, hour=hour)
+
+
+def solve_exact(jobs: Jobs, capacity: ArrayLike, time_limit: float = 30.0, mip_rel_gap: float = 1e-6,
+                threads: int = 1, hint: ArrayLike | None = None, relax: bool = False) -> ExactResult:
+    """max sum c_i d_i X_it s.t. each job starts at most once inside its window and the load <= a_t each hour.
+
+    `hint` (a feasible schedule, e.g. Alg. 3's under a_t) is given to HiGHS as a MIP start. `relax` solves the
+    LP relaxation instead: its value bounds u* from above (the schedule is then empty)."""
+    import highspy
+
+    a = np.asarray(capacity, dtype=np.float64).ravel()
+    if a.size != jobs.T:
+        raise ValueError(f"capacity has {a.size} hours for a scope of T={jobs.T}")
+    if not time_limit > 0:
+        raise ValueError(f"time_limit={time_limit} must be > 0")
+    m = _columns(jobs)
+    n_cols = m.job.size
+    h = quiet_highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("time_limit", float(time_limit))
+    h.setOptionValue("mip_rel_gap", float(mip_rel_gap))
+    h.setOptionValue("threads", int(threads))
+    h.setOptionValue("random_seed", 0)
+    inf = highspy.kHighsInf
+    # objective: maximise sum_i sum_t c_i d_i X_it
+    cost = jobs.value()[m.job]
+    h.addVars(n_cols, np.zeros(n_cols), np.ones(n_cols))
+    if not relax:
+        h.changeColsIntegrality(n_cols, np.arange(n_cols, dtype=np.int32),
+                                np.full(n_cols, highspy.HighsVarType.kInteger))
+    h.changeColsCost(n_cols, np.arange(n_cols, dtype=np.int32), cost)
+    h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+    # (1) row i: sum_t X_it <= 1, each job starts at most once
+    rows_idx: list[np.ndarray] = []
+    rows_val: list[np.ndarray] = []
+    order = np.argsort(m.job, kind="stable")
+    bounds = np.searchsorted(m.job[order], np.arange(len(jobs) + 1))
+    for i in range(len(jobs)):
+        rows_idx.append(order[bounds[i]:bounds[i + 1]])
+        rows_val.append(np.ones(bounds[i + 1] - bounds[i]))
+    lower = [-inf] * len(jobs)
+    upper = [1.0] * len(jobs)
+    # (1) row t: sum_i sum_{t - d_i < t' <= t} c_i X_it' <= a_t, the capacity of each hour
+    end = m.hour + jobs.d[m.job]
+    for t in range(jobs.T):
+        k = np.flatnonzero((m.hour <= t) & (t < end))
+        rows_idx.append(k)
+        rows_val.append(jobs.c[m.job[k]])
+        lower.append(-inf)
+        upper.append(float(a[t]))
+    starts = np.cumsum([0] + [len(r) for r in rows_idx[:-1]])
+    index = np.concatenate(rows_idx).astype(np.int32) if rows_idx else np.zeros(0, np.int32)
+    value = np.concatenate(rows_val) if rows_val else np.zeros(0)
+    h.addRows(len(rows_idx), np.array(lower), np.array(upper), index.size, starts.astype(np.int32), index, value)
+    if hint is not None and not relax:
+        _set_start(h, m, np.asarray(hint, dtype=np.int64).ravel())
+    tick = time.perf_counter()
+    h.run()
+    elapsed = time.perf_counter() - tick
+    if relax:
+        lp_value = float(h.getInfo().objective_function_value)
+        return ExactResult(start=np.full(len(jobs), UNSCHEDULED, dtype=np.int64), utility=0.0, bound=lp_value,
+                           optimal=h.getModelStatus() == highspy.HighsModelStatus.kOptimal, time_s=elapsed)
+    return _extract(h, jobs, m, elapsed)
+
+
+def _set_start(h: Any, m: _Model, start: NDArray[np.int64]) -> None:
+    """The MIP start X_it = 1 where the hint starts job i at t."""
+    x = (start[m.job] == m.hour).astype(np.float64)
+    sol = h.getSolution()
+    sol.col_value = list(x)
+    h.setSolution(sol)
+
+
+def _extract(h: Any, jobs: Jobs, m: _Model, elapsed: float) -> ExactResult:
+    import highspy
+
+    status = h.getModelStatus()
+    start = np.full(len(jobs), UNSCHEDULED, dtype=np.int64)
+    if h.getInfo().primal_solution_status == 2:  # kSolutionStatusFeasible
+        x = np.asarray(h.getSolution().col_value)
+        on = x > 0.5
+        start[m.job[on]] = m.hour[on]
+    util = float(jobs.value()[start != UNSCHEDULED].sum())
+    bound = float(h.getInfo().mip_dual_bound)
+    return ExactResult(start=start, utility=util, bound=bound,
+                       optimal=status == highspy.HighsModelStatus.kOptimal, time_s=elapsed)

@@ -1,0 +1,265 @@
+"""CUC end to end on one capacity series: Alg. 1 (BO of θ on the training samples), Alg. 4 (the test) and the
+baselines (no uncertainty; no BO; a forecaster with the exact solver)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from models.cuc.exact import solve_exact
+from models.cuc.greedy import greedy_schedule
+from models.cuc.jobs import JobConfig
+from models.cuc.problem import IntArray, utility, utility_ratio, violation_rate
+from models.cuc.protocol import (
+    FORECASTERS,
+    ErrorLaw,
+    FloatArray,
+    ForecastBank,
+    Sample,
+    Split,
+    constraint,
+    fit_error_law,
+    inner_origins,
+    make_samples,
+)
+
+FIT_WINDOWS = (72, 96, 120)
+ERROR_WINDOWS = (24, 36, 48, 60, 72)
+COMPONENTS = (1, 2, 3)
+INFLATION = (0.5, 3.0)
+PENALTY = 1e4  # weight of the violation error against the (0..1) fill in the BO objective
+OBJECTIVES = ("sample", "mean")
+
+
+@dataclass(frozen=True)
+class Theta:
+    """θ, the prediction model's parameters that BO tunes: the forecaster's fit window (hours), the number of
+    inner windows whose errors fit the law, the GMM's largest number of components, and the spread factor kappa."""
+
+    forecaster: str = "tsdec"
+    fit_window: int = 120
+    error_windows: int = 72
+    components: int = 2
+    inflation: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.forecaster not in FORECASTERS:
+            raise ValueError(f"forecaster={self.forecaster!r} is not one of {', '.join(FORECASTERS)}")
+        if self.fit_window < 4 or self.error_windows < 2 or self.components < 1 or not self.inflation > 0:
+            raise ValueError(f"invalid θ {self}: fit_window >= 4, error_windows >= 2, components >= 1, "
+                             "inflation > 0")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Per-sample utility u_s, clairvoyant bound u*_s and violation rate v_s (eq. 4) of one method."""
+
+    utility: FloatArray
+    bound: FloatArray
+    violation: FloatArray
+
+    @property
+    def util(self) -> float:
+        """Eq. (5) averaged over samples (u*_s bounded above by the LP relaxation, so a lower bound)."""
+        return float(np.mean([utility_ratio(u, b) for u, b in zip(self.utility, self.bound, strict=True)]))
+
+    @property
+    def vio(self) -> float:
+        """Vio = sum_s v_s / S."""
+        return float(np.mean(self.violation))
+
+    def error(self, p: float, objective: str = "sample") -> float:
+        """Alg. 1's violation error: sum_s max(v_s - p, 0) / S as the seed writes it ("sample"), or
+        max(Vio - p, 0) on the mean violation rate as the seed's published code computes it ("mean")."""
+        if objective == "sample":
+            return float(np.mean(np.maximum(self.violation - p, 0.0)))
+        if objective == "mean":
+            return max(self.vio - p, 0.0)
+        raise ValueError(f"objective={objective!r} is not one of {', '.join(OBJECTIVES)}")
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A phase's summary: mean utility ratio, mean violation rate and its wall time (seconds)."""
+
+    util: float
+    violation: float
+    time_s: float
+    samples: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return asdict(self)
+
+
+@dataclass
+class Evaluator:
+    """The samples of one series with their generated jobs, the forecast bank and the error laws (cached)."""
+
+    y: FloatArray
+    split: Split
+    jobs: JobConfig
+    seed: int = 0
+    refit_every: int = 24
+    train: list[Sample] = field(init=False)
+    test: list[Sample] = field(init=False)
+    bank: ForecastBank = field(init=False)
+    laws: dict[tuple[str, int, int, int, int], ErrorLaw] = field(default_factory=dict)
+    quantiles: dict[tuple[str, int, int, int, int, float], float] = field(default_factory=dict)
+    bounds: dict[int, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.refit_every < 1:
+            raise ValueError(f"refit_every={self.refit_every} must be >= 1 hour")
+        self.train = make_samples(self.y, self.split.train_origins, self.split.T, self.jobs, self.seed)
+        self.test = make_samples(self.y, self.split.test_origins, self.split.T, self.jobs, self.seed)
+        self.bank = ForecastBank(self.y, self.split.T)
+
+    def anchor(self, origin: int) -> int:
+        """The origin at which the error law used at `origin` was fitted (every refit_every hours of a phase)."""
+        first = self.split.train_origins.start if origin < self.split.test_origins.start \
+            else self.split.test_origins.start
+        return origin - (origin - first) % self.refit_every
+
+    def _key(self, theta: Theta, origin: int) -> tuple[str, int, int, int, int]:
+        return (theta.forecaster, theta.fit_window, theta.error_windows, theta.components, self.anchor(origin))
+
+    def law(self, theta: Theta, origin: int) -> ErrorLaw:
+        key = self._key(theta, origin)
+        if key not in self.laws:
+            inner = inner_origins(key[-1], theta.error_windows, self.split.T)
+            deltas = self.bank.errors(theta.forecaster, theta.fit_window, inner)
+            self.laws[key] = fit_error_law(deltas, theta.components, self.seed)
+        return self.laws[key]
+
+    def z_quantile(self, theta: Theta, origin: int, p: float) -> float:
+        """Φ_Z^{-1}(p) of the law used at `origin` (a bisection: computed once per law and p)."""
+        key = (*self._key(theta, origin), p)
+        if key not in self.quantiles:
+            self.quantiles[key] = self.law(theta, origin).z_quantile(p)
+        return self.quantiles[key]
+
+    def constraint(self, theta: Theta, sample: Sample, p: float, uncertain: bool) -> FloatArray:
+        """Alg. 1 lines 3-4 / Alg. 4 lines 1-2: Ã for the sample's scope."""
+        forecast = self.bank.get(theta.forecaster, theta.fit_window, sample.origin)
+        if not uncertain:
+            return constraint(forecast, None, p, theta.inflation)
+        law = self.law(theta, sample.origin)
+        return np.maximum(forecast + theta.inflation * law.sigma * self.z_quantile(theta, sample.origin, p), 0.0)
+
+    def bound(self, sample: Sample) -> float:
+        """u*_s bounded by the LP relaxation of problem (1) under the true capacity (HiGHS)."""
+        if sample.origin not in self.bounds:
+            self.bounds[sample.origin] = solve_exact(sample.jobs, sample.truth, relax=True).bound
+        return self.bounds[sample.origin]
+
+    def greedy(self, theta: Theta, samples: list[Sample], p: float, uncertain: bool = True) -> Outcome:
+        """Alg. 3 under Ã on every sample, scored against the true capacity."""
+        u, b, v = [], [], []
+        for s in samples:
+            start = greedy_schedule(s.jobs, self.constraint(theta, s, p, uncertain))
+            u.append(utility(s.jobs, start))
+            b.append(self.bound(s))
+            v.append(violation_rate(s.jobs, start, s.truth))
+        return Outcome(np.array(u), np.array(b), np.array(v))
+
+    def exact(self, theta: Theta, samples: list[Sample], time_limit: float) -> Outcome:
+        """The two-stage baseline: the point forecast as the capacity, problem (1) by HiGHS (greedy MIP start)."""
+        u, b, v = [], [], []
+        for s in samples:
+            cap = self.constraint(theta, s, 0.5, uncertain=False)
+            result = solve_exact(s.jobs, cap, time_limit=time_limit, hint=greedy_schedule(s.jobs, cap))
+            u.append(result.utility)
+            b.append(self.bound(s))
+            v.append(violation_rate(s.jobs, result.start, s.truth))
+        return Outcome(np.array(u), np.array(b), np.array(v))
+
+
+def fill(outcome: Outcome, samples: list[Sample]) -> float:
+    """Mean share of the true capacity-hours that the schedule uses (BO's tie-break: more is better)."""
+    return float(np.mean([u / max(float(s.truth.sum()), 1e-9) for u, s in zip(outcome.utility, samples,
+                                                                                 strict=True)]))
+
+
+@dataclass(frozen=True)
+class Trained:
+    """Alg. 1's output: the chosen θ, its training outcome, the BO wall time and every trial's (θ, error, fill)."""
+
+    theta: Theta
+    outcome: Outcome
+    time_s: float
+    trials: list[dict[str, float | int | str]]
+
+
+def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objective: str = "sample") -> Trained:
+    """Alg. 1: BO (optuna TPE, seeded) of θ on the training samples, minimising sum_s max(v_s - p, 0) / S and,
+    among θ with the same error, maximising the capacity used; the first trial is θ0."""
+    import optuna
+
+    if steps < 1:
+        raise ValueError(f"bo-steps={steps} must be >= 1")
+    Outcome(np.zeros(1), np.ones(1), np.zeros(1)).error(p, objective)  # validates the name
+    optuna.logging.set_verbosity(logging.WARNING)
+    optuna.logging.disable_default_handler()
+    tick = time.perf_counter()
+
+    def score(trial: optuna.Trial) -> float:
+        theta = replace(
+            theta0,
+            fit_window=trial.suggest_categorical("fit_window", FIT_WINDOWS),
+            error_windows=trial.suggest_categorical("error_windows", ERROR_WINDOWS),
+            components=trial.suggest_categorical("components", COMPONENTS),
+            inflation=trial.suggest_float("inflation", *INFLATION),
+        )
+        outcome = ev.greedy(theta, ev.train, p)
+        err, used = outcome.error(p, objective), fill(outcome, ev.train)
+        trial.set_user_attr("error", err)
+        trial.set_user_attr("fill", used)
+        return PENALTY * err + (1.0 - used)
+
+    sampler = optuna.samplers.TPESampler(seed=seed)
+    study = optuna.create_study(direction="minimize", sampler=sampler)
+    study.enqueue_trial({"fit_window": theta0.fit_window, "error_windows": theta0.error_windows,
+                         "components": theta0.components, "inflation": theta0.inflation})
+    study.optimize(score, n_trials=steps)
+    best = study.best_trial
+    theta = replace(theta0, **best.params)
+    outcome = ev.greedy(theta, ev.train, p)
+    trials = [{**t.params, "error": t.user_attrs["error"], "fill": t.user_attrs["fill"]} for t in study.trials]
+    return Trained(theta, outcome, time.perf_counter() - tick, trials)
+
+
+def decide(ev: Evaluator, theta: Theta, p: float, samples: list[Sample], uncertain: bool = True) -> list[IntArray]:
+    """Alg. 4's hourly decisions: predict the capacity law, take Ã = Φ^{-1}(p), schedule with Alg. 3."""
+    return [greedy_schedule(s.jobs, ev.constraint(theta, s, p, uncertain)) for s in samples]
+
+
+def test(ev: Evaluator, theta: Theta, p: float, uncertain: bool = True) -> tuple[Outcome, float]:
+    """Alg. 4 on the test samples with θ; the wall time covers forecasts, error laws and Alg. 3, not u*_s."""
+    for s in ev.test:
+        ev.bound(s)
+    tick = time.perf_counter()
+    decide(ev, theta, p, ev.test, uncertain)
+    elapsed = time.perf_counter() - tick
+    return ev.greedy(theta, ev.test, p, uncertain), elapsed
+
+
+def phase(outcome: Outcome, time_s: float) -> Phase:
+    return Phase(util=outcome.util, violation=outcome.vio, time_s=time_s, samples=int(outcome.utility.size))
+
+
+def run_cuc(y: FloatArray, p: float, bo_steps: int, seed: int = 0, jobs: JobConfig | None = None,
+            theta0: Theta | None = None, refit_every: int = 24, ev: Evaluator | None = None,
+            objective: str = "sample") -> dict[str, Any]:
+    """CUC on one series: train (Alg. 1) then test (Alg. 4); the `train`/`test` phases and the chosen θ."""
+    if not 0 < p < 1:
+        raise ValueError(f"p={p} must lie strictly between 0 and 1")
+    ev = ev if ev is not None else Evaluator(y, Split(len(y)), jobs or JobConfig(), seed, refit_every)
+    trained = train(ev, p, bo_steps, theta0 or Theta(), seed, objective)
+    tested, elapsed = test(ev, trained.theta, p)
+    return {"train": phase(trained.outcome, trained.time_s).as_dict(),
+            "test": phase(tested, elapsed).as_dict(),
+            "theta": asdict(trained.theta)}

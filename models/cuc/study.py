@@ -1,0 +1,124 @@
+"""Analogues of seed 003's Tables 1-3 on the Azure capacity series (with generated jobs)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from models.cuc.data import load_capacity
+from models.cuc.greedy import greedy_schedule
+from models.cuc.jobs import JobConfig
+from models.cuc.problem import utility, violation_rate
+from models.cuc.protocol import Split
+from models.cuc.run import Evaluator, Outcome, Theta, test, train
+
+P_LEVELS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
+BASELINE_FORECASTERS = ("tsdec", "ar1")
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """What the study runs: the datasets (name -> CSV), BO steps, seeds, the generator and the MIP time limit."""
+
+    datasets: dict[str, str]
+    bo_steps: int = 30
+    seed: int = 0
+    jobs: JobConfig = field(default_factory=JobConfig)
+    exact_time_limit: float = 0.5
+    p_levels: tuple[float, ...] = P_LEVELS
+    vm_types: tuple[str, ...] | None = None
+    objective: str = "sample"
+
+
+@dataclass
+class Cell:
+    """One method on one dataset: the per-sample outcomes pooled over VM types and the summed wall time."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    time_s: float = 0.0
+
+    def add(self, outcome: Outcome, seconds: float) -> None:
+        self.outcomes.append(outcome)
+        self.time_s += seconds
+
+    def summary(self) -> dict[str, float]:
+        u = np.concatenate([o.utility for o in self.outcomes])
+        b = np.concatenate([o.bound for o in self.outcomes])
+        v = np.concatenate([o.violation for o in self.outcomes])
+        pooled = Outcome(u, b, v)
+        return {"util": 100 * pooled.util, "violation": 100 * pooled.vio, "time_s": self.time_s,
+                "samples": int(u.size)}
+
+
+def clairvoyant_greedy(ev: Evaluator) -> Outcome:
+    """Alg. 3 given the true capacity: the greedy's own ceiling (no forecast error at all)."""
+    u = [utility(s.jobs, greedy_schedule(s.jobs, s.truth)) for s in ev.test]
+    v = [violation_rate(s.jobs, greedy_schedule(s.jobs, s.truth), s.truth) for s in ev.test]
+    return Outcome(np.array(u), np.array([ev.bound(s) for s in ev.test]), np.array(v))
+
+
+def run_type(ev: Evaluator, cfg: StudyConfig, cells: dict[str, Cell]) -> None:
+    """Every method of Tables 1-3 on one VM type's series, added to the dataset's cells."""
+    theta0 = Theta()
+    for name in BASELINE_FORECASTERS:  # Table 1: X + HiGHS, no uncertainty
+        tick = time.perf_counter()
+        outcome = ev.exact(Theta(forecaster=name), ev.test, cfg.exact_time_limit)
+        cells.setdefault(f"{name.upper()}+HiGHS", Cell()).add(outcome, time.perf_counter() - tick)
+    outcome, seconds = test(ev, theta0, 0.5, uncertain=False)  # Table 2: without uncertainty
+    cells.setdefault("W/o uncertainty", Cell()).add(outcome, seconds)
+    trained = train(ev, P_LEVELS[0], 1, theta0, cfg.seed, cfg.objective)  # Table 2: without BO (k = 1)
+    outcome, seconds = test(ev, trained.theta, P_LEVELS[0])
+    cells.setdefault("W/o BO (p = 0.1 %)", Cell()).add(outcome, trained.time_s + seconds)
+    for p in cfg.p_levels:  # Tables 1-3: CUC
+        trained = train(ev, p, cfg.bo_steps, theta0, cfg.seed, cfg.objective)
+        outcome, seconds = test(ev, trained.theta, p)
+        cells.setdefault(f"CUC (p = {100 * p:g} %)", Cell()).add(outcome, trained.time_s + seconds)
+    cells.setdefault("Alg. 3 with the true capacity", Cell()).add(clairvoyant_greedy(ev), 0.0)
+
+
+def run_study(cfg: StudyConfig) -> dict[str, dict[str, dict[str, float]]]:
+    """{dataset: {method: {util %, violation %, time_s, samples}}} pooled over the VM types of each dataset."""
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for name, path in cfg.datasets.items():
+        data = load_capacity(Path(path))
+        cells: dict[str, Cell] = {}
+        for vm_type in cfg.vm_types or data.vm_types:
+            y = data.of(vm_type)
+            run_type(Evaluator(y, Split(len(y)), cfg.jobs, cfg.seed), cfg, cells)
+        results[name] = {method: cell.summary() for method, cell in cells.items()}
+    return results
+
+
+def _table(results: dict[str, dict[str, dict[str, float]]], methods: list[str], title: str,
+           with_time: bool) -> str:
+    names = list(results)
+    head = "| method | " + " | ".join(
+        f"{n} Util (%) | {n} Vio (%)" + (f" | {n} Time (s)" if with_time else "") for n in names) + " |"
+    rule = "| --- " * (1 + len(names) * (3 if with_time else 2)) + "|"
+    rows = []
+    for m in methods:
+        cells = []
+        for n in names:
+            r = results[n].get(m)
+            if r is None:
+                cells += ["-"] * (3 if with_time else 2)
+                continue
+            cells += [f"{r['util']:.2f}", f"{r['violation']:.2f}"] + ([f"{r['time_s']:.1f}"] if with_time else [])
+        rows.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join([title, "", head, rule, *rows])
+
+
+def study_tables(results: dict[str, dict[str, dict[str, float]]]) -> str:
+    """Markdown analogues of Tables 1 (methods), 2 (ablation) and 3 (p), jobs generated."""
+    methods = sorted({m for r in results.values() for m in r})
+    p_rows = [m for m in methods if m.startswith("CUC")]
+    p_rows.sort(key=lambda m: float(m.split("= ")[1].split(" %")[0]))
+    t1 = [m for m in methods if m.endswith("+HiGHS")] + p_rows[:1] + ["Alg. 3 with the true capacity"]
+    t2 = ["W/o uncertainty", "W/o BO (p = 0.1 %)", *p_rows[:1]]
+    note = "(job requests generated, see docs/cuc.md; Util against the LP bound of the clairvoyant optimum)"
+    return "\n\n".join([_table(results, t1, f"Table 1: methods x datasets {note}", True),
+                        _table(results, t2, "Table 2: ablation", False),
+                        _table(results, p_rows, "Table 3: violation level p", False)])

@@ -1,0 +1,63 @@
+"""`sowsched cuc` and `sowsched cuc-study`: one JSON document on stdout, bad input refused with exit 2."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cli.main import main
+
+
+def tiny_file(tmp_path: Path) -> Path:
+    """14 days of a noisy daily season for one VM type (the real files take minutes in the study)."""
+    rng = np.random.default_rng(0)
+    t = np.arange(336)
+    y = np.round(1000 + 80 * np.sin(2 * np.pi * t / 24) + rng.normal(0, 15, t.size))
+    lines = ["TimeStamp,Column1,TotalCores"] + [f"h{k:04d},t1,{v:.0f}" for k, v in enumerate(y)]
+    path = tmp_path / "cap.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_cuc_prints_one_json_document(tmp_path: Path) -> None:
+    path = tiny_file(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "cli.main", "cuc", "--capacity", str(path), "--vm-type", "t1",
+                          "--p", "0.05", "--bo-steps", "2", "--max-share", "0.2", "--json"],
+                         capture_output=True, text=True, check=True)
+    doc = json.loads(out.stdout)
+    for phase in ("train", "test"):
+        assert {"util", "violation", "time_s"} <= set(doc[phase])
+    assert doc["jobs"] == "generated" and doc["vm_type"] == "t1"
+
+
+def test_cuc_study_on_one_type_and_one_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tiny_file(tmp_path)
+    assert main(["cuc-study", "--capacity", str(path), "--bo-steps", "1", "--p-levels", "0.05",
+                 "--max-share", "0.2", "--exact-time-limit", "0.2", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    methods = doc["results"]["cap"]
+    assert {"TSDEC+HiGHS", "AR1+HiGHS", "W/o uncertainty", "W/o BO (p = 0.1 %)", "CUC (p = 5 %)",
+            "Alg. 3 with the true capacity"} == set(methods)
+    assert methods["Alg. 3 with the true capacity"]["violation"] == 0.0
+
+
+@pytest.mark.parametrize(("argv", "match"), [
+    (["cuc", "--capacity", "missing.csv", "--vm-type", "t1", "--p", "0.01"], "--capacity=missing.csv: no such file"),
+    (["cuc", "--capacity", "{file}", "--vm-type", "zz", "--p", "0.01"], "vm-type='zz' is not in the data"),
+    (["cuc-study", "--capacity", "{file}", "--p-levels", "0.1,2"], "--p-levels='0.1,2': 2.0 must lie strictly"),
+])
+def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], match: str) -> None:
+    path = tiny_file(tmp_path)
+    assert main([a.replace("{file}", str(path)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert match in err and err.count("\n") == 1
+
+
+def test_p_out_of_range_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["cuc", "--capacity", "x", "--vm-type", "t1", "--p", "1.5"])
+    assert exit_info.value.code == 2
+    assert "1.5 must lie strictly between 0 and 1" in capsys.readouterr().err

@@ -1,0 +1,77 @@
+"""Alg. 1 and Alg. 4 end to end on a synthetic series: determinism, the phases' fields, the baselines."""
+
+import numpy as np
+import pytest
+
+from models.cuc.jobs import JobConfig
+from models.cuc.protocol import Split
+from models.cuc.run import Evaluator, Outcome, Theta, run_cuc, train
+from models.cuc.run import test as run_test
+
+JOBS = JobConfig(demand_multiple=1.2, max_share=0.2)  # few, large jobs: fast
+
+
+def series(seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(336)
+    return 1000 + 80 * np.sin(2 * np.pi * t / 24) + rng.normal(0, 15, t.size)
+
+
+def evaluator(seed: int = 0) -> Evaluator:
+    """The seed's split with one training day instead of six (fast)."""
+    y = series()
+    return Evaluator(y, Split(len(y), train_hours=24), JOBS, seed)
+
+
+def drop_times(out: dict) -> dict:
+    return {k: ({kk: vv for kk, vv in v.items() if kk != "time_s"} if isinstance(v, dict) else v)
+            for k, v in out.items()}
+
+
+def test_same_seed_same_result() -> None:
+    a = run_cuc(series(), 0.05, 3, seed=1, ev=evaluator(1))
+    b = run_cuc(series(), 0.05, 3, seed=1, ev=evaluator(1))
+    assert drop_times(a) == drop_times(b)
+    for phase, samples in (("train", 24), ("test", 25)):
+        assert set(a[phase]) == {"util", "violation", "time_s", "samples"}
+        assert a[phase]["samples"] == samples
+        assert 0 < a[phase]["util"] <= 1.0 + 1e-9 and 0 <= a[phase]["violation"] <= 1
+
+
+def test_uncertainty_and_bo_lower_the_violation() -> None:
+    ev = evaluator()
+    theta = Theta()
+    naive, _ = run_test(ev, theta, 0.5, uncertain=False)
+    trained = train(ev, 0.01, 6, theta, 0)
+    cuc, _ = run_test(ev, trained.theta, 0.01)
+    assert naive.vio > 0.05  # Ã = the point forecast: violated whenever the capacity binds and falls short
+    assert trained.outcome.error(0.01, "sample") <= naive.error(0.01, "sample")
+    assert cuc.vio < naive.vio and cuc.util < naive.util
+    assert len(trained.trials) == 6 and trained.trials[0]["inflation"] == theta.inflation  # θ0 first
+
+
+def test_exact_baseline_is_scored_like_the_greedy() -> None:
+    ev = evaluator()
+    outcome = ev.exact(Theta(), ev.test[:3], time_limit=1.0)
+    assert outcome.utility.shape == (3,) and np.all(outcome.utility <= outcome.bound + 1e-6)
+
+
+def test_outcome_formulas_by_hand() -> None:
+    o = Outcome(np.array([9.0, 8.0]), np.array([10.0, 10.0]), np.array([0.0, 2 / 24]))
+    assert o.util == pytest.approx(0.85) and o.vio == pytest.approx(1 / 24)
+    assert o.error(0.01, "sample") == pytest.approx((2 / 24 - 0.01) / 2)
+    assert o.error(0.05, "mean") == 0.0
+    with pytest.raises(ValueError, match="objective='x'"):
+        o.error(0.01, "x")
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda: run_cuc(series(), 1.5, 1, jobs=JOBS), "p=1.5"),
+    (lambda: train(evaluator(), 0.01, 0, Theta(), 0), "bo-steps=0"),
+    (lambda: Theta(forecaster="lstm"), "forecaster='lstm'"),
+    (lambda: Theta(inflation=0.0), "invalid θ"),
+    (lambda: Evaluator(series(), Split(336), JOBS, 0, refit_every=0), "refit_every=0"),
+])
+def test_bad_input(call, match: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match=match):
+        call()

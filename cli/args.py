@@ -6,8 +6,8 @@ import argparse
 from collections.abc import Callable
 
 
-def bounded_int(low: int) -> Callable[[str], int]:
-    """An argparse type: an integer >= `low`."""
+def bounded_int(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer >= `low` (and <= `high` when given)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -15,6 +15,8 @@ def bounded_int(low: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"{value} is below the bound {low}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"{value} is above the bound {high}")
         return value
     return parse
 
@@ -39,6 +41,17 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{value} must be positive and finite")
+    return value
+
+
+def probability(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must lie strictly between 0 and 1")
     return value
 
 

@@ -9,22 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, positive_float
+from cli.args import add_output_arguments, bounded_int, positive_float, probability
 from cli.verbs import add_verb
 
 DEFAULT_DATA = Path("../shared/data/azure-capacity")
 DEFAULT_FILES = ("capacity_azure2017.csv", "capacity_azure2019.csv")
-
-
-def probability(text: str) -> float:
-    """An argparse type: a number strictly between 0 and 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must lie strictly between 0 and 1")
-    return value
 
 
 def _generator(parser: argparse.ArgumentParser) -> None:

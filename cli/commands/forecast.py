@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int
+from cli.args import add_output_arguments, bounded_int, positive_float, probability
 from cli.verbs import add_verb
 
 MODELS = ("ar1", "ar1x", "ari11", "var1", "markov", "markovx", "tsdec", "autopilot")
@@ -17,18 +17,8 @@ RESIDUALS = ("normal", "skewnorm", "empirical", "gmm")
 DEFAULT_CUTOFFS = "0.001,0.003,0.005,0.01,0.03,0.05,0.07,0.1"
 
 
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"{value} must lie strictly between 0 and 1")
-    return value
-
-
 def _probabilities(text: str) -> list[float]:
-    values = [_probability(part.strip()) for part in text.split(",") if part.strip()]
+    values = [probability(part.strip()) for part in text.split(",") if part.strip()]
     if not values:
         raise argparse.ArgumentTypeError(f"{text!r} names no value")
     return values
@@ -78,19 +68,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--states", type=bounded_int(2), default=8, help="markov: number of states")
     p.add_argument("--partition", choices=("quantile", "fixed"), default="quantile", help="markov: state bins")
-    p.add_argument("--half-life-minutes", type=_positive, default=60.0, help="autopilot: histogram half-life")
+    p.add_argument("--half-life-minutes", type=positive_float, default=60.0, help="autopilot: histogram half-life")
     p.add_argument("--breaks", type=bounded_int(2), default=50, help="autopilot: histogram bins over [0, 100]")
     add_output_arguments(p)
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{value} must be positive and finite")
-    return value
 
 
 def register(sub: Any) -> None:
@@ -100,7 +80,7 @@ def register(sub: Any) -> None:
     _common(e)
     e.add_argument("--model", required=True, choices=MODELS)
     e.add_argument("--window-minutes", type=bounded_int(5), default=60, help="window to forecast, minutes")
-    e.add_argument("--cutoff", type=_probability, required=True, help="cut-off probability c (u = 1-c quantile)")
+    e.add_argument("--cutoff", type=probability, required=True, help="cut-off probability c (u = 1-c quantile)")
     e.add_argument("--per-vm", action="store_true", help="add one row per VM")
     e.set_defaults(func=_refusing_bad_input("forecast evaluate", _evaluate))
     c = fsub.add_parser("compare", help="every model against the Autopilot recommender on the same windows, "

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from cli.args import add_output_arguments, int_list, positive_float
+from cli.args import add_output_arguments, bounded_int, int_list, positive_float
 from cli.verbs import add_verb
 
 MAX_LOAD = 100.0
@@ -20,13 +20,13 @@ def register(sub: Any) -> None:
     cmds = p.add_subparsers(dest="stochastic_command", required=True)
     lp = cmds.add_parser("lp", help="solve the prior's LP, build its bundles, report sizes and prices")
     lp.add_argument("--load", type=_load, default=1.0, help="the stochastic workload's load (default 1)")
-    lp.add_argument("--rounds", type=_rounds, default=20, help="birth rounds of the workload (default 20)")
+    lp.add_argument("--rounds", type=bounded_int(1, 200), default=20, help="birth rounds of the workload (default 20)")
     add_output_arguments(lp)
     lp.set_defaults(func=run_lp)
     sw = cmds.add_parser("sweep", help="both pricings over loads and seeds, each with the clairvoyant optimum")
     sw.add_argument("--loads", type=_loads, default=[0.5, 1.0, 2.0, 4.0], help="comma-separated (default 0.5,1,2,4)")
     sw.add_argument("--seeds", type=int_list(0), default=[0, 1, 2], help="comma-separated (default 0,1,2)")
-    sw.add_argument("--rounds", type=_rounds, default=20, help="birth rounds of the workload (default 20)")
+    sw.add_argument("--rounds", type=bounded_int(1, 200), default=20, help="birth rounds of the workload (default 20)")
     sw.add_argument("--offline-time-limit", type=positive_float, default=OFFLINE_TIME_LIMIT, metavar="T",
                     help="CP-SAT's deterministic time for each optimum (default %(default)g)")
     add_output_arguments(sw)
@@ -45,16 +45,6 @@ def _loads(text: str) -> list[float]:
     if not values:
         raise argparse.ArgumentTypeError(f"{text!r} names no load")
     return values
-
-
-def _rounds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if not 1 <= value <= 200:
-        raise argparse.ArgumentTypeError(f"{value} is outside the bounds 1 to 200")
-    return value
 
 
 def run_lp(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from cli.args import bounded_int, int_list, positive_float
+from cli.args import bounded_int, int_list, positive_float, probability
 from cli.main import main
 
 
@@ -22,6 +22,10 @@ def test_bounded_ints_lists_and_positive_floats_parse_what_they_accept() -> None
     (positive_float, "0", "0.0 must be positive and finite"),
     (positive_float, "inf", "inf must be positive and finite"),
     (positive_float, "soon", "'soon' is not a number"),
+    (bounded_int(1, 3), "4", "4 is above the bound 3"),
+    (probability, "1", "1.0 must lie strictly between 0 and 1"),
+    (probability, "0", "0.0 must lie strictly between 0 and 1"),
+    (probability, "half", "'half' is not a number"),
 ])
 def test_bad_benchmark_arguments_are_refused_naming_the_value(parse: object, text: str, match: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=match):

@@ -62,7 +62,8 @@ def test_sweep_compares_both_pricings_with_the_optimum(capsys: pytest.CaptureFix
 @pytest.mark.parametrize(("argv", "message"), [
     (["stochastic", "sweep", "--loads", "0"], "0.0 must be positive and finite"),
     (["stochastic", "sweep", "--loads", "101"], "101.0 exceeds the bound 100"),
-    (["stochastic", "lp", "--rounds", "0"], "0 is outside the bounds 1 to 200"),
+    (["stochastic", "lp", "--rounds", "0"], "0 is below the bound 1"),
+    (["stochastic", "lp", "--rounds", "201"], "201 is above the bound 200"),
     (["stochastic", "sweep", "--seeds", "-1"], "-1 is below the bound 0"),
 ])
 def test_bad_options_are_refused(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

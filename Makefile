@@ -43,6 +43,10 @@ bench: setup
 	$(BIN)/sowsched bench history --out bench-history.json
 	$(BIN)/sowsched bench solvers --time-limit 20 --out bench-solvers.json
 	$(BIN)/sowsched bench welfare --workload overload --loads 0.5,1,2 --seeds 2 --time-limit 5 --out bench-out/welfare
+	$(BIN)/sowsched bench predict --out bench-predict.json
+	$(BIN)/sowsched bench forecast --out bench-forecast.json
+	$(BIN)/sowsched bench cuc --out bench-cuc.json
+	$(BIN)/sowsched bench planning --out bench-planning.json
 
 lint: setup
 	$(BIN)/ruff check $(LINTED)

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from models.data import KTH_SP2
+from models.data import AZURE_CAPACITY, AZURE_VM_CPU, CTC_SP2, KTH_SP2
 from tests.grpc_support import OP, ServerProcess
 
 SOWSCHED = str(Path(sys.executable).with_name("sowsched"))
+VM = "1633748"  # the first VM column of the Azure series
 SOW = {"concurrency": 1, "signal_mode": "duration", "value_steps": [[8, 20.0]], "outcomes": [[0, 1, 0.5], [0, 2, 0.5]]}
 
 
@@ -74,9 +75,26 @@ def test_the_server_verbs_print_one_json_document(server: ServerProcess, tmp_pat
     ["bench", "grpc", "--clients", "1", "--active", "2", "--submits", "2", "--echo-seconds", "0.2",
      "--samples", "16", "--json"],
     ["bench", "cli", "--runs", "1", "--json"],
+    ["hpc", "--trace", str(CTC_SP2), "--jobs", "60", "--scheduler", "easy-pp", "--json"],  # .swf.gz as shipped
+    ["predict", "evaluate", "--trace", str(KTH_SP2), "--jobs", "400", "--json"],
+    ["forecast", "evaluate", "--series", str(AZURE_VM_CPU / "max.csv.gz"), "--column", VM, "--model", "ar1",
+     "--window-minutes", "60", "--cutoff", "0.01", "--json"],
+    ["forecast", "compare", "--series", str(AZURE_VM_CPU / "max.csv.gz"), "--column", VM, "--models",
+     "ar1,autopilot", "--window-minutes", "60", "--cutoffs", "0.01,0.1", "--out", "{tmp}", "--json"],
+    ["cuc", "--capacity", str(AZURE_CAPACITY / "capacity_azure2017.csv"), "--vm-type", "t1str", "--p", "0.05",
+     "--bo-steps", "2", "--max-share", "0.2", "--json"],  # HiGHS and optuna
+    ["capacity-plan", "--synthetic", "--jobs", "6", "--seed", "2", "--method", "milp-p50", "--samples", "5",
+     "--runs", "5", "--time-limit", "5", "--json"],
+    ["capacity-plan", "--synthetic", "--jobs", "6", "--seed", "2", "--method", "cospis", "--samples", "5",
+     "--runs", "5", "--time-limit", "5", "--json"],
+    ["stochastic", "lp", "--load", "0.5", "--rounds", "4", "--json"],
+    ["bench", "predict", "--jobs", "300", "--json"],
+    ["bench", "forecast", "--vms", "1", "--models", "ar1", "--json"],
+    ["bench", "cuc", "--repeats", "1", "--json"],
+    ["bench", "planning", "--cases", "det-p50:6", "--samples", "5", "--time-limit", "2", "--json"],
 ], ids=lambda argv: "-".join(argv[:2]))
-def test_the_study_and_bench_commands_print_one_json_document(argv: list[str]) -> None:
-    assert isinstance(json_of(*argv), dict)
+def test_the_study_and_bench_commands_print_one_json_document(argv: list[str], tmp_path: Path) -> None:
+    assert isinstance(json_of(*(a.replace("{tmp}", str(tmp_path)) for a in argv)), dict)
 
 
 def test_an_unknown_output_format_is_a_usage_error_naming_the_formats() -> None:

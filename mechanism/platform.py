@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
+from mechanism.capacity import CapacityModel
 from mechanism.validation import number
 
 MAX_OUTCOMES = 10_000
@@ -26,8 +36,18 @@ class Platform(BaseModel):
     delta0: float = Field(default=0.01, gt=0.0, lt=1.0, description="failure-oracle confidence")
     seed: int = Field(default=0, ge=0, lt=2**63)
     samples: int | None = Field(default=None, ge=1, le=10_000_000, description="Monte Carlo samples; default Lemma F.1")
+    capacity: CapacityModel | None = Field(
+        default=None, description="capacity of future rounds: None = fixed C; else a stochastic process")
 
     _numbers = field_validator("*", mode="before")(number)  # `C = "32"` or `true` in a file is refused
+
+    @model_serializer(mode="wrap")
+    def _omit_fixed_capacity(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The fixed-capacity default is left out: every document and digest of a fixed-C platform stays as it was."""
+        data: dict[str, Any] = handler(self)
+        if self.capacity is None:
+            data.pop("capacity", None)
+        return data
 
     @model_validator(mode="after")
     def _check_relations(self) -> Platform:
@@ -37,8 +57,16 @@ class Platform(BaseModel):
 
     @property
     def sim_capacity(self) -> float:
-        """C' = C (1 - epsilon/10), the capacity of the relaxed simulator (Alg. 2)."""
+        """C' = C (1 - epsilon/10), the capacity of the relaxed simulator (Alg. 2); with a capacity model C is
+        replaced by the model's `quantile` of its stationary capacity (docs/capacity-model.md)."""
+        if self.capacity is not None:
+            return max(self.capacity.price_capacity(), 1.0) * (1.0 - self.epsilon / 10.0)  # at least 1 node
         return self.C * (1.0 - self.epsilon / 10.0)
+
+    @property
+    def capacity_top(self) -> int:
+        """The greatest capacity any round can have in the oracle: C, or the capacity model's `high`."""
+        return self.C if self.capacity is None else self.capacity.high
 
     @property
     def sample_count(self) -> int:

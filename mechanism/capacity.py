@@ -1,9 +1,12 @@
 """Capacity of future rounds: an AR(1) process on whole nodes with a discrete error law (docs/capacity-model.md).
 
-C_tau = clamp(floor(mean + phi (C_{tau-1} - mean) + e_tau + 1/2), low, high), the errors e_tau independent with
-P(e = errors[i]) = weights[i]. The process is exogenous: nothing the mechanism does changes it. A Monte Carlo
-sample of round t draws e_{t+i} from the counter-based stream `capacity_key(seed, t, i)` (mechanism/rng.py),
-conditioned on the capacity C_{t-1} realized last, so a path is a pure function of (seed, round, sample).
+X_tau = mean + phi (X_{tau-1} - mean) + e_tau and C_tau = clamp(floor(X_tau + 1/2), low, high), the errors e_tau
+independent with P(e = errors[i]) = weights[i]; the state X is real (rounding it would make the process stick
+wherever the pull back to the mean is below half a node). The process is exogenous: nothing the mechanism does
+changes it. A Monte Carlo sample of round t starts from X_{t-1} = C_{t-1}, the capacity realized last, or, when round
+t's own capacity was reported before the round's first quote, from C_t itself (then known, not drawn); it draws
+e_{t+i} from the counter-based stream `capacity_key(seed, t, i)` (mechanism/rng.py), so a path is a pure function of
+(seed, round, sample). The oracle reads a reported capacity through `clamp` (into [low, high]).
 """
 
 from __future__ import annotations
@@ -77,40 +80,48 @@ class CapacityModel(BaseModel):
     def error_array(self) -> np.ndarray:
         return np.array(self.errors, dtype=np.float64)
 
-    def step(self, previous: int, error: float) -> int:
-        """C_tau from C_{tau-1} and e_tau (the compiled oracle computes the same expression in the same order)."""
-        x = self.mean + self.phi * (previous - self.mean) + error
-        return min(max(math.floor(x + 0.5), self.low), self.high)
+    def step(self, previous: float, error: float) -> float:
+        """X_tau from X_{tau-1} and e_tau (the compiled oracle computes the same expression in the same order)."""
+        return self.mean + self.phi * (previous - self.mean) + error
+
+    def nodes(self, state: float) -> int:
+        """C_tau = clamp(floor(X_tau + 1/2), low, high)."""
+        return min(max(math.floor(state + 0.5), self.low), self.high)
 
     def clamp(self, capacity: int) -> int:
         """The process's state for an observed capacity (observations outside [low, high] are clamped)."""
         return min(max(capacity, self.low), self.high)
 
-    def paths(self, seed: int, round_: int, last: int, horizon: int, samples: int) -> np.ndarray:
-        """K[n, i]: capacity of round round_ + i in sample n, given C_{round_-1} = last (the sampled paths)."""
+    def paths(self, seed: int, round_: int, last: int, horizon: int, samples: int,
+              current: int | None = None) -> np.ndarray:
+        """K[n, i]: capacity of round round_ + i in sample n, given C_{round_-1} = last, or C_{round_} = current
+        when that is known (the sampled paths)."""
         cdf = self.cdf
         out = np.empty((samples, horizon), dtype=np.int64)
-        prev = np.full(samples, self.clamp(last), dtype=np.int64)
+        first = 0 if current is None else 1
+        x = np.full(samples, float(self.clamp(last if current is None else current)))
+        if current is not None and horizon:
+            out[:, 0] = self.clamp(current)
         err = self.error_array
-        for i in range(horizon):
+        for i in range(first, horizon):
             u = uniforms(capacity_key(seed, round_, i), samples)
             e = err[np.minimum(np.searchsorted(cdf, u, side="right"), cdf.size - 1)]
-            x = self.mean + self.phi * (prev - self.mean) + e  # as `step`, elementwise
-            prev = np.clip(np.floor(x + 0.5), self.low, self.high).astype(np.int64)
-            out[:, i] = prev
+            x = self.mean + self.phi * (x - self.mean) + e  # as `step` and `nodes`, elementwise
+            out[:, i] = np.clip(np.floor(x + 0.5), self.low, self.high).astype(np.int64)
         return out
 
-    def path_distribution(self, last: int, horizon: int) -> dict[tuple[int, ...], float]:
-        """Every capacity path of `horizon` rounds after C_{-1} = last, with its probability (exact; small only)."""
-        paths: dict[tuple[int, ...], float] = {(): 1.0}
-        for _ in range(horizon):
-            grown: dict[tuple[int, ...], float] = {}
-            for path, p in paths.items():
-                prev = path[-1] if path else self.clamp(last)
-                for e, w in zip(self.errors, self.weights, strict=True):
-                    key = (*path, self.step(prev, e))
-                    grown[key] = grown.get(key, 0.0) + p * w
-            paths = grown
+    def path_distribution(self, last: int, horizon: int, current: int | None = None) -> dict[tuple[int, ...], float]:
+        """Every capacity path of `horizon` rounds after C_{-1} = last (or with C_0 = current known), with its
+        probability (exact; small instances only)."""
+        states: list[tuple[tuple[int, ...], float, float]] = [((), float(self.clamp(last)), 1.0)]
+        if current is not None:
+            states = [((self.clamp(current),), float(self.clamp(current)), 1.0)]
+        for _ in range(horizon - len(states[0][0])):
+            states = [((*path, self.nodes(x2)), x2, p * w) for path, x, p in states
+                      for e, w in zip(self.errors, self.weights, strict=True) for x2 in (self.step(x, e),)]
+        paths: dict[tuple[int, ...], float] = {}
+        for path, _, p in states:
+            paths[path] = paths.get(path, 0.0) + p
         return paths
 
     def price_capacity(self) -> float:
@@ -135,9 +146,10 @@ def mixing_rounds(phi: float) -> int:
 def _stationary_quantile(model: CapacityModel) -> float:
     """q-quantile of C_k after enough rounds that the start no longer matters, over QUANTILE_SAMPLES paths."""
     cdf, err = model.cdf, model.error_array
-    x = np.full(QUANTILE_SAMPLES, float(model.clamp(math.floor(model.mean + 0.5))))
+    x = np.full(QUANTILE_SAMPLES, model.mean)
     for i in range(min(mixing_rounds(model.phi), 2000)):
         u = uniforms(capacity_key(QUANTILE_SEED, 0, i), QUANTILE_SAMPLES)
         e = err[np.minimum(np.searchsorted(cdf, u, side="right"), cdf.size - 1)]
-        x = np.clip(np.floor(model.mean + model.phi * (x - model.mean) + e + 0.5), model.low, model.high)
-    return float(np.quantile(x, model.quantile, method="inverted_cdf"))
+        x = model.mean + model.phi * (x - model.mean) + e
+    c = np.clip(np.floor(x + 0.5), model.low, model.high)
+    return float(np.quantile(c, model.quantile, method="inverted_cdf"))

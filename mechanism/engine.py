@@ -242,6 +242,8 @@ class Engine:
             raise InvalidReport(f"the capacity of round {round_} was already reported "
                                 f"({self.capacity_feed[round_]} nodes)")
         self.capacity_feed[round_] = capacity
+        if round_ == self.now and self.platform.capacity is not None:
+            self._oracle_round = -1  # later quotes of this round condition on it (rebuilt: equal to appending)
         return CapacityView(round_, capacity)
 
     def capacity_of(self, round_: int) -> int:
@@ -348,7 +350,8 @@ class Engine:
 
     def _current_oracle(self) -> MonteCarloOracle | ExactOracle:
         if self._oracle_round != self.now:
-            self._oracle.reset(self.now, self.residuals(), self.capacity_last)
+            # A capacity model conditions on the capacity realized last, or on this round's if already reported.
+            self._oracle.reset(self.now, self.residuals(), self.capacity_last, self.capacity_feed.get(self.now))
             self._oracle_round = self.now
         return self._oracle
 

@@ -99,19 +99,23 @@ class CapacityStreams:
     phi: float
     low: int
     last: int  # C_{t-1}, clamped to [low, high]
+    current: int  # C_t if reported before the round's first quote, clamped; else -1 (drawn)
 
     @staticmethod
-    def of(platform: Platform, round_: int, last_capacity: int | None) -> CapacityStreams:
+    def of(platform: Platform, round_: int, last_capacity: int | None,
+           current_capacity: int | None = None) -> CapacityStreams:
         model = platform.capacity
         if model is None:
             return CapacityStreams(np.zeros(0, np.uint64), np.zeros(1, np.float64), np.ones(1, np.float64), 0.0, 0.0,
-                                   0, 0)
+                                   0, 0, -1)
         keys = np.array([capacity_key(platform.seed, round_, i) for i in range(platform.horizon)], dtype=np.uint64)
         last = model.clamp(platform.C if last_capacity is None else last_capacity)
-        return CapacityStreams(keys, model.error_array, model.cdf.copy(), model.mean, model.phi, model.low, last)
+        current = -1 if current_capacity is None else model.clamp(current_capacity)
+        return CapacityStreams(keys, model.error_array, model.cdf.copy(), model.mean, model.phi, model.low, last,
+                               current)
 
     def arrays(self) -> tuple[np.ndarray | float | int, ...]:
-        return self.keys, self.errors, self.cdf, self.mean, self.phi, self.low, self.last
+        return self.keys, self.errors, self.cdf, self.mean, self.phi, self.low, self.last, self.current
 
 
 class MonteCarloOracle:
@@ -131,6 +135,7 @@ class MonteCarloOracle:
         self.samples = samples if samples is not None else platform.sample_count
         self.round = -1
         self._last_capacity: int | None = None  # C_{round-1}, which a capacity model conditions on
+        self._current_capacity: int | None = None  # C_round, when reported before the round's first quote
         self._earlier: list[Residual] = []  # the jobs of the round's start, built into the paths
         self._appended: list[Residual] = []  # jobs born this round, oldest first
         self._app = Packed.of(platform, self.round, [])
@@ -148,11 +153,14 @@ class MonteCarloOracle:
             state[name] = np.zeros(0, dtype=np.int64)
         return state
 
-    def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None) -> None:
+    def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None,
+              current_capacity: int | None = None) -> None:
         """Start round `round_` with the earlier active jobs' residuals, in birth order (paths built lazily);
-        `last_capacity` is the capacity realized in round `round_ - 1` (a capacity model conditions on it)."""
+        `last_capacity` is the capacity realized in round `round_ - 1` and `current_capacity` that of round `round_`
+        if already reported (a capacity model conditions on them)."""
         self.round = round_
         self._last_capacity = last_capacity
+        self._current_capacity = current_capacity
         self._earlier = list(residuals)
         self._appended = []
         self._app = Packed.of(self.platform, round_, [])
@@ -197,7 +205,7 @@ class MonteCarloOracle:
         if self._paths is None:
             p = self.platform
             packed = Packed.of(p, self.round, self._earlier)
-            streams = CapacityStreams.of(p, self.round, self._last_capacity)
+            streams = CapacityStreams.of(p, self.round, self._last_capacity, self._current_capacity)
             self._paths, self._peak, self._first = _build_paths(*packed.arrays(), self.samples, p.horizon,
                                                                 p.capacity_top, np.zeros(0, dtype=self._dtype()),
                                                                 *streams.arrays())
@@ -278,7 +286,8 @@ def _add_newest(row: np.ndarray, peak: int, first: int, s: int, d: int, c: int,
 def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
                  cdf: np.ndarray, n_samples: int, horizon: int, capacity: int, like: np.ndarray,
                  cap_keys: np.ndarray, cap_errors: np.ndarray, cap_cdf: np.ndarray, cap_mean: float, cap_phi: float,
-                 cap_low: int, cap_last: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+                 cap_low: int, cap_last: int,
+                 cap_now: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     """The rows of the earlier jobs; with capacity streams (cap_keys not empty) `capacity` is the process's top
     and each row starts from the sample's shortfall top - C_tau (the module docstring)."""
     paths = np.zeros((n_samples, horizon), dtype=like.dtype)
@@ -295,13 +304,17 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
         short = np.zeros(horizon, dtype=np.int64)
         for n in range(ch * per_chunk, min(n_samples, (ch + 1) * per_chunk)):
             diff[:] = 0
-            if stochastic:  # C_tau = clamp(floor(mean + phi (C_{tau-1} - mean) + e_tau + 1/2), low, top)
-                prev = cap_last
-                for tau in range(horizon):
+            if stochastic:  # X_tau = mean + phi (X_{tau-1} - mean) + e_tau; C_tau = clamp(floor(X_tau + 1/2))
+                x = float(cap_last)
+                known = 0
+                if cap_now >= 0:  # round t's capacity was reported: known, not drawn
+                    x = float(cap_now)
+                    short[0] = capacity - cap_now
+                    known = 1
+                for tau in range(known, horizon):
                     e = cap_errors[_draw(cap_keys[tau], n, cap_cdf, 0, n_err)]
-                    x = cap_mean + cap_phi * (prev - cap_mean) + e
-                    prev = min(max(int(np.floor(x + 0.5)), cap_low), capacity)
-                    short[tau] = capacity - prev
+                    x = cap_mean + cap_phi * (x - cap_mean) + e
+                    short[tau] = capacity - min(max(int(np.floor(x + 0.5)), cap_low), capacity)
             for k in range(n_jobs):
                 i = _draw(keys[k], n, cdf, ptr[k], ptr[k + 1])
                 chosen[k] = i

@@ -31,13 +31,15 @@ class ExactOracle:
         self._residuals: list[Residual] = []
         self._capacity_paths: dict[tuple[int, ...], float] | None = None
 
-    def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None) -> None:
-        """Start round `round_`; `last_capacity` is C_{round_-1}, which a capacity model conditions on."""
+    def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None,
+              current_capacity: int | None = None) -> None:
+        """Start round `round_`; a capacity model conditions on `last_capacity` = C_{round_-1}, or on
+        `current_capacity` = C_{round_} when that was reported."""
         self.round = round_
         self._residuals = list(residuals)
         model = self.platform.capacity
         self._capacity_paths = None if model is None else model.path_distribution(
-            self.platform.C if last_capacity is None else last_capacity, self.platform.horizon)
+            self.platform.C if last_capacity is None else last_capacity, self.platform.horizon, current_capacity)
 
     def append(self, residual: Residual) -> None:
         self._residuals.append(residual)

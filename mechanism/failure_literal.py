@@ -22,19 +22,21 @@ def sampled_outcomes(platform: Platform, round_: int, residuals: list[Residual],
     return idx
 
 
-def capacity_paths(platform: Platform, round_: int, samples: int, last_capacity: int | None = None) -> np.ndarray:
+def capacity_paths(platform: Platform, round_: int, samples: int, last_capacity: int | None = None,
+                   current_capacity: int | None = None) -> np.ndarray:
     """K[n, tau]: the capacity of each round of the window in each sample (C everywhere with fixed capacity)."""
     model = platform.capacity
     if model is None:
         return np.full((samples, platform.horizon), platform.C, dtype=np.int64)
     last = platform.C if last_capacity is None else last_capacity
-    return model.paths(platform.seed, round_, last, platform.horizon, samples)
+    return model.paths(platform.seed, round_, last, platform.horizon, samples, current_capacity)
 
 
 def literal_failure(platform: Platform, round_: int, residuals: list[Residual], concurrency: int,
-                    start: int, duration: int, samples: int, last_capacity: int | None = None) -> float:
+                    start: int, duration: int, samples: int, last_capacity: int | None = None,
+                    current_capacity: int | None = None) -> float:
     """Fraction of samples in which a new job (start offset `start`, `duration`) is evicted or cancelled."""
-    cap = capacity_paths(platform, round_, samples, last_capacity)
+    cap = capacity_paths(platform, round_, samples, last_capacity, current_capacity)
     idx = sampled_outcomes(platform, round_, residuals, samples)
     k = len(residuals)
     s = np.empty((samples, k + 1), dtype=np.int64)

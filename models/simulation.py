@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from mechanism.engine import Engine, EngineError, OracleKind, Quote, RoundReport
 from mechanism.events import Event
@@ -43,6 +43,7 @@ class Workload:
     name: str
     platform: Platform
     jobs: tuple[WorkloadJob, ...]
+    capacity: tuple[int, ...] | None = None  # realized capacity of rounds 0, 1, ... (None: C in every round)
 
 
 class SchedulerPort(Protocol):
@@ -55,6 +56,12 @@ class SchedulerPort(Protocol):
     def report_completion(self, job_id: str) -> Any: ...
 
     def advance(self) -> RoundReport: ...
+
+
+class CapacityPort(Protocol):
+    """A scheduler that takes the capacity feed (ReportCapacity)."""
+
+    def report_capacity(self, round_: int, capacity: int) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -110,7 +117,8 @@ def run_simulation(workload: Workload, oracle: OracleKind = "mc") -> SimulationR
 
 
 def drive(workload: Workload, port: SchedulerPort) -> SimulationResult:
-    """Round by round: submit the SoWs born now, report realized arrivals and completions, advance."""
+    """Round by round: report the round's realized capacity (if the workload has a series; past its end the last
+    one stays), submit the SoWs born now, report realized arrivals and completions, advance."""
     jobs = sorted(workload.jobs, key=lambda j: j.birth)  # stable: file order within a round
     result = SimulationResult(workload=workload.name, platform=workload.platform)
     ended: dict[str, str] = {}
@@ -118,6 +126,8 @@ def drive(workload: Workload, port: SchedulerPort) -> SimulationResult:
     next_birth = 0
     t = 0
     while next_birth < len(jobs) or len(ended) < len(jobs):
+        if workload.capacity is not None and t < len(workload.capacity):
+            cast(CapacityPort, port).report_capacity(t, workload.capacity[t])
         while next_birth < len(jobs) and jobs[next_birth].birth == t:
             job = jobs[next_birth]
             result.quotes[job.id] = port.submit(job.id, job.sow)

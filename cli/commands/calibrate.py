@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from cli.args import bounded_int, positive_float
-from cli.commands.simulate import MAX_SEED
+from cli.commands.simulate import MAX_SEED, add_capacity_arguments, apply_capacity, capacity_options
 from mechanism.failure_exact import OracleTooLarge
 from models.calibration import Calibration, calibrate
 from models.simulation import run_simulation
@@ -26,6 +26,10 @@ def register(sub: Any) -> None:
     p.add_argument("--load", type=positive_float, default=1.0, help="scale the workload's job rate")
     p.add_argument("--rounds", type=bounded_int(1), default=20, help="rounds of jobs per run (overload and pipelines)")
     p.add_argument("--oracle", choices=("mc", "exact"), default="mc", help="failure oracle")
+    add_capacity_arguments(p)
+    p.add_argument("--capacity-stride", type=bounded_int(0), default=None, metavar="ROWS",
+                   help="run k starts at row --capacity-start + k * ROWS of the series (default 0: every run sees "
+                        "the same rows)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -36,8 +40,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"sowsched calibrate: --first-seed {args.first_seed} with --seeds {args.seeds} reaches seed {last}, "
               f"beyond the bound {MAX_SEED}", file=sys.stderr)
         return 2
+    try:
+        capacity_options(args)
+        apply_capacity(args, make_workload(args.workload, seed=args.first_seed, load=args.load))  # checks the file
+    except ValueError as exc:
+        print(f"sowsched calibrate: {exc}", file=sys.stderr)
+        return 2
     extra = {} if args.workload == "toy" else {"rounds": args.rounds}
-    results = (run_simulation(make_workload(args.workload, seed=s, load=args.load, **extra), oracle=args.oracle)
+    results = (run_simulation(apply_capacity(args, make_workload(args.workload, seed=s, load=args.load, **extra),
+                                             run=s - args.first_seed), oracle=args.oracle)
                for s in range(args.first_seed, args.first_seed + args.seeds))
     try:
         cal = calibrate(results)

@@ -37,10 +37,11 @@ def capped(C: int = 4, samples: int | None = 4000, seed: int = 7, cap: CapacityM
 
 def test_one_step_by_hand() -> None:
     m = model(mean=4.0, phi=0.5, high=6)
-    assert m.step(6, 0.0) == 5  # 4 + 0.5 * 2 = 5
-    assert m.step(5, 0.0) == 5  # 4.5 rounds half up
-    assert m.step(2, -1.0) == 2  # 4 - 1 - 1 = 2
-    assert m.step(6, 9.0) == 6 and m.step(0, -9.0) == 0  # clamped to [low, high]
+    assert m.step(6, 0.0) == 5.0 and m.nodes(5.0) == 5  # 4 + 0.5 * 2 = 5
+    assert m.step(5, 0.0) == 4.5 and m.nodes(4.5) == 5  # 4.5 rounds half up
+    assert m.step(4.5, 0.0) == 4.25 and m.nodes(4.25) == 4  # the state stays real: no sticking at 5
+    assert m.step(2, -1.0) == 2.0
+    assert m.nodes(15.0) == 6 and m.nodes(-9.0) == 0  # clamped to [low, high]
 
 
 def test_path_distribution_by_hand_and_it_sums_to_one() -> None:
@@ -56,11 +57,11 @@ def test_sampled_paths_follow_the_step_of_each_draw() -> None:
     k = m.paths(seed=5, round_=2, last=12, horizon=6, samples=300)
     assert k.min() >= 3 and k.max() <= 14
     errs = set(m.errors)
-    for n in range(0, 300, 37):  # each step is `step` of the previous with one of the errors
-        prev = 12
+    for n in range(0, 300, 37):  # each round follows from the last with one of the errors
+        states = {12.0}
         for i in range(6):
-            assert any(m.step(prev, e) == k[n, i] for e in errs)
-            prev = int(k[n, i])
+            states = {m.step(x, e) for x in states for e in errs if m.nodes(m.step(x, e)) == k[n, i]}
+            assert states
 
 
 def test_sampled_paths_match_the_exact_path_law() -> None:
@@ -134,31 +135,33 @@ def test_exact_oracle_by_hand_with_two_capacity_levels() -> None:
 
 
 @settings(max_examples=12, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(0, 4), st.integers(1, 3), st.integers(0, 6))
+@given(st.integers(0, 2**32 - 1), st.integers(0, 4), st.integers(1, 3), st.integers(0, 6),
+       st.one_of(st.none(), st.integers(0, 9)))
 def test_sampled_estimates_equal_the_literal_procedure_on_the_same_draws(seed: int, n_jobs: int, c: int,
-                                                                         last: int) -> None:
+                                                                         last: int, current: int | None) -> None:
     cap = model(mean=4.0, phi=0.6, errors=(-2.0, -1.0, 0.0, 1.0), weights=(0.1, 0.2, 0.5, 0.2), high=6)
     p = capped(C=4, samples=400, seed=seed % 89, cap=cap, C_m=3)
     rs = random_residuals(np.random.default_rng(seed), p, n_jobs)
     oracle = MonteCarloOracle(p)
-    oracle.reset(3, rs, last)
+    oracle.reset(3, rs, last, current)
     est = oracle.estimates(c)
     rng = np.random.default_rng(seed + 1)
     for _ in range(4):
         s, d = int(rng.integers(0, p.S_m)), int(rng.integers(1, p.D_m + 1))
-        assert est[s, d - 1] == literal_failure(p, 3, rs, c, s, d, p.sample_count, last)
+        assert est[s, d - 1] == literal_failure(p, 3, rs, c, s, d, p.sample_count, last, current)
 
 
-@pytest.mark.parametrize(("seed", "levels"), [(0, 2), (1, 2), (2, 3), (3, 3)])
-def test_sampled_estimates_are_within_the_hoeffding_bound_of_exact_enumeration(seed: int, levels: int) -> None:
+@pytest.mark.parametrize(("seed", "levels", "current"), [(0, 2, None), (1, 2, 2), (2, 3, None), (3, 3, 5)])
+def test_sampled_estimates_are_within_the_hoeffding_bound_of_exact_enumeration(seed: int, levels: int,
+                                                                               current: int | None) -> None:
     errors, weights = ((-1.0, 0.0), (0.3, 0.7)) if levels == 2 else ((-2.0, 0.0, 1.0), (0.2, 0.6, 0.2))
     cap = model(mean=4.0, phi=0.5, errors=errors, weights=weights, high=5)
     p = capped(C=4, samples=6000, seed=seed, cap=cap, D_m=2, S_m=3)
     rs = random_residuals(np.random.default_rng(100 + seed), p, n_jobs=3, max_outcomes=2)
     exact = ExactOracle(p)
-    exact.reset(3, rs, last_capacity=3)
+    exact.reset(3, rs, last_capacity=3, current_capacity=current)
     oracle = MonteCarloOracle(p)
-    oracle.reset(3, rs, 3)
+    oracle.reset(3, rs, 3, current)
     radius = hoeffding_radius(p.sample_count, p.D_m, p.S_m, p.delta0)
     for c in (1, 2, 3):
         diff = np.abs(oracle.estimates(c) - exact.estimates(c))
@@ -210,6 +213,36 @@ def test_the_capacity_drop_raises_the_quoted_failure() -> None:
     high.reset(0, rs, 12)
     low.reset(0, rs, 4)
     assert float(low.estimates(3).mean()) > float(high.estimates(3).mean())
+
+
+def test_a_known_current_capacity_is_the_first_round_of_every_path() -> None:
+    m = model(mean=4.0, phi=0.5, high=6)
+    d = m.path_distribution(last=6, horizon=3, current=2)
+    assert all(path[0] == 2 for path in d) and abs(sum(d.values()) - 1.0) < 1e-12
+    assert d == {(2, *rest): p for rest, p in m.path_distribution(last=2, horizon=2).items()}
+    assert np.all(m.paths(seed=1, round_=0, last=6, horizon=3, samples=50, current=9)[:, 0] == 6)  # clamped
+
+
+def test_quotes_do_not_depend_on_when_the_round_oracle_was_built() -> None:
+    # prepare_round is not a logged command: a capacity report after it must leave the same quotes as without it.
+    p = capped(C=4, samples=300, seed=5, C_m=3)
+    rng = np.random.default_rng(5)
+    sows = [random_sow(rng, p) for _ in range(4)]
+
+    def run(prepare: bool) -> tuple[list[tuple[float | None, ...]], str]:
+        e = Engine(p)
+        out = []
+        e.submit("a", sows[0])
+        e.advance()
+        if prepare:
+            e.prepare_round()
+        e.submit("b", sows[1])  # conditions on round 0's capacity (4)
+        e.report_capacity(1, 1)
+        for i, sow in enumerate(sows[2:]):  # condition on round 1's reported capacity
+            out.append(tuple(o.failure_raw for o in e.submit(f"c{i}", sow).plan.outcomes))
+        return out, e.digest()
+
+    assert run(False) == run(True)
 
 
 def test_capacity_paths_of_a_fixed_platform_are_c() -> None:

@@ -24,6 +24,7 @@ from models.simulation import Workload
 LONG_COLUMNS = ("TimeStamp", "Column1", "TotalCores")  # the Azure capacity files: one row per (hour, VM type)
 DEFAULT_LEVELS = 8  # points per mixture component
 DEFAULT_COMPONENTS = 3
+PERSISTENCE_LAGS = 8  # phi matches the autocorrelation over this many lags (1: one-step least squares)
 CAPACITY_MODELS = ("fixed", "forecast")
 
 
@@ -90,8 +91,15 @@ def read_series(spec: str) -> CapacitySeries:
 
 
 def fit_capacity_model(capacity: np.ndarray, quantile: float = DEFAULT_QUANTILE, levels: int = DEFAULT_LEVELS,
-                       components: int = DEFAULT_COMPONENTS, seed: int = 0) -> CapacityModel:
-    """AR(1) by statsmodels AutoReg, a Gaussian mixture of its residuals, discretised to `levels` points."""
+                       components: int = DEFAULT_COMPONENTS, seed: int = 0,
+                       persistence_lags: int = PERSISTENCE_LAGS) -> CapacityModel:
+    """AR(1) + a Gaussian mixture of its residuals, discretised to `levels` points per component.
+
+    persistence_lags = 1: mean and phi by statsmodels AutoReg (one-step least squares). Above 1: phi fits the
+    autocorrelation over lags 1..persistence_lags (least squares of acf(k) - phi^k, statsmodels' acf), mean is the
+    series' mean: the oracle forecasts up to S_m + D_m - 1 rounds ahead, and one-step least squares understates
+    how long these series stay away from their mean.
+    """
     import warnings
 
     from sklearn.mixture import GaussianMixture
@@ -105,11 +113,33 @@ def fit_capacity_model(capacity: np.ndarray, quantile: float = DEFAULT_QUANTILE,
     phi = min(max(phi, -0.99), 0.99)  # stationary by construction
     mean = min(max(const / (1.0 - phi), float(y.min())), float(y.max()))
     resid = np.asarray(fit.resid, dtype=np.float64)
+    if persistence_lags > 1:
+        phi = persistence(y, persistence_lags)
+        mean = float(y.mean())
+        resid = (y[1:] - mean) - phi * (y[:-1] - mean)
     gmm = GaussianMixture(n_components=min(components, max(1, resid.size // 10)), random_state=seed).fit(
         resid.reshape(-1, 1))
     points, weights = discretise_mixture(gmm.weights_, gmm.means_.ravel(), np.sqrt(gmm.covariances_.ravel()), levels)
     return CapacityModel(mean=mean, phi=phi, errors=points, weights=weights, low=0, high=int(y.max()),
                          quantile=quantile)
+
+
+def persistence(y: np.ndarray, lags: int) -> float:
+    """phi in [0, 0.99] minimising sum_{k=1..lags} (acf(k) - phi^k)^2 (bounded scalar minimisation)."""
+    import warnings
+
+    from scipy.optimize import minimize_scalar
+    from statsmodels.tsa.stattools import acf
+
+    if float(y.std()) == 0.0:
+        return 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rho = acf(y, nlags=lags, fft=False)[1:]
+    k = np.arange(1, lags + 1)
+    res = minimize_scalar(lambda phi: float(np.sum((rho - phi**k) ** 2)), bounds=(0.0, 0.99), method="bounded",
+                          options={"xatol": 1e-10})
+    return float(res.x)
 
 
 def discretise_mixture(weights: np.ndarray, means: np.ndarray, sds: np.ndarray,

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from mechanism.capacity import MAX_CAPACITY
 from mechanism.engine import EngineError, check_job_id
 from mechanism.platform import Platform
 from mechanism.sow import SoW
@@ -191,6 +192,17 @@ class _WorkloadFile(BaseModel):
 
     platform: Platform
     jobs: list[_FileJob]
+    capacity: list[int] | None = Field(default=None, max_length=MAX_ROUND,
+                                       description="realized capacity of rounds 0, 1, ... (the feed)")
+
+    @field_validator("capacity")
+    @classmethod
+    def _capacity_ok(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None:
+            bad = next((i for i, c in enumerate(v) if not 0 <= c <= MAX_CAPACITY), None)
+            if bad is not None:
+                raise ValueError(f"capacity[{bad}]={v[bad]} is outside [0, {MAX_CAPACITY}]")
+        return v
 
 
 def parse_workload(data: Any, name: str = "file", seed: int | None = None) -> Workload:
@@ -217,7 +229,8 @@ def parse_workload(data: Any, name: str = "file", seed: int | None = None) -> Wo
             raise ValueError(f"jobs[{i}] (id {j.id!r}): {validation_message(exc)}") from None
         jobs.append(WorkloadJob(id=j.id, birth=j.birth, sow=sow, arrival_offset=j.realized[0],
                                 duration=j.realized[1]))
-    return Workload(name=name, platform=platform, jobs=tuple(jobs))
+    capacity = None if doc.capacity is None else tuple(doc.capacity)
+    return Workload(name=name, platform=platform, jobs=tuple(jobs), capacity=capacity)
 
 
 def workload_document(workload: Workload) -> dict[str, Any]:
@@ -229,6 +242,7 @@ def workload_document(workload: Workload) -> dict[str, Any]:
                   "outcomes": [[o.arrival_offset, o.duration, o.probability, o.signal] for o in j.sow.outcomes],
                   "signal_mode": j.sow.signal_mode, "realized": [j.arrival_offset, j.duration]}
                  for j in workload.jobs],
+        **({} if workload.capacity is None else {"capacity": list(workload.capacity)}),
     }
 
 

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import server.gen  # noqa: F401  (puts the generated `sowsched.v1` package on the import path)
-from mechanism.engine import JobView, Quote, RoundReport
+from mechanism.engine import CapacityView, JobView, Quote, RoundReport
 from mechanism.events import Event
 from mechanism.launch_plan import GroupPlan, LaunchPlan, OutcomeQuote
 from mechanism.sow import Signal
@@ -108,6 +108,14 @@ def event_to_proto(e: Event) -> pb.Event:
 def event_from_proto(msg: pb.Event) -> Event:
     return Event(seq=msg.seq, round=msg.round, type=msg.type, job=msg.job_id,
                  data=json.loads(msg.data_json) if msg.data_json else {})
+
+
+def capacity_to_proto(c: CapacityView) -> pb.CapacityReport:
+    return pb.CapacityReport(round=c.round, capacity=c.capacity)
+
+
+def capacity_from_proto(msg: pb.CapacityReport) -> CapacityView:
+    return CapacityView(round=msg.round, capacity=msg.capacity)
 
 
 def round_to_proto(r: RoundReport) -> pb.RoundReport:

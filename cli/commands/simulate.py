@@ -159,9 +159,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_outputs(args)
         capacity_options(args)
-        if args.capacity_series and args.server:
-            raise ValueError(f"--capacity-series {args.capacity_series} is simulated in process only: a server takes "
-                             "its capacity feed from ReportCapacity")
         workload = apply_capacity(args, load(args))
         if args.events:  # fail before the run, not after it
             check_writable(Path(args.events))

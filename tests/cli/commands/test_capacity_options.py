@@ -39,7 +39,6 @@ def test_calibrate_json_keeps_its_keys(capsys: pytest.CaptureFixture[str]) -> No
     ("simulate", ["--capacity-series", f"{AZURE}:t9str"], "name a VM type of .* one of t1str"),
     ("simulate", ["--capacity-series", SERIES, "--capacity-quantile", "0.2"],
      "--capacity-quantile 0.2 needs --capacity-model forecast"),
-    ("simulate", ["--capacity-series", SERIES, "--server", "127.0.0.1:1"], "is simulated in process only"),
     ("calibrate", ["--capacity-stride", "3"], "--capacity-stride 3 needs --capacity-series"),
     ("calibrate", ["--capacity-series", "/nonexistent.csv:x"], "cannot read"),
 ])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from models.capacity_fit import discretise_mixture, fit_capacity_model, read_series, with_capacity
+from models.capacity_fit import discretise_mixture, fit_capacity_model, persistence, read_series, with_capacity
 from models.offline.brute import solve_brute
 from models.offline.cpsat import CpSatParams, solve_cpsat
 from models.offline.greedy import density_greedy
@@ -71,13 +71,30 @@ def test_the_ar1_fit_recovers_a_simulated_process_and_matches_least_squares() ->
     x[0] = 100.0
     for t in range(1, x.size):
         x[t] = 100.0 + 0.7 * (x[t - 1] - 100.0) + rng.normal(0.0, 3.0)
-    m = fit_capacity_model(np.floor(x + 0.5).astype(int))
+    m = fit_capacity_model(np.floor(x + 0.5).astype(int), persistence_lags=1)
     slope, intercept = np.polyfit(np.floor(x[:-1] + 0.5), np.floor(x[1:] + 0.5), 1)  # OLS, independently
     assert m.phi == pytest.approx(slope, abs=1e-9)
     assert m.mean == pytest.approx(intercept / (1 - slope), abs=1e-6)
     assert abs(m.phi - 0.7) < 0.05 and abs(m.mean - 100.0) < 1.0
     errs, w = np.array(m.errors), np.array(m.weights)
     assert abs(float(np.sum(errs * w))) < 0.2 and abs(float(np.sqrt(np.sum(errs**2 * w))) - 3.0) < 0.4
+
+
+def test_the_persistence_fit_matches_a_grid_search_on_the_numpy_autocorrelation() -> None:
+    rng = np.random.default_rng(1)
+    x = np.empty(2000)
+    x[0] = 0.0
+    for t in range(1, x.size):
+        x[t] = 0.8 * x[t - 1] + rng.normal()
+    d = x - x.mean()
+    rho = np.array([np.sum(d[k:] * d[:-k]) / np.sum(d * d) for k in range(1, 9)])  # acf, by hand
+    grid = np.linspace(0.0, 0.99, 99_001)
+    best = grid[np.argmin([np.sum((rho - g ** np.arange(1, 9)) ** 2) for g in grid])]
+    assert persistence(x, 8) == pytest.approx(best, abs=2e-5)
+    assert abs(best - 0.8) < 0.05
+    m = fit_capacity_model(np.floor(50 + 3 * x + 0.5).astype(int))
+    assert m.phi == pytest.approx(persistence(np.floor(50 + 3 * x + 0.5), 8)) and m.mean == pytest.approx(
+        float(np.floor(50 + 3 * x + 0.5).mean()))
 
 
 def test_one_component_is_discretised_at_its_normal_quantiles() -> None:
@@ -131,3 +148,21 @@ def test_the_mechanism_schedule_fits_the_realized_capacity() -> None:
     starts = {e.job: int(e.data["start"]) for e in result.events if e.type == "complete"}
     inst.check_schedule(starts)
     assert inst.capacities == w.capacity
+
+
+# ---- W.json carries the capacity model (in the platform) and the feed ----
+
+def test_a_workload_file_round_trips_its_capacity_model_and_feed() -> None:
+    from models.workloads import parse_workload, workload_document
+
+    w = with_capacity(make_workload("overload", seed=1, rounds=2), f"{AZURE}:t5str", "forecast")
+    doc = workload_document(w)
+    assert doc["capacity"] == list(w.capacity or ()) and "capacity" in doc["platform"]
+    again = parse_workload(doc, name=w.name)
+    assert again.platform == w.platform and again.capacity == w.capacity
+    plain = workload_document(make_workload("overload", seed=1, rounds=2))
+    assert "capacity" not in plain and "capacity" not in plain["platform"]
+    with pytest.raises(ValueError, match=r"capacity\[1\]=-3 is outside \[0, 1000000\]"):
+        parse_workload({**doc, "capacity": [4, -3]})
+    with pytest.raises(ValueError, match=r"capacity\.0"):
+        parse_workload({**doc, "capacity": [2.5]})

@@ -29,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated PATH:KEY (default: every VM type of both Azure capacity files)")
     parser.add_argument("--seeds", type=bounded_int(1), default=40, help="runs per series and model")
     parser.add_argument("--rounds", type=bounded_int(1), default=20, help="rounds of jobs per run")
+    parser.add_argument("--load", type=positive_float, default=1.0, help="scale the workloads' job rate")
     parser.add_argument("--stride", type=bounded_int(0), default=13, help="run k starts at row k * stride")
     parser.add_argument("--offline-seeds", type=bounded_int(0), default=4,
                         help="seeds per series with the clairvoyant optimum (CP-SAT)")
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             runs: dict[str, list[Any]] = {m: [] for m in MODELS}
             ratios: dict[str, list[float]] = {m: [] for m in MODELS}
             for seed in range(args.seeds):
-                base = make_workload(workload, seed=seed, rounds=args.rounds)
+                base = make_workload(workload, seed=seed, load=getattr(args, "load", 1.0), rounds=args.rounds)
                 optimum = None
                 for m in MODELS:
                     w = with_capacity(base, spec, m, quantile=args.quantile, start=seed * args.stride)
@@ -66,7 +67,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             ratios[m].append(optimum / result.welfare)
             for m in MODELS:
                 rows.append(_row(workload, spec, m, runs[m], ratios[m], calibrate(runs[m])))
-    return {"seeds": args.seeds, "rounds": args.rounds, "stride": args.stride, "quantile": args.quantile,
+    return {"seeds": args.seeds, "rounds": args.rounds, "load": getattr(args, "load", 1.0), "stride": args.stride,
+            "quantile": args.quantile,
             "offline_seeds": args.offline_seeds, "rows": rows, "pooled": _pooled(rows)}
 
 

@@ -111,7 +111,8 @@ def capacity_summary(workload: Workload, args: argparse.Namespace) -> dict[str, 
         return None
     caps = workload.capacity
     model = workload.platform.capacity
-    return {"series": args.capacity_series, "model": args.capacity_model or "fixed", "rows": len(caps),
+    return {"series": args.capacity_series or args.workload_file, "model": "fixed" if model is None else "forecast",
+            "rows": len(caps),
             "mean": sum(caps) / len(caps), "min": min(caps), "max": max(caps),
             "fitted": None if model is None else model.model_dump(mode="json")}
 
@@ -205,9 +206,9 @@ def run(args: argparse.Namespace) -> int:
         if workload.capacity is not None:
             caps = workload.capacity
             mean = sum(caps) / len(caps)
-            lines.append(f"  capacity     {args.capacity_series}: {len(caps)} rounds, mean {mean:.2f}, "
-                         f"min {min(caps)}, max {max(caps)}; the mechanism quotes with "
-                         f"{args.capacity_model or 'fixed'} capacity")
+            kind = "fixed" if workload.platform.capacity is None else "forecast"
+            lines.append(f"  capacity     {args.capacity_series or args.workload_file}: {len(caps)} rounds, mean "
+                         f"{mean:.2f}, min {min(caps)}, max {max(caps)}; the mechanism quotes with {kind} capacity")
         print("\n".join(lines))
     return 0
 

@@ -56,3 +56,15 @@ def test_a_quantile_outside_0_1_is_refused_by_the_parser(value: str, capsys: pyt
     with pytest.raises(SystemExit) as info:
         main(["simulate", "--workload", "toy", "--capacity-quantile", value])
     assert info.value.code == 2 and "--capacity-quantile" in capsys.readouterr().err
+
+
+def test_a_written_workload_file_replays_the_capacity_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "w.json"
+    assert main(["simulate", "--workload", "overload", "--load", "0.3", "--no-offline", "--json", "--capacity-series",
+                 SERIES, "--capacity-model", "forecast", "--write-workload", str(path)]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert main(["simulate", "--workload-file", str(path), "--no-offline", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert {k: again[k] for k in ("welfare", "evicted", "cancelled")} == {k: first[k] for k in
+                                                                          ("welfare", "evicted", "cancelled")}
+    assert again["capacity"]["model"] == "forecast" and again["capacity"]["rows"] == 336

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.args import bounded_int, positive_float
+from mechanism.capacity import DEFAULT_QUANTILE
 from models.data import AZURE_CAPACITY
 
 MODELS = ("fixed", "forecast")
@@ -35,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seeds per series with the clairvoyant optimum (CP-SAT)")
     parser.add_argument("--offline-time-limit", type=positive_float, default=2.0,
                         help="CP-SAT deterministic time per optimum")
-    parser.add_argument("--quantile", type=float, default=0.5, help="capacity quantile for C' (forecast)")
+    parser.add_argument("--quantile", type=float, default=DEFAULT_QUANTILE,
+                        help="capacity quantile for C' (forecast; default %(default)s)")
 
 
 def default_series() -> list[str]:

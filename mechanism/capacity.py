@@ -24,7 +24,7 @@ from mechanism.validation import number
 MAX_CAPACITY = 1_000_000  # the bound of Platform.C
 MAX_ERRORS = 64  # outcomes of the error law (a draw counts cdf entries up to 64)
 WEIGHT_TOLERANCE = 1e-9
-DEFAULT_QUANTILE = 0.5
+DEFAULT_QUANTILE = 0.3  # C' from capacity the platform has about 70 % of the time (docs/capacity-model.md)
 QUANTILE_SAMPLES = 20_000  # paths for the stationary quantile that sets C' (prices)
 QUANTILE_SEED = 0x5EED_CA9A  # its own stream: C' is a function of the model alone, not of the platform's seed
 

@@ -64,7 +64,7 @@ def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
                    help="nodes per unit of the series (default: the factor that makes its mean C)")
     p.add_argument("--capacity-quantile", type=_quantile, default=None, metavar="Q",
                    help="with --capacity-model forecast: the quantile of the stationary capacity that replaces C in "
-                        "the prices' C' (default 0.5)")
+                        "the prices' C' (default 0.3)")
     p.add_argument("--capacity-start", type=bounded_int(0), default=None, metavar="ROW",
                    help="round 0 is this row of the series (default 0; rows wrap around at the end)")
 

@@ -1,4 +1,4 @@
-"""Mechanism core: quote latency, the literal App. F procedure for comparison, and round advance time."""
+"""Mechanism core: quote latency (fixed C and a forecast capacity model), the literal App. F procedure, advance."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from cli.args import bounded_int, int_list
+from mechanism.capacity import CapacityModel
 from mechanism.engine import Engine
 from mechanism.failure_literal import literal_failure
 from mechanism.jobs import JobState
@@ -28,11 +29,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--literal-candidates", type=bounded_int(1), default=2, help="(s, d) candidates timed literally")
     p.add_argument("--samples", type=bounded_int(1), default=None, help="override the Lemma F.1 sample count")
     p.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the random SoWs and of the platform")
+    p.add_argument("--no-capacity", action="store_true",
+                   help="skip the quote-latency run with a forecast capacity model (at the largest --jobs)")
 
 
 def bench_platform(seed: int, samples: int | None) -> Platform:
     return Platform(C=1000, C_m=16, D_m=48, S_m=96, H=1000.0, epsilon=0.1, eps0=0.02, delta0=0.01, seed=seed,
                     samples=samples)
+
+
+def forecast_capacity(p: Platform) -> Platform:
+    """The bench platform with an AR(1) capacity model around C: phi 0.8, a 24-point error law of two normal
+    components (sd 8 nodes w.p. 0.9, a drop of about 40 nodes w.p. 0.1), capacity at most C + 100."""
+    from scipy.special import ndtri
+
+    z = ndtri((np.arange(12) + 0.5) / 12)
+    errors = np.sort(np.concatenate([8.0 * z, -40.0 + 10.0 * z]))
+    weights = [0.9 / 12 if e > -25 else 0.1 / 12 for e in errors]  # the two components barely overlap
+    weights[-1] = 1.0 - sum(weights[:-1])
+    model = CapacityModel(mean=float(p.C), phi=0.8, errors=tuple(float(e) for e in errors), weights=tuple(weights),
+                          high=p.C + 100)
+    return p.model_copy(update={"capacity": model})
 
 
 def random_sow(rng: np.random.Generator, p: Platform) -> SoW:
@@ -184,8 +201,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     jobs = args.jobs if isinstance(args.jobs, list) else int_list(1)(str(args.jobs))
     runs = [quote_latency(p, k, args.quotes, args.seed) for k in jobs]
     big = max(runs, key=lambda r: r["active_jobs"])
+    capacity: dict[str, Any] = {}
+    if not getattr(args, "no_capacity", False):
+        q = forecast_capacity(p)
+        warm_up(q, args.seed)
+        c = quote_latency(q, big["active_jobs"], args.quotes, args.seed)
+        capacity = {"capacity_run": c, "capacity_quote_p50_ms": c["quote_p50_ms"],
+                    "capacity_quote_p99_ms": c["quote_p99_ms"],
+                    "capacity_p50_ratio": c["quote_p50_ms"] / big["quote_p50_ms"]}
     lit = literal_speedup(p, args.literal_jobs, args.literal_candidates, args.seed)
-    return {"platform": p.model_dump(), "samples": p.sample_count, "runs": runs,
+    return {"platform": p.model_dump(), "samples": p.sample_count, "runs": runs, **capacity,
             "quote_p50_ms": big["quote_p50_ms"], "quote_p99_ms": big["quote_p99_ms"],
             "round_advance_ms": big["round_advance_ms"], **lit, **history_memory(p, args.seed)}
 
@@ -199,6 +224,12 @@ def table(r: dict[str, Any]) -> str:
         lines.append(f"{x['active_jobs']:>12} {x['quote_p50_ms']:>13.1f} {x['quote_p99_ms']:>13.1f} "
                      f"{x['oracle_prepare_ms']:>15.1f} {x['round_advance_ms']:>11.1f} "
                      f"{x['state_pickle_ms']:>16.1f} {x['state_pickle_bytes'] / 1024:>11.0f}")
+    if "capacity_run" in r:
+        x = r["capacity_run"]
+        lines.append(f"{x['active_jobs']:>12} {x['quote_p50_ms']:>13.1f} {x['quote_p99_ms']:>13.1f} "
+                     f"{x['oracle_prepare_ms']:>15.1f} {x['round_advance_ms']:>11.1f} "
+                     f"{x['state_pickle_ms']:>16.1f} {x['state_pickle_bytes'] / 1024:>11.0f}   forecast capacity "
+                     f"(AR(1), 24 error points): quote p50 {r['capacity_p50_ratio']:.2f}x fixed C")
     lines.append(f"literal App. F ({r['literal_jobs']} jobs, {r['literal_candidates_timed']} candidates timed): "
                  f"{r['literal_per_candidate_s']:.2f} s per (s, d); all {96 * 48} candidates ~"
                  f"{r['literal_all_candidates_s_extrapolated']:.0f} s vs {r['fast_all_candidates_s']:.3f} s fast "

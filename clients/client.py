@@ -16,7 +16,7 @@ import grpc
 import server.gen  # noqa: F401
 from mechanism.events import Event
 from mechanism.ledger import Charge
-from mechanism.views import JobView, Quote, RoundReport
+from mechanism.views import CapacityView, JobView, Quote, RoundReport
 from server import convert
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
@@ -234,6 +234,11 @@ class SchedulerClient:
         req = pb.AdvanceRoundRequest(request_id=request_id or new_request_id())
         msg = self._call(self.stub.AdvanceRound, req)
         return convert.round_from_proto(msg), tuple(e.tenant for e in msg.events)
+
+    def report_capacity(self, round_: int, capacity: int, *, request_id: str | None = None) -> CapacityView:
+        """The capacity of `round_` (now or later) in nodes (operator): that round's step 3 evicts against it."""
+        req = pb.ReportCapacityRequest(request_id=request_id or new_request_id(), round=round_, capacity=capacity)
+        return convert.capacity_from_proto(self._call(self.stub.ReportCapacity, req))
 
     # ---- reads ----
 

@@ -7,6 +7,7 @@ from typing import TypeVar
 
 from clients.client import JobStatus, RpcFailure, SchedulerClient
 from mechanism.engine import (
+    CapacityView,
     DuplicateJob,
     EngineError,
     InvalidReport,
@@ -52,6 +53,9 @@ class GrpcScheduler:
 
     def advance(self) -> RoundReport:
         return self.client.advance()
+
+    def report_capacity(self, round_: int, capacity: int) -> CapacityView:
+        return _refusals_as_engine_errors(lambda: self.client.report_capacity(round_, capacity))
 
 
 def _refusals_as_engine_errors(call: Callable[[], T]) -> T:

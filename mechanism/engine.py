@@ -1,7 +1,7 @@
 """The engine: Alg. 1 run through the reduction of Alg. 2, one round at a time (docs/model.md section 6).
 
-Inputs are `submit`, `report_arrival`, `report_completion` and `advance`; replaying the same inputs in the same
-order rebuilds the identical state, events and quotes, bit for bit.
+Inputs are `submit`, `report_arrival`, `report_completion`, `report_capacity` and `advance`; replaying the same
+inputs in the same order rebuilds the identical state, events and quotes, bit for bit.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from mechanism.bundle_pricing import BundleBook, BundleMenu, check_duration_revealed
+from mechanism.capacity import MAX_CAPACITY
 from mechanism.events import Event
 from mechanism.failure import MonteCarloOracle, Residual
 from mechanism.failure_exact import DEFAULT_MAX_COMBINATIONS, ExactOracle
@@ -26,13 +27,14 @@ from mechanism.ledger import Charge, Ledger
 from mechanism.platform import Platform
 from mechanism.pricing import PriceBook, PriceMenu, plan_usage, unit_price
 from mechanism.sow import Signal, SoW
-from mechanism.views import JobView, Quote, RoundReport
+from mechanism.views import CapacityView, JobView, Quote, RoundReport
 
 OracleKind = Literal["mc", "exact"]
 MAX_JOB_KEY = 256  # characters of a job key; the server's keys are a tenant name, '/' and the tenant's own job id,
 # each bounded in server/limits.py (64 + 1 + 128, within this bound)
 CHAIN_BYTES = 32  # SHA-256
 CHAIN_START = ChainPoint(HistoryMarks(0, 0, 0), bytes(CHAIN_BYTES), bytes(CHAIN_BYTES))  # before any history
+MAX_FEED_AHEAD = 1_000_000  # rounds: a capacity report further ahead than this is refused
 
 
 def check_job_id(job_id: str, bound: int = MAX_JOB_KEY) -> None:
@@ -84,6 +86,10 @@ class Engine:
         self._oracle: MonteCarloOracle | ExactOracle = (
             MonteCarloOracle(platform) if oracle == "mc" else ExactOracle(platform, max_exact_combinations))
         self._oracle_round = -1
+        # The capacity feed: reported capacities of rounds not played yet, and the capacity of the last round
+        # played (C until a report says otherwise; a round without a report keeps the last one).
+        self.capacity_feed: dict[int, int] = {}
+        self.capacity_last = platform.C
         self.busy_node_rounds = 0  # sum over finished rounds of the running load
         # The digest's record of what no longer changes, so it costs O(active jobs), not O(history): hash chains
         # over the events and over the jobs that left the active set, in that order (`retired`).
@@ -170,18 +176,45 @@ class Engine:
             return start if start == self.now else None
         return None
 
+    def report_capacity(self, round_: int, capacity: int) -> CapacityView:
+        """The capacity of round `round_` (now or later) is `capacity` nodes; step 3 of that round evicts against it."""
+        if isinstance(capacity, bool) or not isinstance(capacity, int):
+            raise EngineError(f"capacity={capacity!r} is not a whole number of nodes")
+        if not 0 <= capacity <= MAX_CAPACITY:
+            raise EngineError(f"capacity={capacity} is outside [0, {MAX_CAPACITY}]")
+        if isinstance(round_, bool) or not isinstance(round_, int):
+            raise EngineError(f"round={round_!r} is not a whole round number")
+        if round_ < self.now:
+            raise InvalidReport(f"round={round_} has been played (the current round is {self.now}): its capacity "
+                                "can no longer change")
+        if round_ > self.now + MAX_FEED_AHEAD:
+            raise EngineError(f"round={round_} is more than {MAX_FEED_AHEAD} rounds after the current round {self.now}")
+        if round_ in self.capacity_feed:
+            raise InvalidReport(f"the capacity of round {round_} was already reported "
+                                f"({self.capacity_feed[round_]} nodes)")
+        self.capacity_feed[round_] = capacity
+        if round_ == self.now and self.platform.capacity is not None:
+            self._oracle_round = -1  # later quotes of this round condition on it (rebuilt: equal to appending)
+        return CapacityView(round_, capacity)
+
+    def capacity_of(self, round_: int) -> int:
+        """The capacity step 3 of round `round_` (now or later) evicts against, as reported so far."""
+        return self.capacity_feed.get(round_, self.capacity_last)
+
     # ---- steps 2-6: the round ----
 
     def advance(self) -> RoundReport:
         t = self.now
         first = len(self.events)  # held events: forgetting happens between commands
+        capacity = self.capacity_feed.pop(t, self.capacity_last)
         self._arrivals(t)
-        self._overload(t)
+        self._overload(t, capacity)
         running = self._starts(t)
         self._completions(t)
         usage = float(self.prices.usage(t, 1)[0])
         self.busy_node_rounds += running
         self._retire_ended()
+        self.capacity_last = capacity
         self.now = t + 1
         self.prices.forget_before(self.now)
         return RoundReport(round=t, events=tuple(self.events[first:]), running=running, expected_usage=usage,
@@ -205,11 +238,12 @@ class Engine:
                 job.move(JobState.EXPIRED, t)
                 self._emit("expire", job)
 
-    def _overload(self, t: int) -> None:
-        """While the committed load exceeds C, the newest active job goes (Remark 2: contributing or not)."""
+    def _overload(self, t: int, capacity: int) -> None:
+        """While the committed load exceeds the round's capacity (C, or as reported), the newest active job goes
+        (Remark 2: contributing or not)."""
         load = sum(j.sow.concurrency for j in self._active if self._demands(j, t))
         for job in reversed(self._active):
-            if load <= self.platform.C:
+            if load <= capacity:
                 break
             if not job.state.active:
                 continue
@@ -267,7 +301,8 @@ class Engine:
 
     def _current_oracle(self) -> MonteCarloOracle | ExactOracle:
         if self._oracle_round != self.now:
-            self._oracle.reset(self.now, self.residuals())
+            # A capacity model conditions on the capacity realized last, or on this round's if already reported.
+            self._oracle.reset(self.now, self.residuals(), self.capacity_last, self.capacity_feed.get(self.now))
             self._oracle_round = self.now
         return self._oracle
 
@@ -394,6 +429,9 @@ class Engine:
         h.update(self.prices.state_bytes(self.now))
         if self.bundles is not None:
             h.update(self.bundles.state_bytes())
+        if self.capacity_feed or self.capacity_last != self.platform.C:  # fixed C, no report: hashed as before
+            h.update(json.dumps({"capacity_last": self.capacity_last,
+                                 "capacity_feed": sorted(self.capacity_feed.items())}).encode())
         h.update(self._retired_chain)
         h.update(self._event_chain)
         return h.hexdigest()

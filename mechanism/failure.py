@@ -6,6 +6,11 @@ round's evictions. A newer job j with concurrency c that starts at s and runs d 
 L(tau) > C for some tau in [t, s) or L(tau) + c > C for some tau in [s, s + d) (docs/model.md section 5). So one set of
 paths answers every (s, d) at once, and a job born later in the same round only appends itself to the paths:
 being the newest, it is evicted first and never changes what the older jobs do.
+
+With a capacity model (mechanism/capacity.py) each sample also draws a capacity path C_tau, and the job fails iff
+L(tau) > C_tau before its start or L(tau) + c > C_tau while it runs. A row then holds L(tau) + (top - C_tau), top
+being the model's greatest capacity: the shortfall is a load older than every job that LIFO can never remove, so
+every comparison with C_tau becomes one with the constant top and the kernels below run unchanged.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from mechanism.platform import Platform
-from mechanism.rng import stream_key, uniform
+from mechanism.rng import capacity_key, stream_key, uniform
 
 CHUNKS = 64  # the path build runs in this many independent chunks (threads); results are exact integers
 INT8_MAX = 127
@@ -83,6 +88,36 @@ class Packed:
         return self.keys, self.conc, self.ptr, self.start, self.length, self.cdf
 
 
+@dataclass(frozen=True)
+class CapacityStreams:
+    """The capacity process of one round for the compiled kernels: no keys = fixed capacity (no shortfall)."""
+
+    keys: np.ndarray  # uint64 stream of round t + i's error, i in the window (empty: fixed capacity)
+    errors: np.ndarray  # float64 error support
+    cdf: np.ndarray
+    mean: float
+    phi: float
+    low: int
+    last: int  # C_{t-1}, clamped to [low, high]
+    current: int  # C_t if reported before the round's first quote, clamped; else -1 (drawn)
+
+    @staticmethod
+    def of(platform: Platform, round_: int, last_capacity: int | None,
+           current_capacity: int | None = None) -> CapacityStreams:
+        model = platform.capacity
+        if model is None:
+            return CapacityStreams(np.zeros(0, np.uint64), np.zeros(1, np.float64), np.ones(1, np.float64), 0.0, 0.0,
+                                   0, 0, -1)
+        keys = np.array([capacity_key(platform.seed, round_, i) for i in range(platform.horizon)], dtype=np.uint64)
+        last = model.clamp(platform.C if last_capacity is None else last_capacity)
+        current = -1 if current_capacity is None else model.clamp(current_capacity)
+        return CapacityStreams(keys, model.error_array, model.cdf.copy(), model.mean, model.phi, model.low, last,
+                               current)
+
+    def arrays(self) -> tuple[np.ndarray | float | int, ...]:
+        return self.keys, self.errors, self.cdf, self.mean, self.phi, self.low, self.last, self.current
+
+
 class MonteCarloOracle:
     """E_t(s, c, d) by sampling, for every start offset s in [0, S_m) and duration d in [1, D_m].
 
@@ -99,6 +134,8 @@ class MonteCarloOracle:
         self.platform = platform
         self.samples = samples if samples is not None else platform.sample_count
         self.round = -1
+        self._last_capacity: int | None = None  # C_{round-1}, which a capacity model conditions on
+        self._current_capacity: int | None = None  # C_round, when reported before the round's first quote
         self._earlier: list[Residual] = []  # the jobs of the round's start, built into the paths
         self._appended: list[Residual] = []  # jobs born this round, oldest first
         self._app = Packed.of(platform, self.round, [])
@@ -116,9 +153,14 @@ class MonteCarloOracle:
             state[name] = np.zeros(0, dtype=np.int64)
         return state
 
-    def reset(self, round_: int, residuals: list[Residual]) -> None:
-        """Start round `round_` with the earlier active jobs' residuals, in birth order (paths built lazily)."""
+    def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None,
+              current_capacity: int | None = None) -> None:
+        """Start round `round_` with the earlier active jobs' residuals, in birth order (paths built lazily);
+        `last_capacity` is the capacity realized in round `round_ - 1` and `current_capacity` that of round `round_`
+        if already reported (a capacity model conditions on them)."""
         self.round = round_
+        self._last_capacity = last_capacity
+        self._current_capacity = current_capacity
         self._earlier = list(residuals)
         self._appended = []
         self._app = Packed.of(self.platform, round_, [])
@@ -141,7 +183,7 @@ class MonteCarloOracle:
         """
         p = self.platform
         if self._paths is not None and len(self._appended) > int(self._applied.min(initial=len(self._appended))) \
-                and np.count_nonzero(self._bound > p.C - p.C_m) > EAGER_SHARE * self.samples:
+                and np.count_nonzero(self._bound > p.capacity_top - p.C_m) > EAGER_SHARE * self.samples:
             self._apply_pending()
             return True
         return False
@@ -156,29 +198,32 @@ class MonteCarloOracle:
                 continue
             key = np.uint64(stream_key(self.platform.seed, self.round, r.job))
             _append_job(self._paths, self._peak, self._first, self._applied, k, key, r.concurrency,
-                        r.start.astype(np.int64), r.length.astype(np.int64), r.cdf, self.platform.C)
+                        r.start.astype(np.int64), r.length.astype(np.int64), r.cdf, self.platform.capacity_top)
         self._bound[:] = self._peak
 
     def _built(self) -> np.ndarray:
         if self._paths is None:
             p = self.platform
             packed = Packed.of(p, self.round, self._earlier)
-            self._paths, self._peak, self._first = _build_paths(*packed.arrays(), self.samples, p.horizon, p.C,
-                                                                np.zeros(0, dtype=self._dtype()))
+            streams = CapacityStreams.of(p, self.round, self._last_capacity, self._current_capacity)
+            self._paths, self._peak, self._first = _build_paths(*packed.arrays(), self.samples, p.horizon,
+                                                                p.capacity_top, np.zeros(0, dtype=self._dtype()),
+                                                                *streams.arrays())
             self._applied = np.zeros(self.samples, dtype=np.int64)
             pending = sum(r.concurrency for r in self._appended if bool(np.any(r.start >= 0)))
             self._bound = self._peak + pending  # appended before the paths existed: pending on every row
         return self._paths
 
     def paths(self) -> np.ndarray:
-        """L[n, tau - t]: load demanded by the earlier jobs in sample n, round tau, saturated at C + 1."""
+        """L[n, tau - t]: load demanded by the earlier jobs in sample n, round tau, saturated at C + 1 (with a
+        capacity model: plus the sample's shortfall top - C_tau, saturated at top + 1)."""
         paths = self._built()
         _materialise_all(paths, self._peak, self._first, self._bound, self._applied, *self._app.arrays(),
-                         self.platform.C)
+                         self.platform.capacity_top)
         return paths
 
     def _dtype(self) -> type[np.integer]:
-        top = self.platform.C + self.platform.C_m + 1
+        top = self.platform.capacity_top + self.platform.C_m + 1
         return np.int8 if top <= INT8_MAX else np.int16 if top <= INT16_MAX else np.int32
 
     def estimates(self, concurrency: int) -> np.ndarray:
@@ -187,7 +232,7 @@ class MonteCarloOracle:
         paths = self._built()
         self.settle()
         hist = _survival_histogram(paths, self._peak, self._first, self._bound, self._applied, *self._app.arrays(),
-                                   concurrency, p.S_m, p.D_m, p.C)
+                                   concurrency, p.S_m, p.D_m, p.capacity_top)
         survive = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]  # survive[s, d] = #samples with g >= d
         return (self.samples - survive[:, 1:]) / float(self.samples)  # failures / N, exactly as counted
 
@@ -239,19 +284,37 @@ def _add_newest(row: np.ndarray, peak: int, first: int, s: int, d: int, c: int,
 
 @numba.njit(cache=True, parallel=True)  # holds the GIL: the workqueue threading layer is not re-entrant
 def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
-                 cdf: np.ndarray, n_samples: int, horizon: int, capacity: int,
-                 like: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+                 cdf: np.ndarray, n_samples: int, horizon: int, capacity: int, like: np.ndarray,
+                 cap_keys: np.ndarray, cap_errors: np.ndarray, cap_cdf: np.ndarray, cap_mean: float, cap_phi: float,
+                 cap_low: int, cap_last: int,
+                 cap_now: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    """The rows of the earlier jobs; with capacity streams (cap_keys not empty) `capacity` is the process's top
+    and each row starts from the sample's shortfall top - C_tau (the module docstring)."""
     paths = np.zeros((n_samples, horizon), dtype=like.dtype)
     peak = np.zeros(n_samples, dtype=np.int64)
     first = np.full(n_samples, horizon, dtype=np.int64)
     n_jobs = keys.size
     cap = capacity + 1
+    stochastic = cap_keys.size > 0
+    n_err = cap_cdf.size
     per_chunk = (n_samples + CHUNKS - 1) // CHUNKS
     for ch in numba.prange(CHUNKS):
         chosen = np.empty(n_jobs, dtype=np.int64)
         diff = np.empty(horizon + 1, dtype=np.int64)
+        short = np.zeros(horizon, dtype=np.int64)
         for n in range(ch * per_chunk, min(n_samples, (ch + 1) * per_chunk)):
             diff[:] = 0
+            if stochastic:  # X_tau = mean + phi (X_{tau-1} - mean) + e_tau; C_tau = clamp(floor(X_tau + 1/2))
+                x = float(cap_last)
+                known = 0
+                if cap_now >= 0:  # round t's capacity was reported: known, not drawn
+                    x = float(cap_now)
+                    short[0] = capacity - cap_now
+                    known = 1
+                for tau in range(known, horizon):
+                    e = cap_errors[_draw(cap_keys[tau], n, cap_cdf, 0, n_err)]
+                    x = cap_mean + cap_phi * (x - cap_mean) + e
+                    short[tau] = capacity - min(max(int(np.floor(x + 0.5)), cap_low), capacity)
             for k in range(n_jobs):
                 i = _draw(keys[k], n, cdf, ptr[k], ptr[k + 1])
                 chosen[k] = i
@@ -264,11 +327,14 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
             top = 0
             for tau in range(horizon):
                 acc += diff[tau]
-                row[tau] = min(acc, cap)
-                top = max(top, acc)
+                v = acc + short[tau]
+                row[tau] = min(v, cap)
+                top = max(top, v)
             if top > capacity:  # evictions happen: replay LIFO exactly, oldest job first
-                row[:] = 0
                 top, fa = 0, horizon
+                for tau in range(horizon):  # the shortfall: older than every job, never removed
+                    row[tau] = short[tau]
+                    top = max(top, short[tau])
                 for k in range(n_jobs):
                     i = chosen[k]
                     top, fa = _add_newest(row, top, fa, start[i], length[i], conc[k], capacity)

@@ -1,4 +1,7 @@
-"""Exact failure oracle: enumerates the product of the earlier jobs' residual outcomes (small instances only)."""
+"""Exact failure oracle: enumerates the product of the earlier jobs' residual outcomes (small instances only).
+
+With a capacity model (mechanism/capacity.py) it also enumerates every capacity path of the window.
+"""
 
 from __future__ import annotations
 
@@ -26,16 +29,24 @@ class ExactOracle:
         self.max_combinations = max_combinations
         self.round = -1
         self._residuals: list[Residual] = []
+        self._capacity_paths: dict[tuple[int, ...], float] | None = None
 
-    def reset(self, round_: int, residuals: list[Residual]) -> None:
+    def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None,
+              current_capacity: int | None = None) -> None:
+        """Start round `round_`; a capacity model conditions on `last_capacity` = C_{round_-1}, or on
+        `current_capacity` = C_{round_} when that was reported."""
         self.round = round_
         self._residuals = list(residuals)
+        model = self.platform.capacity
+        self._capacity_paths = None if model is None else model.path_distribution(
+            self.platform.C if last_capacity is None else last_capacity, self.platform.horizon, current_capacity)
 
     def append(self, residual: Residual) -> None:
         self._residuals.append(residual)
 
     def combinations(self) -> int:
-        return math.prod(r.start.size for r in self._residuals)
+        paths = 1 if self._capacity_paths is None else len(self._capacity_paths)
+        return paths * math.prod(r.start.size for r in self._residuals)
 
     def estimates(self, concurrency: int) -> np.ndarray:
         p = self.platform
@@ -45,6 +56,8 @@ class ExactOracle:
                 f"exact oracle needs {total} joint outcomes of {len(self._residuals)} earlier jobs, "
                 f"above the bound max_combinations={self.max_combinations}")
         fail = np.zeros((p.S_m, p.D_m), dtype=np.float64)
+        if self._capacity_paths is not None:
+            return np.clip(self._with_capacity_paths(concurrency, self._capacity_paths), 0.0, 1.0)
         for combo in itertools.product(*(range(r.start.size) for r in self._residuals)):
             weight = math.prod(float(r.probability[i]) for r, i in zip(self._residuals, combo, strict=True))
             jobs = [(int(r.start[i]), int(r.length[i]), r.concurrency)
@@ -53,12 +66,27 @@ class ExactOracle:
             fail += weight * failure_table(np.array(loads), concurrency, p.S_m, p.D_m, p.C)
         return np.clip(fail, 0.0, 1.0)
 
+    def _with_capacity_paths(self, concurrency: int, paths: dict[tuple[int, ...], float]) -> np.ndarray:
+        """The expectation over capacity paths (independent of the jobs: capacity is exogenous) and outcomes."""
+        p = self.platform
+        fail = np.zeros((p.S_m, p.D_m), dtype=np.float64)
+        for combo in itertools.product(*(range(r.start.size) for r in self._residuals)):
+            weight = math.prod(float(r.probability[i]) for r, i in zip(self._residuals, combo, strict=True))
+            jobs = [(int(r.start[i]), int(r.length[i]), r.concurrency)
+                    for r, i in zip(self._residuals, combo, strict=True)]
+            for path, p_path in paths.items():
+                loads, _ = lifo_loads(jobs, p.horizon, path)
+                fail += weight * p_path * failure_table(np.array(loads), concurrency, p.S_m, p.D_m, np.array(path))
+        return fail
 
-def failure_table(loads: np.ndarray, c: int, n_starts: int, max_d: int, capacity: int) -> np.ndarray:
-    """fail[s, d-1] for one load path, straight from the definition (docs/model.md section 5)."""
+
+def failure_table(loads: np.ndarray, c: int, n_starts: int, max_d: int, capacity: int | np.ndarray) -> np.ndarray:
+    """fail[s, d-1] for one load path, straight from the definition (docs/model.md section 5); `capacity` is C or
+    the capacity C_tau of each round of the path."""
+    cap = np.broadcast_to(np.asarray(capacity), loads.shape)
     out = np.zeros((n_starts, max_d), dtype=np.float64)
     for s in range(n_starts):
-        waiting_overflow = bool(np.any(loads[:s] > capacity))
+        waiting_overflow = bool(np.any(loads[:s] > cap[:s]))
         for d in range(1, max_d + 1):
-            out[s, d - 1] = float(waiting_overflow or bool(np.any(loads[s:s + d] + c > capacity)))
+            out[s, d - 1] = float(waiting_overflow or bool(np.any(loads[s:s + d] + c > cap[s:s + d])))
     return out

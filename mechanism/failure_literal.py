@@ -1,4 +1,8 @@
-"""The literal App. F procedure: a fresh LIFO simulation, with the new job in it, for each (s, d) candidate."""
+"""The literal App. F procedure: a fresh LIFO simulation, with the new job in it, for each (s, d) candidate.
+
+With a capacity model each sample also draws its capacity path (`CapacityModel.paths`, the same streams as the
+Monte Carlo oracle) and LIFO removes jobs while the load exceeds that round's capacity.
+"""
 
 from __future__ import annotations
 
@@ -18,9 +22,21 @@ def sampled_outcomes(platform: Platform, round_: int, residuals: list[Residual],
     return idx
 
 
+def capacity_paths(platform: Platform, round_: int, samples: int, last_capacity: int | None = None,
+                   current_capacity: int | None = None) -> np.ndarray:
+    """K[n, tau]: the capacity of each round of the window in each sample (C everywhere with fixed capacity)."""
+    model = platform.capacity
+    if model is None:
+        return np.full((samples, platform.horizon), platform.C, dtype=np.int64)
+    last = platform.C if last_capacity is None else last_capacity
+    return model.paths(platform.seed, round_, last, platform.horizon, samples, current_capacity)
+
+
 def literal_failure(platform: Platform, round_: int, residuals: list[Residual], concurrency: int,
-                    start: int, duration: int, samples: int) -> float:
+                    start: int, duration: int, samples: int, last_capacity: int | None = None,
+                    current_capacity: int | None = None) -> float:
     """Fraction of samples in which a new job (start offset `start`, `duration`) is evicted or cancelled."""
+    cap = capacity_paths(platform, round_, samples, last_capacity, current_capacity)
     idx = sampled_outcomes(platform, round_, residuals, samples)
     k = len(residuals)
     s = np.empty((samples, k + 1), dtype=np.int64)
@@ -37,7 +53,7 @@ def literal_failure(platform: Platform, round_: int, residuals: list[Residual], 
         active &= ~((s >= 0) & (tau >= s + n))  # completed jobs leave
         running = active & (s >= 0) & (s <= tau) & (tau < s + n)
         load = (running * conc).sum(axis=1)
-        over = load > platform.C
+        over = load > cap[:, tau]
         while over.any():
             newest = k - np.argmax(active[:, ::-1], axis=1)  # index of the newest active job per sample
             hit = rows[over]
@@ -46,5 +62,5 @@ def literal_failure(platform: Platform, round_: int, residuals: list[Residual], 
             failed[hit] |= victim == k
             load[hit] -= np.where(running[hit, victim], conc[victim], 0)
             running[hit, victim] = False
-            over = load > platform.C
+            over = load > cap[:, tau]
     return float(failed.mean())

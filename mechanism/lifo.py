@@ -5,12 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def lifo_loads(jobs: Sequence[tuple[int, int, int]], horizon: int, capacity: int) -> tuple[list[int], list[int | None]]:
+def capacity_of(capacity: int | Sequence[int], tau: int) -> int:
+    """The capacity of round tau: a fixed C, or the tau-th entry of a per-round capacity path."""
+    return int(capacity[tau]) if hasattr(capacity, "__getitem__") else int(capacity)
+
+
+def lifo_loads(jobs: Sequence[tuple[int, int, int]], horizon: int,
+               capacity: int | Sequence[int]) -> tuple[list[int], list[int | None]]:
     """Play rounds 0..horizon-1 for jobs given oldest first as (start, length, concurrency), start -1 = never.
 
     Returns the load the still-active jobs demand in each round before its evictions, and the round each job
-    was evicted or cancelled in (None if never). While the load exceeds capacity the newest active job goes,
-    whether or not it contributes to the round (Remark 2).
+    was evicted or cancelled in (None if never). While the load exceeds the round's capacity (a fixed C, or
+    capacity[tau] of a capacity path) the newest active job goes, whether or not it contributes to the round
+    (Remark 2).
     """
     active = [True] * len(jobs)
     removed_at: list[int | None] = [None] * len(jobs)
@@ -22,7 +29,7 @@ def lifo_loads(jobs: Sequence[tuple[int, int, int]], horizon: int, capacity: int
         load = sum(c for k, (s, n, c) in enumerate(jobs) if active[k] and s >= 0 and s <= tau < s + n)
         loads.append(load)
         k = len(jobs) - 1
-        while load > capacity:
+        while load > capacity_of(capacity, tau):
             while not active[k]:
                 k -= 1
             active[k] = False
@@ -33,8 +40,10 @@ def lifo_loads(jobs: Sequence[tuple[int, int, int]], horizon: int, capacity: int
     return loads, removed_at
 
 
-def fails_given_loads(loads: Sequence[int], start: int, duration: int, concurrency: int, capacity: int) -> bool:
+def fails_given_loads(loads: Sequence[int], start: int, duration: int, concurrency: int,
+                      capacity: int | Sequence[int]) -> bool:
     """A newer job fails iff the earlier jobs overflow while it waits, or it does not fit while it runs."""
-    if any(load > capacity for load in loads[:start]):
+    if any(load > capacity_of(capacity, tau) for tau, load in enumerate(loads[:start])):
         return True
-    return any(load + concurrency > capacity for load in loads[start:start + duration])
+    return any(loads[tau] + concurrency > capacity_of(capacity, tau)
+               for tau in range(start, min(start + duration, len(loads))))

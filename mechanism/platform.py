@@ -15,6 +15,7 @@ from pydantic import (
     model_validator,
 )
 
+from mechanism.capacity import CapacityModel
 from mechanism.validation import number
 
 MAX_OUTCOMES = 10_000
@@ -62,18 +63,23 @@ class Platform(BaseModel):
     # The stochastic variant (Thm 5.2): bundle prices of Lemma E.2 in place of the exponential ones (eq. 7).
     pricing: Literal["exponential", "stochastic"] = Field(default="exponential", description="price menus")
     bundles: tuple[Bundle, ...] = Field(default=(), max_length=MAX_BUNDLES, description="pricing 'stochastic'")
+    capacity: CapacityModel | None = Field(
+        default=None, description="capacity of future rounds: None = fixed C; else a stochastic process")
 
     # `C = "32"` or `true` in a file is refused
     _numbers = field_validator("C", "C_m", "D_m", "S_m", "H", "epsilon", "eps0", "delta0", "seed", "samples",
                                mode="before")(number)
 
     @model_serializer(mode="wrap")
-    def _default_pricing_unsaid(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The exponential default is not written out: dumps, files and state digests read as they always did."""
+    def _defaults_unsaid(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The exponential prices and a fixed capacity, the defaults, are not written out: the dumps, files and state
+        digests of such a platform read as they always did."""
         data: dict[str, Any] = handler(self)
         if self.pricing == "exponential" and not self.bundles:
             data.pop("pricing", None)
             data.pop("bundles", None)
+        if self.capacity is None:
+            data.pop("capacity", None)
         return data
 
     @model_validator(mode="after")
@@ -88,8 +94,16 @@ class Platform(BaseModel):
 
     @property
     def sim_capacity(self) -> float:
-        """C' = C (1 - epsilon/10), the capacity of the relaxed simulator (Alg. 2)."""
+        """C' = C (1 - epsilon/10), the capacity of the relaxed simulator (Alg. 2); with a capacity model C is
+        replaced by the model's `quantile` of its stationary capacity (docs/capacity-model.md)."""
+        if self.capacity is not None:
+            return max(self.capacity.price_capacity(), 1.0) * (1.0 - self.epsilon / 10.0)  # at least 1 node
         return self.C * (1.0 - self.epsilon / 10.0)
+
+    @property
+    def capacity_top(self) -> int:
+        """The greatest capacity any round can have in the oracle: C, or the capacity model's `high`."""
+        return self.C if self.capacity is None else self.capacity.high
 
     @property
     def sample_count(self) -> int:

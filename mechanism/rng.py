@@ -18,6 +18,14 @@ def stream_key(seed: int, round_: int, job: int) -> int:
     return _mix((k ^ (job * 0x8CB92BA72F3D8DD7 + 1)) & _MASK)
 
 
+def capacity_key(seed: int, round_: int, offset: int) -> int:
+    """The stream of the capacity error of round round_ + offset, drawn by the samples of round round_.
+
+    Jobs key their streams by their sequence number (>= 0); capacity takes the negative ones, so no job shares it.
+    """
+    return stream_key(seed, round_, -1 - offset)
+
+
 def _mix(z: int) -> int:
     z = (z + _GOLDEN) & _MASK
     z = ((z ^ (z >> 30)) * _M1) & _MASK

@@ -60,3 +60,14 @@ class JobView:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class CapacityView:
+    """A round's reported capacity, as accepted."""
+
+    round: int
+    capacity: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"round": self.round, "capacity": self.capacity}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from mechanism.engine import Engine, EngineError, OracleKind, Quote, RoundReport
 from mechanism.events import Event
@@ -47,6 +47,7 @@ class Workload:
     platform: Platform
     jobs: tuple[WorkloadJob, ...]
     prior: Prior | None = None  # the known F_j the SoWs were drawn from (stochastic variant), if any
+    capacity: tuple[int, ...] | None = None  # realized capacity of rounds 0, 1, ... (None: C in every round)
 
 
 class SchedulerPort(Protocol):
@@ -59,6 +60,12 @@ class SchedulerPort(Protocol):
     def report_completion(self, job_id: str) -> Any: ...
 
     def advance(self) -> RoundReport: ...
+
+
+class CapacityPort(Protocol):
+    """A scheduler that takes the capacity feed (ReportCapacity)."""
+
+    def report_capacity(self, round_: int, capacity: int) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -114,7 +121,8 @@ def run_simulation(workload: Workload, oracle: OracleKind = "mc") -> SimulationR
 
 
 def drive(workload: Workload, port: SchedulerPort) -> SimulationResult:
-    """Round by round: submit the SoWs born now, report realized arrivals and completions, advance."""
+    """Round by round: report the round's realized capacity (if the workload has a series; past its end the last
+    one stays), submit the SoWs born now, report realized arrivals and completions, advance."""
     jobs = sorted(workload.jobs, key=lambda j: j.birth)  # stable: file order within a round
     result = SimulationResult(workload=workload.name, platform=workload.platform)
     ended: dict[str, str] = {}
@@ -122,6 +130,8 @@ def drive(workload: Workload, port: SchedulerPort) -> SimulationResult:
     next_birth = 0
     t = 0
     while next_birth < len(jobs) or len(ended) < len(jobs):
+        if workload.capacity is not None and t < len(workload.capacity):
+            cast(CapacityPort, port).report_capacity(t, workload.capacity[t])
         while next_birth < len(jobs) and jobs[next_birth].birth == t:
             job = jobs[next_birth]
             result.quotes[job.id] = port.submit(job.id, job.sow)

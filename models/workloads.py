@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from mechanism.capacity import MAX_CAPACITY
 from mechanism.engine import EngineError, check_job_id
 from mechanism.platform import Platform
 from mechanism.sow import SoW
@@ -258,6 +259,17 @@ class _WorkloadFile(BaseModel):
     platform: Platform
     jobs: list[_FileJob]
     prior: dict[str, Any] | None = None  # the known F_j the jobs' SoWs were drawn from (models/stochastic/prior.py)
+    capacity: list[int] | None = Field(default=None, max_length=MAX_ROUND,
+                                       description="realized capacity of rounds 0, 1, ... (the feed)")
+
+    @field_validator("capacity")
+    @classmethod
+    def _capacity_ok(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None:
+            bad = next((i for i, c in enumerate(v) if not 0 <= c <= MAX_CAPACITY), None)
+            if bad is not None:
+                raise ValueError(f"capacity[{bad}]={v[bad]} is outside [0, {MAX_CAPACITY}]")
+        return v
 
 
 def parse_workload(data: Any, name: str = "file", seed: int | None = None) -> Workload:
@@ -287,7 +299,8 @@ def parse_workload(data: Any, name: str = "file", seed: int | None = None) -> Wo
     prior = None if doc.prior is None else parse_prior(doc.prior, platform)
     if prior is not None:
         _check_drawn_from(prior, jobs)
-    return Workload(name=name, platform=platform, jobs=tuple(jobs), prior=prior)
+    capacity = None if doc.capacity is None else tuple(doc.capacity)
+    return Workload(name=name, platform=platform, jobs=tuple(jobs), prior=prior, capacity=capacity)
 
 
 def _check_drawn_from(prior: Prior, jobs: list[WorkloadJob]) -> None:
@@ -312,6 +325,7 @@ def workload_document(workload: Workload) -> dict[str, Any]:
                   "signal_mode": j.sow.signal_mode, "realized": [j.arrival_offset, j.duration]}
                  for j in workload.jobs],
         **({} if workload.prior is None else {"prior": prior_document(workload.prior)}),
+        **({} if workload.capacity is None else {"capacity": list(workload.capacity)}),
     }
 
 

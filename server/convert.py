@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import server.gen  # noqa: F401  (puts the generated `sowsched.v1` package on the import path)
 from mechanism.events import Event
-from mechanism.views import JobView, Quote, RoundReport
+from mechanism.views import CapacityView, JobView, Quote, RoundReport
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.namespace import split
 
@@ -111,6 +111,14 @@ def event_to_proto(e: Event) -> pb.Event:
 def event_from_proto(msg: pb.Event) -> Event:
     return Event(seq=msg.seq, round=msg.round, type=msg.type, job=msg.job_id,
                  data=json.loads(msg.data_json) if msg.data_json else {})
+
+
+def capacity_to_proto(c: CapacityView) -> pb.CapacityReport:
+    return pb.CapacityReport(round=c.round, capacity=c.capacity)
+
+
+def capacity_from_proto(msg: pb.CapacityReport) -> CapacityView:
+    return CapacityView(round=msg.round, capacity=msg.capacity)
 
 
 def round_to_proto(r: RoundReport) -> pb.RoundReport:

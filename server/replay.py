@@ -11,12 +11,12 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from mechanism.engine import Engine, JobView, Quote, RoundReport
+from mechanism.engine import CapacityView, Engine, JobView, Quote, RoundReport
 from mechanism.sow import SoW
 from server import namespace
 from server.store import StoreError
 
-Result = Quote | JobView | RoundReport
+Result = Quote | JobView | RoundReport | CapacityView
 REPORTS = ("arrive", "complete")  # reports on a job: before per-tenant ids they named no tenant
 JOB_COMMANDS = ("submit", *REPORTS)  # commands on one job, named by (tenant, job_id)
 
@@ -46,6 +46,8 @@ def apply_command(engine: Engine, kind: str, body: dict[str, Any], sow: SoW | No
         return engine.report_completion(namespace.key(body["tenant"], body["job_id"]))
     if kind == "advance":
         return engine.advance()
+    if kind == "capacity":  # the capacity feed (ReportCapacity)
+        return engine.report_capacity(body["round"], body["capacity"])
     raise StoreError(f"command kind={kind!r} is unknown")
 
 

@@ -11,7 +11,7 @@ from typing import Any, NoReturn, TypeVar
 import grpc
 
 import server.gen  # noqa: F401
-from mechanism.engine import Engine, JobView, Quote, RoundReport, check_job_id
+from mechanism.engine import CapacityView, Engine, JobView, Quote, RoundReport, check_job_id
 from mechanism.jobs import JobState
 from mechanism.sow import SoW
 from server import convert, errors, namespace, reads, snapshot
@@ -26,7 +26,8 @@ from server.scheduler import DurableScheduler
 
 # Calls whose token is checked again after a reload elsewhere: commands by the writer, streams before each event
 # (and a stream's slot is released only once it runs). Every other call only reads, and is checked as it returns.
-RECHECKED_ELSEWHERE = ("SubmitSoW", "ReportArrival", "ReportCompletion", "AdvanceRound", "WatchEvents")
+RECHECKED_ELSEWHERE = ("SubmitSoW", "ReportArrival", "ReportCompletion", "AdvanceRound", "ReportCapacity",
+                       "WatchEvents")
 WATCH_POLL_S = 0.5  # how often a following event stream re-checks its caller's token while no event comes
 log = logging.getLogger("sowsched.rpc")
 T = TypeVar("T")
@@ -38,6 +39,8 @@ def encode_reply(kind: str, result: Result) -> bytes:
         return convert.quote_to_proto(result).SerializeToString(deterministic=True)
     if isinstance(result, JobView):
         return convert.job_to_proto(result).SerializeToString(deterministic=True)
+    if isinstance(result, CapacityView):
+        return convert.capacity_to_proto(result).SerializeToString(deterministic=True)
     assert isinstance(result, RoundReport), kind
     return convert.round_to_proto(result).SerializeToString(deterministic=True)
 
@@ -178,6 +181,15 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 return pb.RoundReport.FromString(logged)
             return pb.RoundReport.FromString(self._command(p, request.request_id, "advance", {}))
         return self._call(context, "AdvanceRound", body)
+
+    def ReportCapacity(self, request: pb.ReportCapacityRequest,
+                       context: grpc.ServicerContext) -> pb.CapacityReport:
+        def body(p: Principal) -> pb.CapacityReport:
+            if not p.is_operator:
+                raise PermissionDenied("ReportCapacity needs the operator token")
+            data = {"round": request.round, "capacity": request.capacity}
+            return pb.CapacityReport.FromString(self._command(p, request.request_id, "capacity", data))
+        return self._call(context, "ReportCapacity", body)
 
     def _logged_advance(self, p: Principal, request_id: str) -> bytes | None:
         """The logged reply of an AdvanceRound the caller sent with `request_id` before (under the simulated clock,

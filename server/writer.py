@@ -229,6 +229,8 @@ class Writer(SchedulerCore):
             return
         if kind == "advance":
             raise PermissionDenied("AdvanceRound needs the operator token")
+        if kind == "capacity":
+            raise PermissionDenied("ReportCapacity needs the operator token")
         if body["tenant"] != caller:  # a tenant acts in its own namespace only
             raise PermissionDenied(f"tenant {caller!r} cannot {kind} in tenant {body['tenant']!r}'s namespace")
 

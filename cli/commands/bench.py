@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, str] = {
     "grpc": "benchmarks.grpc",
     "history": "benchmarks.history",
     "solvers": "benchmarks.solvers",
+    "capacity": "benchmarks.capacity",
     "welfare": "cli.commands.welfare",
 }
 

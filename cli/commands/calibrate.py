@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from cli.args import add_output_arguments, bounded_int, positive_float
-from cli.commands.simulate import MAX_SEED
+from cli.commands.simulate import MAX_SEED, add_capacity_arguments, apply_capacity, capacity_options
 from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
 from models.calibration import Calibration, calibrate
@@ -29,6 +29,10 @@ def register(sub: Any) -> None:
     p.add_argument("--load", type=positive_float, default=1.0, help="scale the workload's job rate")
     p.add_argument("--rounds", type=bounded_int(1), default=20, help="rounds of jobs per run (overload and pipelines)")
     p.add_argument("--oracle", choices=("mc", "exact"), default="mc", help="failure oracle")
+    add_capacity_arguments(p)
+    p.add_argument("--capacity-stride", type=bounded_int(0), default=None, metavar="ROWS",
+                   help="run k starts at row --capacity-start + k * ROWS of the series (default 0: every run sees "
+                        "the same rows)")
     add_output_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown on a terminal)")
     p.set_defaults(func=run)
@@ -42,6 +46,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"sowsched calibrate: --first-seed {args.first_seed} with --seeds {args.seeds} reaches seed {last}, "
               f"beyond the bound {MAX_SEED}", file=sys.stderr)
         return 2
+    try:
+        capacity_options(args)
+        apply_capacity(args, make_workload(args.workload, seed=args.first_seed, load=args.load))  # checks the file
+    except ValueError as exc:
+        print(f"sowsched calibrate: {exc}", file=sys.stderr)
+        return 2
     extra = {} if args.workload == "toy" else {"rounds": args.rounds}
     seeds = tqdm(range(args.first_seed, args.first_seed + args.seeds), desc="calibrate", unit="run", file=sys.stderr,
                  disable=None if not args.no_progress else True)  # None: only on a terminal
@@ -51,10 +61,11 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             print(f"sowsched calibrate: --workload-file: {exc}", file=sys.stderr)
             return 2
-        results = (run_simulation(load_workload_file(args.workload_file, seed=s), oracle=args.oracle) for s in seeds)
+        results = (run_simulation(apply_capacity(args, load_workload_file(args.workload_file, seed=s),
+                                                 run=s - args.first_seed), oracle=args.oracle) for s in seeds)
     else:
-        results = (run_simulation(make_workload(args.workload, seed=s, load=args.load, **extra), oracle=args.oracle)
-                   for s in seeds)
+        results = (run_simulation(apply_capacity(args, make_workload(args.workload, seed=s, load=args.load, **extra),
+                                                 run=s - args.first_seed), oracle=args.oracle) for s in seeds)
     try:
         cal = calibrate(results)
     except OracleTooLarge as exc:  # --oracle exact on too many earlier jobs' joint outcomes

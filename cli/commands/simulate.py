@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, positive_float
+from cli.args import add_output_arguments, bounded_int, positive_float
 from cli.commands.jobs import DEFAULT_ATTEMPTS
 from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
@@ -46,6 +46,7 @@ def register(sub: Any) -> None:
                         "time (about seconds; the same answer on every run; default %(default)g)")
     p.add_argument("--no-offline", action="store_true",
                    help="skip the clairvoyant optimum (and the ratio to it)")
+    add_capacity_arguments(p)
     p.add_argument("--server", metavar="HOST:PORT", help="drive a running server (fresh store) over gRPC instead")
     p.add_argument("--token", default=os.environ.get("SOWSCHED_TOKEN"), help="operator token for --server")
     p.add_argument("--tls-ca", type=Path, help="with --server: CA certificate, connect with TLS")
@@ -53,6 +54,71 @@ def register(sub: Any) -> None:
     p.add_argument("--retries", type=int, default=DEFAULT_ATTEMPTS,
                    help="with --server: attempts on UNAVAILABLE or DEADLINE_EXCEEDED, with the same request id")
     p.set_defaults(func=run)
+
+
+def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
+    """--capacity-series, --capacity-model, --capacity-scale, --capacity-quantile (docs/capacity-model.md)."""
+    p.add_argument("--capacity-series", metavar="PATH[:KEY]",
+                   help="realized capacity per round from a CSV: KEY is a column of a wide CSV or a VM type "
+                        "(Column1) of the long-format Azure capacity files; round t is row t")
+    p.add_argument("--capacity-model", choices=("fixed", "forecast"), default=None,
+                   help="with --capacity-series: 'fixed' quotes with C (the series' mean), 'forecast' with an "
+                        "AR(1) + Gaussian-mixture model fitted to the series (default fixed)")
+    p.add_argument("--capacity-scale", type=positive_float, default=None, metavar="F",
+                   help="nodes per unit of the series (default: the factor that makes its mean C)")
+    p.add_argument("--capacity-quantile", type=_quantile, default=None, metavar="Q",
+                   help="with --capacity-model forecast: the quantile of the stationary capacity that replaces C in "
+                        "the prices' C' (default 0.3)")
+    p.add_argument("--capacity-start", type=bounded_int(0), default=None, metavar="ROW",
+                   help="round 0 is this row of the series (default 0; rows wrap around at the end)")
+
+
+def _quantile(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{value} is outside the bounds (0, 1)")
+    return value
+
+
+def capacity_options(args: argparse.Namespace) -> None:
+    """Raise ValueError on capacity options that need --capacity-series without it."""
+    if args.capacity_series:
+        if args.capacity_quantile is not None and args.capacity_model != "forecast":
+            raise ValueError(f"--capacity-quantile {args.capacity_quantile} needs --capacity-model forecast")
+        return
+    for flag, value in (("--capacity-model", args.capacity_model), ("--capacity-scale", args.capacity_scale),
+                        ("--capacity-quantile", args.capacity_quantile), ("--capacity-start", args.capacity_start),
+                        ("--capacity-stride", getattr(args, "capacity_stride", None))):
+        if value is not None:
+            raise ValueError(f"{flag} {value} needs --capacity-series")
+
+
+def apply_capacity(args: argparse.Namespace, workload: Workload, run: int = 0) -> Workload:
+    """The workload with the realized capacity of --capacity-series and, with forecast, its fitted model; run k of
+    a calibration starts at row start + k * stride."""
+    if not args.capacity_series:
+        return workload
+    from mechanism.capacity import DEFAULT_QUANTILE
+    from models.capacity_fit import with_capacity
+
+    q = DEFAULT_QUANTILE if args.capacity_quantile is None else args.capacity_quantile
+    start = (args.capacity_start or 0) + run * (getattr(args, "capacity_stride", None) or 0)
+    return with_capacity(workload, args.capacity_series, args.capacity_model or "fixed", args.capacity_scale, q,
+                         start=start)
+
+
+def capacity_summary(workload: Workload, args: argparse.Namespace) -> dict[str, Any] | None:
+    if workload.capacity is None:
+        return None
+    caps = workload.capacity
+    model = workload.platform.capacity
+    return {"series": args.capacity_series or args.workload_file, "model": "fixed" if model is None else "forecast",
+            "rows": len(caps),
+            "mean": sum(caps) / len(caps), "min": min(caps), "max": max(caps),
+            "fitted": None if model is None else model.model_dump(mode="json")}
 
 
 def _seed(text: str) -> int:
@@ -97,7 +163,8 @@ def check_writable(path: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         check_outputs(args)
-        workload = load(args)
+        capacity_options(args)
+        workload = apply_capacity(args, load(args))
         if args.events:  # fail before the run, not after it
             check_writable(Path(args.events))
         if args.write_workload:
@@ -149,10 +216,19 @@ def run(args: argparse.Namespace) -> int:
     offline = None if args.no_offline else against_optimum(workload, result, args.offline_time_limit)
     if args.json:
         extra = {} if pricing is None else {"pricing": "stochastic", "stochastic_pricing": pricing}
-        print(json.dumps({**result.summary(), "offline": offline, **extra}, sort_keys=True))
+        capacity = capacity_summary(workload, args)
+        print(json.dumps({**result.summary(), "offline": offline, **extra,
+                          **({} if capacity is None else {"capacity": capacity})}, sort_keys=True))
     else:
-        print("\n".join([report(result, args.oracle), *([] if pricing is None else pricing_lines(pricing)),
-                          *([] if offline is None else offline_lines(offline))]))
+        lines = [report(result, args.oracle), *([] if pricing is None else pricing_lines(pricing)),
+                 *([] if offline is None else offline_lines(offline))]
+        if workload.capacity is not None:
+            caps = workload.capacity
+            mean = sum(caps) / len(caps)
+            kind = "fixed" if workload.platform.capacity is None else "forecast"
+            lines.append(f"  capacity     {args.capacity_series or args.workload_file}: {len(caps)} rounds, mean "
+                         f"{mean:.2f}, min {min(caps)}, max {max(caps)}; the mechanism quotes with {kind} capacity")
+        print("\n".join(lines))
     return 0
 
 

@@ -46,13 +46,14 @@ def fcfs(instance: HindsightInstance) -> BaselineResult:
     queue: list[HindsightJob] = []
     starts: dict[str, int | None] = {j.id: None for j in instance.jobs}
     load = np.zeros(max(instance.horizon, 1) + 1, dtype=np.int64)
+    cap = instance.capacity_row(load.size)
     nxt, t = 0, 0
     while nxt < len(order) or queue:
         while nxt < len(order) and instance.jobs[order[nxt]].arrival == t:
             queue.append(instance.jobs[order[nxt]])
             nxt += 1
         queue = [j for j in queue if t <= j.last_start]  # withdrawn: starting now earns nothing
-        while queue and _fits(load, t, queue[0], instance.capacity):
+        while queue and _fits(load, t, queue[0], cap):
             job = queue.pop(0)
             load[t:t + job.duration] += job.concurrency
             starts[job.id] = t
@@ -60,8 +61,8 @@ def fcfs(instance: HindsightInstance) -> BaselineResult:
     return _result("fcfs", instance, starts, rejected=0)
 
 
-def _fits(load: np.ndarray, t: int, job: HindsightJob, capacity: int) -> bool:
-    return bool(np.all(load[t:t + job.duration] + job.concurrency <= capacity))
+def _fits(load: np.ndarray, t: int, job: HindsightJob, capacity: np.ndarray) -> bool:
+    return bool(np.all(load[t:t + job.duration] + job.concurrency <= capacity[t:t + job.duration]))
 
 
 def reservation(workload: Workload) -> BaselineResult:

@@ -25,14 +25,14 @@ def solve_brute(instance: HindsightInstance, max_combinations: int = MAX_COMBINA
                          f"max_combinations={max_combinations}; use the CP-SAT or MILP solver")
     jobs = list(instance.jobs)
     load = np.zeros(max(instance.horizon, 1), dtype=np.int64)
-    _, best_starts = _search(jobs, 0, load, instance.capacity, [None] * len(jobs))
+    _, best_starts = _search(jobs, 0, load, instance.capacity_row(load.size), [None] * len(jobs))
     starts = {job.id: s for job, s in zip(jobs, best_starts, strict=True)}
     value = instance.schedule_value(starts)
     return OfflineResult(value=value, bound=value, gap=0.0, status="optimal", solve_seconds=None,
                          starts=starts, solver=SOLVER_NAME)
 
 
-def _search(jobs: list[HindsightJob], i: int, load: np.ndarray, capacity: int,
+def _search(jobs: list[HindsightJob], i: int, load: np.ndarray, capacity: np.ndarray,
             chosen: list[int | None]) -> tuple[float, list[int | None]]:
     """The best completion of `chosen[:i]`: each remaining job either does not run or takes a start that fits."""
     if i == len(jobs):
@@ -42,7 +42,7 @@ def _search(jobs: list[HindsightJob], i: int, load: np.ndarray, capacity: int,
     best = _search(jobs, i + 1, load, capacity, chosen)
     for s in job.starts():
         window = slice(s, s + job.duration)
-        if np.any(load[window] + job.concurrency > capacity):
+        if np.any(load[window] + job.concurrency > capacity[window]):
             continue
         load[window] += job.concurrency
         chosen[i] = s

@@ -133,7 +133,12 @@ def build(instance: HindsightInstance, value_scale: float | None = None, time_in
         intervals.append(_add_job(built, job))
         demands.append(job.concurrency)
         terms.extend(_add_value_steps(built, job))
-    # Capacity: sum_j c_j [start[j] <= t < start[j] + d_j] run[j] <= C for every round t.
+    # Capacity: sum_j c_j [start[j] <= t < start[j] + d_j] run[j] <= C_t for every round t (a round below C
+    # holds a fixed interval of demand C - C_t).
+    for t, c_t in enumerate(instance.capacities):
+        if c_t < instance.capacity:
+            intervals.append(model.new_fixed_size_interval_var(t, 1, f"shortfall[{t}]"))
+            demands.append(instance.capacity - c_t)
     model.add_cumulative(intervals, demands, instance.capacity)
     if time_indexed:
         _add_time_indexed_channel(built)
@@ -252,9 +257,9 @@ def _add_time_indexed_channel(built: CpSatModel) -> None:
 
 
 def _add_capacity_rows(built: CpSatModel, covering: dict[int, list[tuple[cp_model.IntVar, int]]]) -> None:
-    capacity = built.instance.capacity
-    # Capacity per round: sum_j c_j sum_{s = t-d_j+1}^{t} at[j,s] <= C (rows that cannot overflow are left out).
+    # Capacity per round: sum_j c_j sum_{s = t-d_j+1}^{t} at[j,s] <= C_t (rows that cannot overflow are left out).
     for t in sorted(covering):
+        capacity = built.instance.capacity_at(t)
         if sum(c for _, c in covering[t]) > capacity:
             built.model.add(sum(c * var for var, c in covering[t]) <= capacity)
 
@@ -269,8 +274,8 @@ def _add_left_shift_dominance(built: CpSatModel) -> None:
     end: dict[int, cp_model.IntVar] = {}
     for j, at in built.at.items():
         for s, var in at.items():
-            if s == jobs[j].arrival:
-                continue
+            if s == jobs[j].arrival or built.instance.capacity_at(s) > built.instance.capacity_at(s - 1):
+                continue  # (a start where capacity rises need not follow an end)
             if s not in end:
                 # end[s] => OR_k at[k, s - d_k]: some run job ends at s.
                 end[s] = model.new_bool_var(f"end[{s}]")

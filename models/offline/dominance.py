@@ -32,7 +32,7 @@ def left_shift(instance: HindsightInstance, starts: Mapping[str, int | None]) ->
         moved = False
         for job in instance.jobs:
             s = shifted[job.id]
-            while s is not None and s > job.arrival and load[s - 1] + job.concurrency <= instance.capacity:
+            while s is not None and s > job.arrival and load[s - 1] + job.concurrency <= instance.capacity_at(s - 1):
                 load[s + job.duration - 1] -= job.concurrency
                 load[s - 1] += job.concurrency
                 s -= 1
@@ -49,5 +49,6 @@ def is_semi_active(instance: HindsightInstance, starts: Mapping[str, int | None]
         if s is not None:
             for t in range(s, s + jobs[j].duration):
                 load[t] = load.get(t, 0) + jobs[j].concurrency
-    return all(s is None or s == jobs[j].arrival or load.get(s - 1, 0) + jobs[j].concurrency > instance.capacity
+    return all(s is None or s == jobs[j].arrival
+               or load.get(s - 1, 0) + jobs[j].concurrency > instance.capacity_at(s - 1)
                for j, s in starts.items())

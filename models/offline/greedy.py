@@ -17,13 +17,14 @@ def density_greedy(instance: HindsightInstance) -> dict[str, int | None]:
     """Jobs by decreasing density (ties: instance order); each takes the earliest start of highest value that
     fits next to the jobs placed before it, or does not run."""
     load = np.zeros(max(instance.horizon, 1) + 1, dtype=np.int64)
+    cap = instance.capacity_row(load.size)
     starts: dict[str, int | None] = {j.id: None for j in instance.jobs}
     order = sorted(range(len(instance.jobs)), key=lambda i: (-density(instance.jobs[i]), i))
     for i in order:
         job = instance.jobs[i]
         best: int | None = None
         for s in job.starts():
-            fits = bool(np.all(load[s:s + job.duration] + job.concurrency <= instance.capacity))
+            fits = bool(np.all(load[s:s + job.duration] + job.concurrency <= cap[s:s + job.duration]))
             if fits and (best is None or job.value(s) > job.value(best)):
                 best = s
         if best is not None:

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+import numpy as np
+
 from mechanism.sow import check_value_steps
 
 if TYPE_CHECKING:
@@ -79,14 +81,21 @@ class HindsightJob:
 
 @dataclass(frozen=True)
 class HindsightInstance:
-    """Capacity C and the realized jobs; ids are unique and every job fits on the platform alone."""
+    """Capacity C and the realized jobs; ids are unique and every job fits on the platform alone.
+
+    `capacities`, when given, is the realized capacity of rounds 0, 1, ... (rounds past its end have `capacity`);
+    `capacity` is then at least every entry, the bound of the cumulative and of a job's concurrency.
+    """
 
     capacity: int
     jobs: tuple[HindsightJob, ...]
+    capacities: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.capacity < 1:
             raise ValueError(f"capacity={self.capacity} is below the bound 1")
+        if self.capacities and not 0 <= min(self.capacities) <= max(self.capacities) <= self.capacity:
+            raise ValueError(f"capacities must lie in [0, capacity={self.capacity}]")
         seen: set[str] = set()
         for i, job in enumerate(self.jobs):
             if job.id in seen:
@@ -98,11 +107,24 @@ class HindsightInstance:
 
     @staticmethod
     def from_realized(workload: Workload) -> HindsightInstance:
-        """The realized outcome of a workload: capacity C, and per job b, a = b + arrival_offset, d, c and V."""
-        return HindsightInstance(capacity=workload.platform.C, jobs=tuple(
+        """The realized outcome of a workload: capacity C (per round, the realized capacity of a workload that
+        has one), and per job b, a = b + arrival_offset, d, c and V."""
+        caps = tuple(workload.capacity or ())
+        return HindsightInstance(capacity=max((workload.platform.C, *caps)), capacities=caps, jobs=tuple(
             HindsightJob(id=j.id, birth=j.birth, arrival=j.birth + j.arrival_offset, duration=j.duration,
                          concurrency=j.sow.concurrency, value_steps=tuple(j.sow.value_steps))
             for j in workload.jobs))
+
+    def capacity_at(self, t: int) -> int:
+        """The capacity of round t."""
+        return self.capacities[t] if t < len(self.capacities) else self.capacity
+
+    def capacity_row(self, n: int) -> np.ndarray:
+        """capacity_at(t) for t in [0, n)."""
+        row = np.full(n, self.capacity, dtype=np.int64)
+        k = min(n, len(self.capacities))
+        row[:k] = self.capacities[:k]
+        return row
 
     @property
     def horizon(self) -> int:
@@ -132,8 +154,8 @@ class HindsightInstance:
             for t in range(s, s + job.duration):
                 load[t] = load.get(t, 0) + job.concurrency
         for t in sorted(load):
-            if load[t] > self.capacity:
-                raise ValueError(f"round {t} load={load[t]} exceeds the bound capacity={self.capacity}")
+            if load[t] > self.capacity_at(t):
+                raise ValueError(f"round {t} load={load[t]} exceeds the bound capacity={self.capacity_at(t)}")
 
 
 @dataclass(frozen=True)

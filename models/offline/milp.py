@@ -4,7 +4,7 @@ Math (x[j,s] = 1 iff job j starts in round s, for s in a_j..b_j + k_jm - d_j, th
 
     maximise   sum_{j,s} V_j(s + d_j) x[j,s]
     subject to sum_s x[j,s] <= 1                                    for every job j       (run at most once)
-               sum_j c_j sum_{s = t-d_j+1}^{t} x[j,s] <= C           for every round t     (capacity)
+               sum_j c_j sum_{s = t-d_j+1}^{t} x[j,s] <= C_t         for every round t     (capacity)
                x[j,s] in {0, 1}  (in [0, 1] for the LP relaxation)
 """
 
@@ -95,7 +95,8 @@ def build(instance: HindsightInstance) -> TimeIndexedModel:
             rows.append(np.concatenate(([job_row[job.id]], round_rows)))
             coefs.append(np.concatenate(([1.0], np.full(job.duration, float(job.concurrency)))))
             col_ptr.append(col_ptr[-1] + 1 + job.duration)
-    row_upper = np.concatenate((np.ones(len(jobs)), np.full(n_rounds, float(instance.capacity))))
+    round_capacity = instance.capacity_row(first_round + n_rounds)[first_round:].astype(np.float64)
+    row_upper = np.concatenate((np.ones(len(jobs)), round_capacity))
     return TimeIndexedModel(
         instance=instance, column_job=tuple(column_job), column_start=np.array(starts, dtype=np.int64),
         cost=np.array(cost, dtype=np.float64), col_ptr=np.array(col_ptr, dtype=np.int32),

@@ -1,0 +1,153 @@
+"""`sowsched bench capacity`: quoting with a capacity model vs assuming the mean, on real capacity series.
+
+For each workload, each capacity series (every VM type of the Azure files) and each seed, the same realization
+(jobs and capacity; run k starts at row k * stride of the series) is simulated twice: with the fitted AR(1) +
+mixture capacity model (`forecast`) and with C = the series' mean (`fixed`). Reported per (workload, series,
+model): the calibration of the raw failure estimates (models/calibration.py), evictions + cancellations,
+welfare and revenue per run, and the ratio of the clairvoyant optimum (which knows the realized capacity) to
+the welfare, on the first `--offline-seeds` seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Any
+
+from cli.args import bounded_int, positive_float
+from mechanism.capacity import DEFAULT_QUANTILE
+from models.data import AZURE_CAPACITY
+
+MODELS = ("fixed", "forecast")
+FILES = ("capacity_azure2017.csv", "capacity_azure2019.csv")
+VM_TYPES = ("t1str", "t2str", "t3str", "t5str", "t6str", "t7str")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workloads", default="overload,pipelines", help="comma-separated (default %(default)s)")
+    parser.add_argument("--series", default=None,
+                        help="comma-separated PATH:KEY (default: every VM type of both Azure capacity files)")
+    parser.add_argument("--seeds", type=bounded_int(1), default=40, help="runs per series and model")
+    parser.add_argument("--rounds", type=bounded_int(1), default=20, help="rounds of jobs per run")
+    parser.add_argument("--load", type=positive_float, default=1.0, help="scale the workloads' job rate")
+    parser.add_argument("--stride", type=bounded_int(0), default=13, help="run k starts at row k * stride")
+    parser.add_argument("--offline-seeds", type=bounded_int(0), default=4,
+                        help="seeds per series with the clairvoyant optimum (CP-SAT)")
+    parser.add_argument("--offline-time-limit", type=positive_float, default=2.0,
+                        help="CP-SAT deterministic time per optimum")
+    parser.add_argument("--quantile", type=float, default=DEFAULT_QUANTILE,
+                        help="capacity quantile for C' (forecast; default %(default)s)")
+
+
+def default_series() -> list[str]:
+    return [f"{AZURE_CAPACITY / f}:{k}" for f in FILES for k in VM_TYPES]
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from models.calibration import calibrate
+    from models.capacity_fit import with_capacity
+    from models.simulation import run_simulation
+    from models.workloads import make_workload
+
+    series = args.series.split(",") if args.series else default_series()
+    rows: list[dict[str, Any]] = []
+    for workload in args.workloads.split(","):
+        for spec in series:
+            runs: dict[str, list[Any]] = {m: [] for m in MODELS}
+            ratios: dict[str, list[float]] = {m: [] for m in MODELS}
+            for seed in range(args.seeds):
+                base = make_workload(workload, seed=seed, load=getattr(args, "load", 1.0), rounds=args.rounds)
+                optimum = None
+                for m in MODELS:
+                    w = with_capacity(base, spec, m, quantile=args.quantile, start=seed * args.stride)
+                    result = run_simulation(w)
+                    runs[m].append(result)
+                    if seed < args.offline_seeds:
+                        optimum = optimum if optimum is not None else _optimum(w, result, args.offline_time_limit)
+                        if result.welfare > 0:
+                            ratios[m].append(optimum / result.welfare)
+            for m in MODELS:
+                rows.append(_row(workload, spec, m, runs[m], ratios[m], calibrate(runs[m])))
+    return {"seeds": args.seeds, "rounds": args.rounds, "load": getattr(args, "load", 1.0), "stride": args.stride,
+            "quantile": args.quantile,
+            "offline_seeds": args.offline_seeds, "rows": rows, "pooled": _pooled(rows)}
+
+
+def _optimum(workload: Any, result: Any, time_limit: float) -> float:
+    from models.offline import report as offline
+    from models.offline.baselines import fcfs
+    from models.offline.hindsight import HindsightInstance
+
+    instance = HindsightInstance.from_realized(workload)
+    best = offline.hindsight_optimum(instance, result, offline.OfflineConfig(time_limit=time_limit),
+                                     fcfs(instance).starts)
+    return float(best.value)
+
+
+def _row(workload: str, spec: str, model: str, runs: list[Any], ratios: list[float], cal: Any) -> dict[str, Any]:
+    n = len(runs)
+    failed = [r.counts.get("evicted", 0) + r.counts.get("cancelled", 0) for r in runs]
+    return {"workload": workload, "series": Path(spec).name, "model": model, "runs": n, "jobs": cal.jobs,
+            "estimate": cal.estimate, "realized": cal.realized, "gap": cal.gap, "gap_se": cal.gap_se,
+            "evicted_cancelled": sum(failed) / n, "welfare": sum(r.welfare for r in runs) / n,
+            "revenue": sum(r.revenue for r in runs) / n,
+            "ratio": sum(ratios) / len(ratios) if ratios else None, "gaps": _run_gaps(runs)}
+
+
+def _run_gaps(runs: list[Any]) -> list[float]:
+    from models.calibration import scheduled_jobs
+
+    out = []
+    for r in runs:
+        est, fail = scheduled_jobs(r)
+        if est.size:
+            out.append(float(fail.mean() - est.mean()))
+    return out
+
+
+def _pooled(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per workload and model, over every series: the gap of all runs, and the means of the per-run numbers."""
+    out = []
+    for workload in sorted({r["workload"] for r in rows}):
+        for model in MODELS:
+            sel = [r for r in rows if r["workload"] == workload and r["model"] == model]
+            gaps = [g for r in sel for g in r["gaps"]]
+            se = float(_std(gaps) / math.sqrt(len(gaps))) if len(gaps) > 1 else math.nan
+            ratios = [r["ratio"] for r in sel if r["ratio"] is not None]
+            out.append({"workload": workload, "model": model, "runs": len(gaps),
+                        "gap": sum(gaps) / len(gaps) if gaps else math.nan, "gap_se": se,
+                        "evicted_cancelled": _mean([r["evicted_cancelled"] for r in sel]),
+                        "welfare": _mean([r["welfare"] for r in sel]), "revenue": _mean([r["revenue"] for r in sel]),
+                        "ratio": _mean(ratios) if ratios else None})
+    return out
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def _std(xs: list[float]) -> float:
+    m = _mean(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def table(result: dict[str, Any]) -> str:
+    head = ("| workload | series | model | runs | jobs | estimate | realized | gap (se) | evict+cancel | welfare | "
+            "revenue | ratio |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    lines = [head]
+    for r in result["rows"]:
+        lines.append(f"| {r['workload']} | {r['series']} | {r['model']} | {r['runs']} | {r['jobs']} | "
+                     f"{r['estimate']:.3f} | {r['realized']:.3f} | {r['gap']:+.3f} ({r['gap_se']:.3f}) | "
+                     f"{r['evicted_cancelled']:.2f} | {r['welfare']:.1f} | {r['revenue']:.1f} | "
+                     f"{_fmt(r['ratio'])} |")
+    lines += ["", "| workload | model | runs | gap (se) | evict+cancel | welfare | revenue | ratio |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in result["pooled"]:
+        lines.append(f"| {r['workload']} | {r['model']} | {r['runs']} | {r['gap']:+.4f} ({r['gap_se']:.4f}) | "
+                     f"{r['evicted_cancelled']:.2f} | {r['welfare']:.1f} | {r['revenue']:.1f} | {_fmt(r['ratio'])} |")
+    return "\n".join(lines)
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"

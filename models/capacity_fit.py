@@ -1,0 +1,180 @@
+"""Capacity series: read one (wide CSV column or Azure VM type), scale it to a platform, fit the AR(1) + GMM model.
+
+The fit (seed 003's prediction-error model, one step ahead): statsmodels AutoReg with one lag and a constant gives
+mu and phi of C_t = mu + phi (C_{t-1} - mu) + e_t; a scikit-learn Gaussian mixture is fitted to the residuals e_t,
+and its law is discretised component by component: `levels` points per component at its normal quantiles
+(i + 1/2) / levels, each weighing the component's weight / levels, so a rare component (a capacity jump) keeps its
+probability. That discrete law is what the mechanism samples and the exact oracle enumerates (mechanism/capacity.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from mechanism.capacity import DEFAULT_QUANTILE, CapacityModel
+from mechanism.platform import Platform
+from models.simulation import Workload
+
+LONG_COLUMNS = ("TimeStamp", "Column1", "TotalCores")  # the Azure capacity files: one row per (hour, VM type)
+DEFAULT_LEVELS = 8  # points per mixture component
+DEFAULT_COMPONENTS = 3
+PERSISTENCE_LAGS = 8  # phi matches the autocorrelation over this many lags (1: one-step least squares)
+CAPACITY_MODELS = ("fixed", "forecast")
+
+
+@dataclass(frozen=True)
+class CapacitySeries:
+    """A capacity series as read (`raw`, in its own units) and its name."""
+
+    name: str
+    raw: np.ndarray  # float64
+
+    def scaled(self, mean: float, scale: float | None = None) -> np.ndarray:
+        """Whole nodes per round: raw * scale, with scale = mean / mean(raw) unless given; rounded half up."""
+        factor = mean / float(self.raw.mean()) if scale is None else scale
+        return np.floor(self.raw * factor + 0.5).astype(np.int64)
+
+
+def split_spec(spec: str) -> tuple[Path, str | None]:
+    """PATH[:KEY]: the key follows the last colon unless the whole text names a file."""
+    if Path(spec).is_file() or ":" not in spec:
+        return Path(spec), None
+    path, _, key = spec.rpartition(":")
+    return Path(path), key or None
+
+
+def read_series(spec: str) -> CapacitySeries:
+    """The series of `PATH[:KEY]`: a VM type (Column1) of a long-format Azure file, or a column of a wide CSV.
+
+    A wide CSV without KEY must have exactly one column besides a first time column; errors name the file, the
+    key and what the file has.
+    """
+    path, key = split_spec(spec)
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            rows = list(csv.reader(fh))
+    except OSError as exc:
+        raise ValueError(f"--capacity-series {spec}: cannot read {path}: {exc.strerror or exc}") from None
+    if len(rows) < 2:
+        raise ValueError(f"--capacity-series {spec}: {path} has no data rows")
+    header, body = rows[0], [r for r in rows[1:] if r]
+    if tuple(header[:3]) == LONG_COLUMNS:
+        types = sorted({r[1] for r in body})
+        if key is None or key not in types:
+            raise ValueError(f"--capacity-series {spec}: name a VM type of {path} after a colon, one of "
+                             f"{', '.join(types)}")
+        values = [r[2] for r in body if r[1] == key]
+    else:
+        columns = header[1:] if len(header) > 1 else header
+        if key is None:
+            if len(columns) != 1:
+                raise ValueError(f"--capacity-series {spec}: {path} has columns {', '.join(columns)}: name one "
+                                 "after a colon")
+            key = columns[0]
+        if key not in header:
+            raise ValueError(f"--capacity-series {spec}: {path} has no column {key!r} (it has {', '.join(header)})")
+        i = header.index(key)
+        values = [r[i] for r in body]
+    try:
+        raw = np.array([float(v) for v in values], dtype=np.float64)
+    except ValueError as exc:
+        raise ValueError(f"--capacity-series {spec}: a value is not a number: {exc}") from None
+    if raw.size < 3 or not np.all(np.isfinite(raw)) or float(raw.min()) < 0 or float(raw.mean()) <= 0:
+        raise ValueError(f"--capacity-series {spec}: needs at least 3 finite values >= 0 with a positive mean")
+    return CapacitySeries(name=f"{path.name}:{key}", raw=raw)
+
+
+def fit_capacity_model(capacity: np.ndarray, quantile: float = DEFAULT_QUANTILE, levels: int = DEFAULT_LEVELS,
+                       components: int = DEFAULT_COMPONENTS, seed: int = 0,
+                       persistence_lags: int = PERSISTENCE_LAGS) -> CapacityModel:
+    """AR(1) + a Gaussian mixture of its residuals, discretised to `levels` points per component.
+
+    persistence_lags = 1: mean and phi by statsmodels AutoReg (one-step least squares). Above 1: phi fits the
+    autocorrelation over lags 1..persistence_lags (least squares of acf(k) - phi^k, statsmodels' acf), mean is the
+    series' mean: the oracle forecasts up to S_m + D_m - 1 rounds ahead, and one-step least squares understates
+    how long these series stay away from their mean.
+    """
+    import warnings
+
+    from sklearn.mixture import GaussianMixture
+    from statsmodels.tsa.ar_model import AutoReg
+
+    y = np.asarray(capacity, dtype=np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = AutoReg(y, lags=1, trend="c").fit()
+    const, phi = (float(x) for x in fit.params)
+    phi = min(max(phi, -0.99), 0.99)  # stationary by construction
+    mean = min(max(const / (1.0 - phi), float(y.min())), float(y.max()))
+    resid = np.asarray(fit.resid, dtype=np.float64)
+    if persistence_lags > 1:
+        phi = persistence(y, persistence_lags)
+        mean = float(y.mean())
+        resid = (y[1:] - mean) - phi * (y[:-1] - mean)
+    gmm = GaussianMixture(n_components=min(components, max(1, resid.size // 10)), random_state=seed).fit(
+        resid.reshape(-1, 1))
+    points, weights = discretise_mixture(gmm.weights_, gmm.means_.ravel(), np.sqrt(gmm.covariances_.ravel()), levels)
+    return CapacityModel(mean=mean, phi=phi, errors=points, weights=weights, low=0, high=int(y.max()),
+                         quantile=quantile)
+
+
+def persistence(y: np.ndarray, lags: int) -> float:
+    """phi in [0, 0.99] minimising sum_{k=1..lags} (acf(k) - phi^k)^2 (bounded scalar minimisation)."""
+    import warnings
+
+    from scipy.optimize import minimize_scalar
+    from statsmodels.tsa.stattools import acf
+
+    if float(y.std()) == 0.0:
+        return 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rho = acf(y, nlags=lags, fft=False)[1:]
+    k = np.arange(1, lags + 1)
+    res = minimize_scalar(lambda phi: float(np.sum((rho - phi**k) ** 2)), bounds=(0.0, 0.99), method="bounded",
+                          options={"xatol": 1e-10})
+    return float(res.x)
+
+
+def discretise_mixture(weights: np.ndarray, means: np.ndarray, sds: np.ndarray,
+                       levels: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Per component k, `levels` points mean_k + sd_k z_i (z_i the standard normal quantile of (i + 1/2) / levels),
+    each of weight w_k / levels; sorted, the weights summing to exactly 1."""
+    from scipy.special import ndtri
+
+    z = ndtri((np.arange(levels) + 0.5) / levels)
+    pts = (means[:, None] + sds[:, None] * z[None, :]).ravel()
+    wts = np.repeat(weights / levels, levels)
+    order = np.argsort(pts, kind="stable")
+    w = [float(x) for x in wts[order]]
+    w[-1] = 1.0 - math.fsum(w[:-1])
+    return tuple(float(x) for x in pts[order]), tuple(w)
+
+
+def with_capacity(workload: Workload, spec: str, model: str, scale: float | None = None,
+                  quantile: float = DEFAULT_QUANTILE, start: int = 0) -> Workload:
+    """The workload with realized capacity from the series: round t is row start + t, wrapping around at the end.
+    `forecast` also gives its platform the model fitted to the whole scaled series; `fixed` keeps C (the
+    series' mean) in the oracle and prices."""
+    if model not in CAPACITY_MODELS:
+        raise ValueError(f"--capacity-model {model!r} is not one of {', '.join(CAPACITY_MODELS)}")
+    capacity = read_series(spec).scaled(workload.platform.C, scale)
+    if int(capacity.max()) < 1:
+        raise ValueError(f"--capacity-series {spec}: scaled by {scale} it has no round with a node")
+    platform: Platform = workload.platform
+    if model == "forecast":
+        fitted = _fit_cached(tuple(int(c) for c in capacity), quantile)
+        platform = Platform.model_validate({**platform.model_dump(), "capacity": fitted.model_dump()})
+    rolled = np.roll(capacity, -(start % capacity.size))
+    return replace(workload, platform=platform, capacity=tuple(int(c) for c in rolled))
+
+
+@lru_cache(maxsize=32)
+def _fit_cached(capacity: tuple[int, ...], quantile: float) -> CapacityModel:
+    return fit_capacity_model(np.array(capacity, dtype=np.int64), quantile=quantile)

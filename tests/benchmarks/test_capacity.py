@@ -1,0 +1,29 @@
+"""bench capacity and the forecast-capacity case of bench core run end to end on small settings (numbers are
+not asserted, only their shape and the realization both models share)."""
+
+from __future__ import annotations
+
+import argparse
+
+from benchmarks import capacity, core
+from models.data import AZURE_CAPACITY
+
+
+def test_bench_capacity_compares_both_models_on_the_same_realizations() -> None:
+    args = argparse.Namespace(workloads="overload", series=f"{AZURE_CAPACITY / 'capacity_azure2019.csv'}:t7str",
+                              seeds=2, rounds=3, stride=13, offline_seeds=1, offline_time_limit=1.0, quantile=0.5)
+    r = capacity.run(args)
+    fixed, forecast = r["rows"]
+    assert (fixed["model"], forecast["model"]) == ("fixed", "forecast") and fixed["runs"] == forecast["runs"] == 2
+    assert fixed["ratio"] is not None and {p["model"] for p in r["pooled"]} == {"fixed", "forecast"}
+    text = capacity.table(r)
+    assert "| overload | capacity_azure2019.csv:t7str | forecast |" in text and "gap (se)" in text
+
+
+def test_bench_core_times_quotes_with_a_forecast_capacity_model() -> None:
+    args = argparse.Namespace(jobs="20", quotes=3, literal_jobs=5, literal_candidates=1, samples=300, seed=1,
+                              no_capacity=False)
+    r = core.run(args)
+    assert r["capacity_run"]["active_jobs"] == 20 and r["capacity_p50_ratio"] > 0
+    assert "forecast capacity" in core.table(r)
+    assert core.forecast_capacity(core.bench_platform(0, None)).capacity is not None

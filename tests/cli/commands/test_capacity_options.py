@@ -1,0 +1,70 @@
+"""`sowsched simulate` and `calibrate` with a capacity series: same JSON keys, and bad options refused (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+
+AZURE = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "azure-capacity" / "capacity_azure2019.csv"
+SERIES = f"{AZURE}:t7str"
+
+
+@pytest.mark.parametrize("model", ["fixed", "forecast"])
+def test_simulate_json_keeps_its_keys_and_adds_the_capacity(model: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--workload", "overload", "--load", "0.3", "--no-offline", "--json",
+                 "--capacity-series", SERIES, "--capacity-model", model]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    result = json.loads(out)
+    assert {"evicted", "cancelled", "welfare", "offline", "revenue"} <= set(result)
+    assert result["capacity"]["model"] == model and result["capacity"]["rows"] == 336
+    assert (result["capacity"]["fitted"] is None) == (model == "fixed")
+
+
+def test_calibrate_json_keeps_its_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["calibrate", "--workload", "overload", "--seeds", "2", "--rounds", "4", "--json",
+                 "--capacity-series", SERIES, "--capacity-model", "forecast", "--capacity-stride", "13"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert {"estimate", "realized", "gap", "gap_se"} <= set(result)
+
+
+@pytest.mark.parametrize(("command", "flags", "match"), [
+    ("simulate", ["--capacity-model", "forecast"], "--capacity-model forecast needs --capacity-series"),
+    ("simulate", ["--capacity-scale", "2"], "--capacity-scale 2.0 needs --capacity-series"),
+    ("simulate", ["--capacity-series", f"{AZURE}:t9str"], "name a VM type of .* one of t1str"),
+    ("simulate", ["--capacity-series", SERIES, "--capacity-quantile", "0.2"],
+     "--capacity-quantile 0.2 needs --capacity-model forecast"),
+    ("calibrate", ["--capacity-stride", "3"], "--capacity-stride 3 needs --capacity-series"),
+    ("calibrate", ["--capacity-series", "/nonexistent.csv:x"], "cannot read"),
+])
+def test_bad_capacity_options_exit_2_with_one_line(command: str, flags: list[str], match: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["simulate", "--workload", "overload", "--no-offline"] if command == "simulate" else ["calibrate"]
+    assert main([*base, *flags, "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert re.search(match, err), err
+
+
+@pytest.mark.parametrize("value", ["0", "1", "1.5", "x"])
+def test_a_quantile_outside_0_1_is_refused_by_the_parser(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", "--workload", "toy", "--capacity-quantile", value])
+    assert info.value.code == 2 and "--capacity-quantile" in capsys.readouterr().err
+
+
+def test_a_written_workload_file_replays_the_capacity_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "w.json"
+    assert main(["simulate", "--workload", "overload", "--load", "0.3", "--no-offline", "--json", "--capacity-series",
+                 SERIES, "--capacity-model", "forecast", "--write-workload", str(path)]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert main(["simulate", "--workload-file", str(path), "--no-offline", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert {k: again[k] for k in ("welfare", "evicted", "cancelled")} == {k: first[k] for k in
+                                                                          ("welfare", "evicted", "cancelled")}
+    assert again["capacity"]["model"] == "forecast" and again["capacity"]["rows"] == 336

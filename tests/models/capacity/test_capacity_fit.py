@@ -1,0 +1,168 @@
+"""Capacity series and their fit: reading both CSV shapes, scaling, the AR(1) + mixture fit against independent
+estimates, and the hindsight optimum with per-round capacity against brute force."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from models.capacity_fit import discretise_mixture, fit_capacity_model, persistence, read_series, with_capacity
+from models.offline.brute import solve_brute
+from models.offline.cpsat import CpSatParams, solve_cpsat
+from models.offline.greedy import density_greedy
+from models.offline.hindsight import HindsightInstance, HindsightJob
+from models.offline.milp import MilpParams, lp_bound, solve_milp
+from models.simulation import run_simulation
+from models.workloads import make_workload
+
+AZURE = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "azure-capacity" / "capacity_azure2017.csv"
+
+
+def write(tmp_path: Path, text: str, name: str = "s.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_long_format_selects_the_vm_type_in_row_order(tmp_path: Path) -> None:
+    p = write(tmp_path, "TimeStamp,Column1,TotalCores\n0,a,10\n0,b,7\n1,a,12\n1,b,9\n2,a,14\n2,b,5\n")
+    assert read_series(f"{p}:a").raw.tolist() == [10.0, 12.0, 14.0]
+    assert read_series(f"{p}:b").raw.tolist() == [7.0, 9.0, 5.0]
+    with pytest.raises(ValueError, match=r"name a VM type of .* one of a, b"):
+        read_series(str(p))
+
+
+def test_wide_format_selects_a_column_or_its_only_one(tmp_path: Path) -> None:
+    p = write(tmp_path, "t,x,y\n0,1,4\n1,2,5\n2,3,6\n")
+    assert read_series(f"{p}:y").raw.tolist() == [4.0, 5.0, 6.0]
+    with pytest.raises(ValueError, match="has columns x, y: name one after a colon"):
+        read_series(str(p))
+    with pytest.raises(ValueError, match="has no column 'z'"):
+        read_series(f"{p}:z")
+    one = write(tmp_path, "t,cores\n0,8\n1,9\n2,7\n", "one.csv")
+    assert read_series(str(one)).raw.tolist() == [8.0, 9.0, 7.0]
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("t,x\n0,1\n1,oops\n2,3\n", "a value is not a number"),
+    ("t,x\n0,1\n1,-2\n2,3\n", "at least 3 finite values >= 0"),
+    ("t,x\n", "has no data rows"),
+])
+def test_bad_series_are_refused_naming_the_file(tmp_path: Path, text: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        read_series(str(write(tmp_path, text)))
+    with pytest.raises(ValueError, match="cannot read"):
+        read_series(str(tmp_path / "missing.csv"))
+
+
+def test_scaling_makes_the_mean_c_unless_a_scale_is_given() -> None:
+    s = read_series(f"{AZURE}:t1str")
+    caps = s.scaled(16.0)
+    assert abs(float(caps.mean()) - 16.0) < 0.1
+    assert s.scaled(16.0, scale=1e-3).tolist() == np.floor(s.raw * 1e-3 + 0.5).astype(int).tolist()
+
+
+def test_the_ar1_fit_recovers_a_simulated_process_and_matches_least_squares() -> None:
+    rng = np.random.default_rng(0)
+    x = np.empty(3000)
+    x[0] = 100.0
+    for t in range(1, x.size):
+        x[t] = 100.0 + 0.7 * (x[t - 1] - 100.0) + rng.normal(0.0, 3.0)
+    m = fit_capacity_model(np.floor(x + 0.5).astype(int), persistence_lags=1)
+    slope, intercept = np.polyfit(np.floor(x[:-1] + 0.5), np.floor(x[1:] + 0.5), 1)  # OLS, independently
+    assert m.phi == pytest.approx(slope, abs=1e-9)
+    assert m.mean == pytest.approx(intercept / (1 - slope), abs=1e-6)
+    assert abs(m.phi - 0.7) < 0.05 and abs(m.mean - 100.0) < 1.0
+    errs, w = np.array(m.errors), np.array(m.weights)
+    assert abs(float(np.sum(errs * w))) < 0.2 and abs(float(np.sqrt(np.sum(errs**2 * w))) - 3.0) < 0.4
+
+
+def test_the_persistence_fit_matches_a_grid_search_on_the_numpy_autocorrelation() -> None:
+    rng = np.random.default_rng(1)
+    x = np.empty(2000)
+    x[0] = 0.0
+    for t in range(1, x.size):
+        x[t] = 0.8 * x[t - 1] + rng.normal()
+    d = x - x.mean()
+    rho = np.array([np.sum(d[k:] * d[:-k]) / np.sum(d * d) for k in range(1, 9)])  # acf, by hand
+    grid = np.linspace(0.0, 0.99, 99_001)
+    best = grid[np.argmin([np.sum((rho - g ** np.arange(1, 9)) ** 2) for g in grid])]
+    assert persistence(x, 8) == pytest.approx(best, abs=2e-5)
+    assert abs(best - 0.8) < 0.05
+    m = fit_capacity_model(np.floor(50 + 3 * x + 0.5).astype(int))
+    assert m.phi == pytest.approx(persistence(np.floor(50 + 3 * x + 0.5), 8)) and m.mean == pytest.approx(
+        float(np.floor(50 + 3 * x + 0.5).mean()))
+
+
+def test_one_component_is_discretised_at_its_normal_quantiles() -> None:
+    pts, w = discretise_mixture(np.array([1.0]), np.array([2.0]), np.array([0.5]), 4)
+    assert np.allclose(pts, 2.0 + 0.5 * norm.ppf([0.125, 0.375, 0.625, 0.875]))
+    assert sum(w) == 1.0 and np.allclose(w, 0.25)
+    pts, w = discretise_mixture(np.array([0.9, 0.1]), np.array([0.0, -5.0]), np.array([1.0, 1.0]), 3)
+    assert pts == tuple(sorted(pts)) and pytest.approx(sum(x for x, y in zip(pts, w, strict=True) if x < -3)) != 0
+    assert sum(y for x, y in zip(pts, w, strict=True) if x < -3) == pytest.approx(0.1)  # the rare jump keeps 10 %
+
+
+def test_with_capacity_rolls_the_series_and_fits_only_for_forecast() -> None:
+    w = make_workload("overload", seed=0, rounds=3)
+    fixed = with_capacity(w, f"{AZURE}:t7str", "fixed")
+    forecast = with_capacity(w, f"{AZURE}:t7str", "forecast", start=5)
+    assert fixed.platform == w.platform and fixed.capacity is not None and len(fixed.capacity) == 336
+    assert forecast.platform.capacity is not None and forecast.capacity is not None
+    assert forecast.capacity[:3] == fixed.capacity[5:8]
+    with pytest.raises(ValueError, match="--capacity-model 'mean' is not one of fixed, forecast"):
+        with_capacity(w, f"{AZURE}:t7str", "mean")
+
+
+# ---- the hindsight optimum knows the realized capacity ----
+
+def tiny() -> HindsightInstance:
+    jobs = tuple(HindsightJob(id=f"j{i}", birth=0, arrival=a, duration=d, concurrency=c, value_steps=((3, v),))
+                 for i, (a, d, c, v) in enumerate([(0, 2, 2, 5.0), (0, 1, 3, 4.0), (1, 2, 1, 3.0), (2, 1, 3, 6.0)]))
+    return HindsightInstance(capacity=3, jobs=jobs, capacities=(3, 1, 2, 3))
+
+
+def test_solvers_agree_with_brute_force_under_a_capacity_drop() -> None:
+    inst = tiny()
+    best = solve_brute(inst)
+    assert solve_cpsat(inst, CpSatParams(time_limit=10.0, workers=1)).value == pytest.approx(best.value)
+    assert solve_milp(inst, MilpParams(time_limit=10.0)).value == pytest.approx(best.value)
+    assert lp_bound(inst).bound >= best.value - 1e-9
+    inst.check_schedule(density_greedy(inst))
+    flat = HindsightInstance(capacity=3, jobs=inst.jobs)
+    assert solve_brute(flat).value > best.value  # the drop costs value
+
+
+def test_a_schedule_overloading_a_dropped_round_is_refused() -> None:
+    with pytest.raises(ValueError, match="round 1 load=2 exceeds the bound capacity=1"):
+        tiny().check_schedule({"j0": 0})
+
+
+def test_the_mechanism_schedule_fits_the_realized_capacity() -> None:
+    w = with_capacity(make_workload("overload", seed=3, rounds=8), f"{AZURE}:t7str", "forecast", start=40)
+    result = run_simulation(w)
+    inst = HindsightInstance.from_realized(w)
+    starts = {e.job: int(e.data["start"]) for e in result.events if e.type == "complete"}
+    inst.check_schedule(starts)
+    assert inst.capacities == w.capacity
+
+
+# ---- W.json carries the capacity model (in the platform) and the feed ----
+
+def test_a_workload_file_round_trips_its_capacity_model_and_feed() -> None:
+    from models.workloads import parse_workload, workload_document
+
+    w = with_capacity(make_workload("overload", seed=1, rounds=2), f"{AZURE}:t5str", "forecast")
+    doc = workload_document(w)
+    assert doc["capacity"] == list(w.capacity or ()) and "capacity" in doc["platform"]
+    again = parse_workload(doc, name=w.name)
+    assert again.platform == w.platform and again.capacity == w.capacity
+    plain = workload_document(make_workload("overload", seed=1, rounds=2))
+    assert "capacity" not in plain and "capacity" not in plain["platform"]
+    with pytest.raises(ValueError, match=r"capacity\[1\]=-3 is outside \[0, 1000000\]"):
+        parse_workload({**doc, "capacity": [4, -3]})
+    with pytest.raises(ValueError, match=r"capacity\[0\] \(value 2.5\): Input should be a valid integer"):
+        parse_workload({**doc, "capacity": [2.5]})

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mechanism.rng import capacity_key, uniforms
 from mechanism.validation import number
+
+if TYPE_CHECKING:  # the sampler loads numpy and the compiled streams; the model (a platform field) does not
+    import numpy as np
 
 MAX_CAPACITY = 1_000_000  # the bound of Platform.C
 MAX_ERRORS = 64  # outcomes of the error law (a draw counts cdf entries up to 64)
@@ -78,6 +79,8 @@ class CapacityModel(BaseModel):
 
     @property
     def error_array(self) -> np.ndarray:
+        import numpy as np
+
         return np.array(self.errors, dtype=np.float64)
 
     def step(self, previous: float, error: float) -> float:
@@ -96,6 +99,10 @@ class CapacityModel(BaseModel):
               current: int | None = None) -> np.ndarray:
         """K[n, i]: capacity of round round_ + i in sample n, given C_{round_-1} = last, or C_{round_} = current
         when that is known (the sampled paths)."""
+        import numpy as np
+
+        from mechanism.rng import capacity_key, uniforms
+
         cdf = self.cdf
         out = np.empty((samples, horizon), dtype=np.int64)
         first = 0 if current is None else 1
@@ -131,6 +138,8 @@ class CapacityModel(BaseModel):
 
 @lru_cache(maxsize=64)
 def _cdf(weights: tuple[float, ...]) -> np.ndarray:
+    import numpy as np
+
     c = np.cumsum(np.array(weights, dtype=np.float64))
     c[-1] = 1.0
     c.setflags(write=False)
@@ -145,6 +154,10 @@ def mixing_rounds(phi: float) -> int:
 @lru_cache(maxsize=64)
 def _stationary_quantile(model: CapacityModel) -> float:
     """q-quantile of C_k after enough rounds that the start no longer matters, over QUANTILE_SAMPLES paths."""
+    import numpy as np
+
+    from mechanism.rng import capacity_key, uniforms
+
     cdf, err = model.cdf, model.error_array
     x = np.full(QUANTILE_SAMPLES, model.mean)
     for i in range(min(mixing_rounds(model.phi), 2000)):

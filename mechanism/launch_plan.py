@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
-from operator import attrgetter
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
+# What a plan is lives in plans.py (a client reading a quote needs no numpy); it is named here too, where older
+# pickles of archived plans look for it (`mechanism.launch_plan._plan_from_rows`).
+from mechanism.plans import GroupPlan, LaunchPlan, OutcomeQuote, _plan_from_rows
 from mechanism.pricing import PriceMenu
-from mechanism.sow import Signal, SoW
+from mechanism.sow import SoW
 
 
 @dataclass(frozen=True)
@@ -23,82 +24,6 @@ class FailureEstimates:
     @staticmethod
     def from_raw(raw: np.ndarray, threshold: float) -> FailureEstimates:
         return FailureEstimates(raw=raw, announced=np.where(raw > threshold, raw, 0.0))
-
-
-@dataclass(frozen=True)
-class GroupPlan:
-    arrival: int  # absolute round
-    signal: Signal
-    start: int | None  # absolute round, None = never
-    utility: float  # estimated utility U of the group at its chosen start (0 for never)
-
-
-@dataclass(frozen=True)
-class OutcomeQuote:
-    arrival: int  # absolute round
-    duration: int
-    signal: Signal
-    probability: float
-    start: int | None
-    price: float | None
-    failure_raw: float | None
-    failure: float | None
-    utility: float  # (1 - E) (V(s + d) - pi_b(s, c, d)) at the chosen start; 0 for never
-
-
-@dataclass(frozen=True)
-class LaunchPlan:
-    birth: int
-    groups: tuple[GroupPlan, ...]
-    outcomes: tuple[OutcomeQuote, ...]
-    utility: float  # total estimated utility: sum over outcomes of P * utility
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle (server snapshots, archived completed jobs) as rows of plain tuples, not one dataclass state per
-        group and outcome, with the rows' field names (one tuple each, shared by every plan in one pickle)."""
-        return _plan_from_rows, (self.birth, tuple(map(_GROUP_ROW, self.groups)),
-                                 tuple(map(_OUTCOME_ROW, self.outcomes)), self.utility, _GROUP_FIELDS, _OUTCOME_FIELDS)
-
-    def start_for(self, arrival: int, signal: Signal) -> int | None:
-        for g in self.groups:
-            if g.arrival == arrival and g.signal == signal:
-                return g.start
-        raise KeyError((arrival, signal))
-
-    def outcome_starts(self, sow: SoW) -> np.ndarray:
-        """Start offset (relative to birth) per outcome of `sow`, -1 for never."""
-        by_group = np.array([-1 if g.start is None else g.start - self.birth for g in self.groups], dtype=np.int64)
-        return by_group[sow.table.group]
-
-
-# Every field in declaration order (a field added later travels too, instead of coming back as its default).
-_GROUP_FIELDS = tuple(f.name for f in fields(GroupPlan))
-_OUTCOME_FIELDS = tuple(f.name for f in fields(OutcomeQuote))
-_GROUP_ROW = attrgetter(*_GROUP_FIELDS)
-_OUTCOME_ROW = attrgetter(*_OUTCOME_FIELDS)
-# The rows' layout from 20ce32c until their field names were pickled with them (plans archived then keep it).
-_FIRST_GROUP_FIELDS = ("arrival", "signal", "start", "utility")
-_FIRST_OUTCOME_FIELDS = ("arrival", "duration", "signal", "probability", "start", "price", "failure_raw", "failure",
-                         "utility")
-
-
-def _plan_from_rows(birth: int, groups: tuple[tuple[Any, ...], ...], outcomes: tuple[tuple[Any, ...], ...],
-                    utility: float, group_fields: tuple[str, ...] = _FIRST_GROUP_FIELDS,
-                    outcome_fields: tuple[str, ...] = _FIRST_OUTCOME_FIELDS) -> LaunchPlan:
-    """Unpickle a plan pickled by `LaunchPlan.__reduce__`. The store's archive keeps completed jobs' plans for good
-    and pickles name this function, so it stays, and rows are read by the field names pickled with them: a plan
-    written by code whose fields were different reads back field by field, not shifted."""
-    return LaunchPlan(birth, _rows_as(GroupPlan, _GROUP_FIELDS, group_fields, groups),
-                      _rows_as(OutcomeQuote, _OUTCOME_FIELDS, outcome_fields, outcomes), utility)
-
-
-def _rows_as(
-    cls: Any, own: tuple[str, ...], names: tuple[str, ...], rows: tuple[tuple[Any, ...], ...]
-) -> tuple[Any, ...]:
-    """`cls` (fields `own`) of each row holding the values of fields `names`: positionally when the layouts agree."""
-    if names == own:
-        return tuple(cls(*row) for row in rows)
-    return tuple(cls(**dict(zip(names, row, strict=True))) for row in rows)
 
 
 def utility_matrix(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates) -> np.ndarray:
@@ -159,3 +84,7 @@ def _outcome_quotes(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates
             out.append(OutcomeQuote(birth + o.arrival_offset, o.duration, sig, o.probability,
                                     None, None, None, None, 0.0))
     return tuple(out)
+
+
+__all__ = ["FailureEstimates", "GroupPlan", "LaunchPlan", "OutcomeQuote", "_plan_from_rows", "choose_plan",
+           "utility_matrix"]

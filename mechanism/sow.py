@@ -6,13 +6,15 @@ import math
 import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from mechanism.platform import MAX_OUTCOMES, Platform
 from mechanism.validation import number
+
+if TYPE_CHECKING:  # numpy loads where a value or an outcome table is computed: a client checking a SoW skips it
+    import numpy as np
 
 Signal = str | None
 PROBABILITY_TOLERANCE = 1e-9
@@ -152,6 +154,8 @@ class SoW(BaseModel):
 
     def value(self, completion_offset: np.ndarray | int) -> np.ndarray:
         """V at completion f, given f - b: the first step with f - b <= k_i, else 0."""
+        import numpy as np
+
         ks = np.array([k for k, _ in self.value_steps], dtype=np.int64)
         vs = np.array([v for _, v in self.value_steps] + [0.0], dtype=np.float64)
         idx = np.searchsorted(ks, np.asarray(completion_offset), side="left")
@@ -224,6 +228,8 @@ class OutcomeTable:
 
     @staticmethod
     def from_sow(sow: SoW) -> OutcomeTable:
+        import numpy as np
+
         groups = tuple(sow.group_keys())
         index = {g: i for i, g in enumerate(groups)}
         return OutcomeTable(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from mechanism.events import Event
 
 if TYPE_CHECKING:  # annotations only: a client reading views loads neither numpy nor pydantic
-    from mechanism.launch_plan import LaunchPlan
+    from mechanism.plans import LaunchPlan
     from mechanism.sow import Signal
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import server.gen  # noqa: F401  (puts the generated `sowsched.v1` package on the import path)
 from mechanism.events import Event
+from mechanism.plans import GroupPlan, LaunchPlan, OutcomeQuote
 from mechanism.views import CapacityView, JobView, Quote, RoundReport
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.namespace import split
@@ -68,8 +69,6 @@ def quote_to_proto(q: Quote) -> pb.Quote:
 
 
 def quote_from_proto(msg: pb.Quote) -> Quote:
-    from mechanism.launch_plan import GroupPlan, LaunchPlan, OutcomeQuote  # numpy: only where a quote is read
-
     groups = tuple(GroupPlan(arrival=g.arrival, signal=_opt(g, "signal"), start=_opt(g, "start"), utility=g.utility)
                    for g in msg.groups)
     outcomes = tuple(OutcomeQuote(arrival=o.arrival, duration=o.duration, signal=_opt(o, "signal"),

@@ -6,6 +6,7 @@ import argparse
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -96,5 +97,16 @@ def test_short_flags_and_output_formats_parse_to_the_same_options() -> None:
 def test_the_client_library_loads_no_oracle_or_solver() -> None:
     probe = "import sys, clients.client; print(sorted({m.split('.')[0] for m in sys.modules} & {'numba', 'ortools', " \
             "'highspy', 'scipy'}))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert loaded.stdout.strip() == "[]"
+
+
+def test_checking_a_sow_and_reading_a_quote_load_no_numpy(tmp_path: Path) -> None:
+    sow = tmp_path / "j.json"
+    sow.write_text('{"concurrency": 1, "value_steps": [[4, 1.0]], "outcomes": [[0, 1, 1.0]]}')
+    probe = (f"import sys; from cli.commands.jobs import read_sow; read_sow(__import__('pathlib').Path({str(sow)!r}))\n"
+             "from server import convert; from server.gen.sowsched.v1 import scheduler_pb2 as pb\n"
+             "convert.quote_from_proto(pb.Quote(job_id='j'))\n"
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'numba', 'scipy'}))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert loaded.stdout.strip() == "[]"

@@ -175,7 +175,7 @@ def test_a_plan_pickles_every_field_of_its_groups_outcome_quotes_and_itself_in_d
     # too (an added field with a default would otherwise come back as its default, silently).
     from dataclasses import fields
 
-    from mechanism.launch_plan import _GROUP_ROW, _OUTCOME_ROW, GroupPlan, LaunchPlan, OutcomeQuote
+    from mechanism.plans import _GROUP_ROW, _OUTCOME_ROW, GroupPlan, LaunchPlan, OutcomeQuote
     group = GroupPlan(*range(len(fields(GroupPlan))))  # a distinct value in every field
     quote = OutcomeQuote(*range(len(fields(OutcomeQuote))))
     assert _GROUP_ROW(group) == tuple(range(len(fields(GroupPlan))))
@@ -194,8 +194,8 @@ def test_a_pickled_plan_reads_back_by_field_name_under_a_changed_layout(monkeypa
     import pickle
     from dataclasses import asdict, dataclass, fields
 
-    from mechanism import launch_plan
-    from mechanism.launch_plan import GroupPlan, LaunchPlan, OutcomeQuote
+    from mechanism import plans
+    from mechanism.plans import GroupPlan, LaunchPlan, OutcomeQuote
     plan = LaunchPlan(0, (GroupPlan(4, "s", 5, 2.5),), (OutcomeQuote(4, 2, "s", 1.0, 5, 0.25, 0.5, 0.75, 2.5),), 2.5)
     blob = pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -221,9 +221,9 @@ def test_a_pickled_plan_reads_back_by_field_name_under_a_changed_layout(monkeypa
         arrival: int = 0
 
     for name, later in (("GroupPlan", LaterGroupPlan), ("OutcomeQuote", LaterOutcomeQuote)):  # the later code
-        monkeypatch.setattr(launch_plan, name, later)
-    monkeypatch.setattr(launch_plan, "_GROUP_FIELDS", tuple(f.name for f in fields(LaterGroupPlan)))
-    monkeypatch.setattr(launch_plan, "_OUTCOME_FIELDS", tuple(f.name for f in fields(LaterOutcomeQuote)))
+        monkeypatch.setattr(plans, name, later)
+    monkeypatch.setattr(plans, "_GROUP_FIELDS", tuple(f.name for f in fields(LaterGroupPlan)))
+    monkeypatch.setattr(plans, "_OUTCOME_FIELDS", tuple(f.name for f in fields(LaterOutcomeQuote)))
     back = pickle.loads(blob)
     assert asdict(back.groups[0]) == {**asdict(plan.groups[0]), "priority": 0}
     assert asdict(back.outcomes[0]) == {**asdict(plan.outcomes[0]), "note": ""}
@@ -235,3 +235,15 @@ def test_a_plan_pickled_before_its_field_names_travelled_reads_back_equal() -> N
     group, quote = GroupPlan(4, None, None, 0.0), OutcomeQuote(4, 2, None, 1.0, None, None, None, None, 0.0)
     assert _plan_from_rows(3, ((4, None, None, 0.0),), ((4, 2, None, 1.0, None, None, None, None, 0.0),), 0.0) \
         == LaunchPlan(3, (group,), (quote,), 0.0)
+
+
+def test_a_plan_pickled_under_the_launch_plan_module_name_reads_back_equal() -> None:
+    # plans archived before plans.py existed name mechanism.launch_plan._plan_from_rows in their pickles
+    import pickle
+
+    from mechanism.plans import GroupPlan, LaunchPlan, OutcomeQuote
+    plan = LaunchPlan(0, (GroupPlan(4, "s", 5, 2.5),), (OutcomeQuote(4, 2, "s", 1.0, 5, 0.25, 0.5, 0.75, 2.5),), 2.5)
+    blob = pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
+    assert b"mechanism.plans" in blob
+    old = blob.replace(b"\x8c\x0fmechanism.plans", b"\x8c\x15mechanism.launch_plan")
+    assert old != blob and pickle.loads(old) == plan

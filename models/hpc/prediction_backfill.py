@@ -69,13 +69,30 @@ class _State:
     queue: list[int] = field(default_factory=list)
     running: dict[int, _Running] = field(default_factory=dict)
     busy: int = 0
+    ending: dict[int, int] = field(default_factory=dict)  # predicted end -> nodes of the running jobs ending then
     passes: int = 0
     backfilled: int = 0
 
 
 def _free_now(state: _State, now: int) -> int:
-    """Nodes free at `now` by the predicted ends (a job predicted to end at `now` frees its nodes now)."""
-    return state.nodes - sum(r.size for r in state.running.values() if r.predicted_end > now)
+    """Nodes free at `now` by the predicted ends (a job predicted to end at `now` frees its nodes now).
+
+    No running job is predicted to end before `now`: a prediction that runs out is corrected (to a later end)
+    before anything else happens at that instant, and a job that ends before its prediction has left.
+    """
+    return state.nodes - state.busy + state.ending.get(now, 0)
+
+
+def _move_end(state: _State, size: int, old: int | None, new: int | None) -> None:
+    """A running job of `size` nodes is now predicted to end at `new` instead of `old` (None: not running)."""
+    if old is not None:
+        left = state.ending[old] - size
+        if left:
+            state.ending[old] = left
+        else:
+            del state.ending[old]
+    if new is not None:
+        state.ending[new] = state.ending.get(new, 0) + size
 
 
 def _shadow(state: _State, now: int, free: int, size: int) -> tuple[int, int]:
@@ -93,6 +110,7 @@ def _start(state: _State, index: int, size: int, now: int, predicted: int, start
     starts[index] = now
     state.running[index] = _Running(now, now + predicted, size)
     state.busy += size
+    _move_end(state, size, None, now + predicted)
 
 
 def _pass(
@@ -102,17 +120,23 @@ def _pass(
     state.passes += 1
     started: list[int] = []
     free = _free_now(state, now)
-    while state.queue and sizes[state.queue[0]] <= free:
-        head = state.queue.pop(0)
+    queue = state.queue
+    while queue and sizes[queue[0]] <= free:
+        head = queue.pop(0)
         _start(state, head, sizes[head], now, predicted[head], starts)
         started.append(head)
         free -= sizes[head]
-    if len(state.queue) <= 1:
+    if len(queue) <= 1:
         return started
-    shadow, extra = _shadow(state, now, free, sizes[state.queue[0]])
-    tail = sorted(state.queue[1:], key=lambda i: (policy.backfill_key(i), i))
+    # only a job that fits the nodes free now can be backfilled (free only shrinks during the pass)
+    candidates = [i for i in queue[1:] if sizes[i] <= free]
+    if not candidates:
+        return started
+    shadow, extra = _shadow(state, now, free, sizes[queue[0]])
+    key = policy.backfill_key
+    candidates.sort(key=lambda i: (key(i), i))
     chosen: set[int] = set()
-    for index in tail:
+    for index in candidates:
         size = sizes[index]
         if size > free:
             continue
@@ -128,7 +152,7 @@ def _pass(
         started.append(index)
     if chosen:
         state.backfilled += len(chosen)
-        state.queue = [i for i in state.queue if i not in chosen]
+        state.queue = [i for i in queue if i not in chosen]
     return started
 
 
@@ -166,7 +190,9 @@ def simulate_backfill(workload: Workload, policy: BackfillPolicy, pass_if_new_fi
                 raise ValueError(f"job {jobs[index].id}: corrected prediction {new} is not above elapsed {elapsed}")
             corrections += 1
             predicted[index] = new
-            state.running[index].predicted_end = starts[index] + new
+            run = state.running[index]
+            _move_end(state, run.size, run.predicted_end, starts[index] + new)
+            run.predicted_end = starts[index] + new
             if new < jobs[index].runtime:
                 heapq.heappush(events, (starts[index] + new, PREDICTION_OVER, counter, index))
                 counter += 1
@@ -177,7 +203,9 @@ def simulate_backfill(workload: Workload, policy: BackfillPolicy, pass_if_new_fi
             if pass_if_new_fits and sizes[index] > _free_now(state, now):
                 continue
         else:
-            state.busy -= state.running.pop(index).size
+            run = state.running.pop(index)
+            state.busy -= run.size
+            _move_end(state, run.size, run.predicted_end, None)
             policy.on_complete(index, now)
         launch(_pass(state, now, sizes, predicted, policy, starts), now)
     if state.queue:

@@ -73,17 +73,20 @@ def _log(x: float) -> float:
 
 def features(history: History, index: int) -> list[float]:
     """The FEATURES of job `index`, from its submission fields and its user's completed jobs so far."""
-    t = history.table
-    recent = history.user_recent(index)
-    requested = float(t.requested[index])
-    submit = int(t.submit[index])
-    last = float(recent[-1]) if recent else requested
-    two = sum(recent[-2:]) / len(recent[-2:]) if recent else requested
-    five = sum(recent) / len(recent) if recent else requested
-    count = history.user_count.get(int(t.user[index]), 0)
+    c = history.columns
+    recent = history.recent.get(c.user[index], ())
+    requested = float(c.requested[index])
+    submit = c.submit[index]
+    if recent:
+        last = float(recent[-1])
+        two = (recent[-2] + recent[-1]) / 2 if len(recent) > 1 else recent[-1] / 1
+        five = sum(recent) / len(recent)
+    else:
+        last = two = five = requested
+    count = history.user_count.get(c.user[index], 0)
     return [
-        _log(requested), _log(float(t.size[index])), float(t.user[index]), float(t.group[index]),
-        float(t.executable[index]), float(t.queue[index]), float(t.partition[index]),
+        _log(requested), _log(float(c.size[index])), float(c.user[index]), float(c.group[index]),
+        float(c.executable[index]), float(c.queue[index]), float(c.partition[index]),
         (submit % 86400) / 3600.0, float((submit // 86400) % 7), _log(last), _log(two), _log(five),
         min(last / requested, 1.0), math.log1p(count),
     ]

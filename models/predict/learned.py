@@ -67,10 +67,6 @@ class LearnedConfig:
             check_edges(self.edges)
 
 
-def _log(x: float) -> float:
-    return math.log(max(x, 1.0))
-
-
 def features(history: History, index: int) -> list[float]:
     """The FEATURES of job `index`, from its submission fields and its user's completed jobs so far."""
     c = history.columns
@@ -84,11 +80,12 @@ def features(history: History, index: int) -> list[float]:
     else:
         last = two = five = requested
     count = history.user_count.get(c.user[index], 0)
+    log = math.log
     return [
-        _log(requested), _log(float(c.size[index])), float(c.user[index]), float(c.group[index]),
-        float(c.executable[index]), float(c.queue[index]), float(c.partition[index]),
-        (submit % 86400) / 3600.0, float((submit // 86400) % 7), _log(last), _log(two), _log(five),
-        min(last / requested, 1.0), math.log1p(count),
+        log(max(requested, 1.0)), log(max(float(c.size[index]), 1.0)), float(c.user[index]),
+        float(c.group[index]), float(c.executable[index]), float(c.queue[index]), float(c.partition[index]),
+        (submit % 86400) / 3600.0, float((submit // 86400) % 7), log(max(last, 1.0)), log(max(two, 1.0)),
+        log(max(five, 1.0)), min(last / requested, 1.0), math.log1p(count),
     ]
 
 
@@ -389,7 +386,7 @@ def capped(edges: FloatArray, vectors: FloatArray, requested: FloatArray) -> Dis
 
 def capped_one(atoms: FloatArray, probs: FloatArray, requested: float) -> JobLaw:
     """`capped` for one job: the atoms below the requested time keep their mass, the rest sums onto it."""
-    finite = atoms[np.isfinite(atoms)]
+    finite = atoms[:-1]  # the top atom is +inf (the top bin is unbounded)
     k = int(np.searchsorted(atoms, requested, side="left"))  # atoms[:k] < requested <= atoms[k:]
     above = finite[k:][finite[k:] > requested]
     support = np.concatenate([finite[:k], [requested], above])

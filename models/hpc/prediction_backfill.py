@@ -1,11 +1,13 @@
-"""EASY backfilling driven by runtime predictions (EASY++ and risk-aware variants), event by event as pyss runs.
+"""EASY backfilling driven by runtime predictions (EASY++ and risk-aware variants), as the predictsim simulator runs.
 
-The event order at one instant follows the predictsim simulator: predictions that run out are corrected
-first, then submissions (each followed by a scheduling pass), then terminations (each followed by a pass).
+The event order at one instant follows predictsim's pyss: predictions that run out are corrected first, then
+submissions, then terminations; the scheduler runs once per instant, after its last event (pyss's
+RunSchedulerEvent, lowest in the order), when a termination or a submission asked for it.
 A pass starts queue heads while they fit, reserves the first blocked job at the earliest instant the predicted
-ends of the running jobs free enough nodes (the shadow time), and backfills the rest of the queue in the
-policy's order: a candidate starts if it fits now and either ends (predicted) by the shadow time or uses only
-the nodes the head leaves spare ("extra"); a risk-aware policy replaces the first test with a probability.
+ends of the running jobs free enough nodes (the shadow time; every job predicted to end then frees its nodes,
+as pyss's CPU snapshot counts them), and backfills the rest of the queue in the policy's order: a candidate
+starts if it fits now and either ends (predicted) by the shadow time or uses only the nodes the head leaves
+spare ("extra"); a risk-aware policy replaces the first test with a probability.
 """
 
 from __future__ import annotations
@@ -69,21 +71,38 @@ class _State:
     queue: list[int] = field(default_factory=list)
     running: dict[int, _Running] = field(default_factory=dict)
     busy: int = 0
+    ending: dict[int, int] = field(default_factory=dict)  # predicted end -> nodes of the running jobs ending then
     passes: int = 0
     backfilled: int = 0
 
 
 def _free_now(state: _State, now: int) -> int:
-    """Nodes free at `now` by the predicted ends (a job predicted to end at `now` frees its nodes now)."""
-    return state.nodes - sum(r.size for r in state.running.values() if r.predicted_end > now)
+    """Nodes free at `now` by the predicted ends (a job predicted to end at `now` frees its nodes now).
+
+    No running job is predicted to end before `now`: a prediction that runs out is corrected (to a later end)
+    before anything else happens at that instant, and a job that ends before its prediction has left (at a
+    pass, so has a job that ends at its prediction: the pass comes after the instant's terminations).
+    """
+    return state.nodes - state.busy + state.ending.get(now, 0)
+
+
+def _move_end(state: _State, size: int, old: int | None, new: int | None) -> None:
+    """A running job of `size` nodes is now predicted to end at `new` instead of `old` (None: not running)."""
+    if old is not None:
+        left = state.ending[old] - size
+        if left:
+            state.ending[old] = left
+        else:
+            del state.ending[old]
+    if new is not None:
+        state.ending[new] = state.ending.get(new, 0) + size
 
 
 def _shadow(state: _State, now: int, free: int, size: int) -> tuple[int, int]:
     """The head's reservation: the earliest predicted end at which `size` nodes are free, and the spare nodes."""
-    ends = sorted((r.predicted_end, r.size) for r in state.running.values() if r.predicted_end > now)
     available = free
-    for end, released in ends:
-        available += released
+    for end in sorted(e for e in state.ending if e > now):
+        available += state.ending[end]  # every job predicted to end then frees its nodes then
         if available >= size:
             return end, available - size
     raise ValueError(f"t={now}: a job of {size} nodes never fits on {state.nodes} nodes")
@@ -93,6 +112,7 @@ def _start(state: _State, index: int, size: int, now: int, predicted: int, start
     starts[index] = now
     state.running[index] = _Running(now, now + predicted, size)
     state.busy += size
+    _move_end(state, size, None, now + predicted)
 
 
 def _pass(
@@ -102,17 +122,23 @@ def _pass(
     state.passes += 1
     started: list[int] = []
     free = _free_now(state, now)
-    while state.queue and sizes[state.queue[0]] <= free:
-        head = state.queue.pop(0)
+    queue = state.queue
+    while queue and sizes[queue[0]] <= free:
+        head = queue.pop(0)
         _start(state, head, sizes[head], now, predicted[head], starts)
         started.append(head)
         free -= sizes[head]
-    if len(state.queue) <= 1:
+    if len(queue) <= 1:
         return started
-    shadow, extra = _shadow(state, now, free, sizes[state.queue[0]])
-    tail = sorted(state.queue[1:], key=lambda i: (policy.backfill_key(i), i))
+    # only a job that fits the nodes free now can be backfilled (free only shrinks during the pass)
+    candidates = [i for i in queue[1:] if sizes[i] <= free]
+    if not candidates:
+        return started
+    shadow, extra = _shadow(state, now, free, sizes[queue[0]])
+    key = policy.backfill_key
+    candidates.sort(key=lambda i: (key(i), i))
     chosen: set[int] = set()
-    for index in tail:
+    for index in candidates:
         size = sizes[index]
         if size > free:
             continue
@@ -128,15 +154,15 @@ def _pass(
         started.append(index)
     if chosen:
         state.backfilled += len(chosen)
-        state.queue = [i for i in state.queue if i not in chosen]
+        state.queue = [i for i in queue if i not in chosen]
     return started
 
 
 def simulate_backfill(workload: Workload, policy: BackfillPolicy, pass_if_new_fits: bool = False) -> BackfillResult:
-    """Replay the workload under prediction-driven EASY.
+    """Replay the workload under prediction-driven EASY: one scheduling pass per instant, after its last event.
 
-    `pass_if_new_fits` reproduces pyss's plain EASY, which runs a pass on a submission only when the
-    submitted job fits the free nodes (a pass then cannot start anything else anyway).
+    A termination always asks for the instant's pass; a submission does too, except that with
+    `pass_if_new_fits` (pyss's plain EASY) it asks only when the submitted job fits the free nodes.
     """
     jobs = workload.jobs
     sizes = [j.size for j in jobs]
@@ -157,6 +183,7 @@ def simulate_backfill(workload: Workload, policy: BackfillPolicy, pass_if_new_fi
                 heapq.heappush(events, (now + predicted[index], PREDICTION_OVER, counter, index))
                 counter += 1
 
+    wanted = False  # has an event of this instant asked for a pass (pyss's RunSchedulerEvent)?
     while events:
         now, kind, _, index = heapq.heappop(events)
         if kind == PREDICTION_OVER:
@@ -166,20 +193,25 @@ def simulate_backfill(workload: Workload, policy: BackfillPolicy, pass_if_new_fi
                 raise ValueError(f"job {jobs[index].id}: corrected prediction {new} is not above elapsed {elapsed}")
             corrections += 1
             predicted[index] = new
-            state.running[index].predicted_end = starts[index] + new
+            run = state.running[index]
+            _move_end(state, run.size, run.predicted_end, starts[index] + new)
+            run.predicted_end = starts[index] + new
             if new < jobs[index].runtime:
                 heapq.heappush(events, (starts[index] + new, PREDICTION_OVER, counter, index))
                 counter += 1
-            continue
-        if kind == SUBMISSION:
+        elif kind == SUBMISSION:
             predicted[index] = max(1, int(policy.on_submit(index, now)))
             state.queue.append(index)
-            if pass_if_new_fits and sizes[index] > _free_now(state, now):
-                continue
+            wanted = wanted or not pass_if_new_fits or sizes[index] <= _free_now(state, now)
         else:
-            state.busy -= state.running.pop(index).size
+            run = state.running.pop(index)
+            state.busy -= run.size
+            _move_end(state, run.size, run.predicted_end, None)
             policy.on_complete(index, now)
-        launch(_pass(state, now, sizes, predicted, policy, starts), now)
+            wanted = True
+        if wanted and not (events and events[0][0] == now):  # the instant's last event: its one pass
+            wanted = False
+            launch(_pass(state, now, sizes, predicted, policy, starts), now)
     if state.queue:
         raise ValueError(f"simulation ended with {len(state.queue)} jobs never started")
     return BackfillResult(tuple(starts), state.passes, state.backfilled, corrections)

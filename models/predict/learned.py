@@ -11,6 +11,7 @@ noise the update policy replaces as many random training jobs by those jobs and 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
@@ -66,25 +67,25 @@ class LearnedConfig:
             check_edges(self.edges)
 
 
-def _log(x: float) -> float:
-    return math.log(max(x, 1.0))
-
-
 def features(history: History, index: int) -> list[float]:
     """The FEATURES of job `index`, from its submission fields and its user's completed jobs so far."""
-    t = history.table
-    recent = history.user_recent(index)
-    requested = float(t.requested[index])
-    submit = int(t.submit[index])
-    last = float(recent[-1]) if recent else requested
-    two = sum(recent[-2:]) / len(recent[-2:]) if recent else requested
-    five = sum(recent) / len(recent) if recent else requested
-    count = history.user_count.get(int(t.user[index]), 0)
+    c = history.columns
+    recent = history.recent.get(c.user[index], ())
+    requested = float(c.requested[index])
+    submit = c.submit[index]
+    if recent:
+        last = float(recent[-1])
+        two = (recent[-2] + recent[-1]) / 2 if len(recent) > 1 else recent[-1] / 1
+        five = sum(recent) / len(recent)
+    else:
+        last = two = five = requested
+    count = history.user_count.get(c.user[index], 0)
+    log = math.log
     return [
-        _log(requested), _log(float(t.size[index])), float(t.user[index]), float(t.group[index]),
-        float(t.executable[index]), float(t.queue[index]), float(t.partition[index]),
-        (submit % 86400) / 3600.0, float((submit // 86400) % 7), _log(last), _log(two), _log(five),
-        min(last / requested, 1.0), math.log1p(count),
+        log(max(requested, 1.0)), log(max(float(c.size[index]), 1.0)), float(c.user[index]),
+        float(c.group[index]), float(c.executable[index]), float(c.queue[index]), float(c.partition[index]),
+        (submit % 86400) / 3600.0, float((submit // 86400) % 7), log(max(last, 1.0)), log(max(two, 1.0)),
+        log(max(five, 1.0)), min(last / requested, 1.0), math.log1p(count),
     ]
 
 
@@ -124,6 +125,33 @@ def drift(p: FloatArray, q_counts: NDArray[np.float64], n_train: FloatArray | No
     return statistic, noise
 
 
+@dataclass(frozen=True)
+class JobLaw:
+    """One job's predicted law as `predict` would give it (a one-row `Discrete`), with its cdf as lists.
+
+    `cum[k]` is P(X <= support[k]) summed left to right, as `Discrete.quantile` and `Discrete.cdf` sum it.
+    """
+
+    support: FloatArray
+    probs: FloatArray  # 1-d
+    support_list: list[float]
+    cum: list[float]
+    tails: dict[tuple[int, float], float | None] = field(default_factory=dict, compare=False)  # by the policy
+
+    @classmethod
+    def of(cls, support: FloatArray, probs: FloatArray) -> JobLaw:
+        return cls(support, probs, support.tolist(), np.cumsum(probs).tolist())
+
+    def quantile(self, q: float) -> float:
+        """`Discrete.quantile(q)`: the first support value whose cumulative probability reaches q."""
+        return self.support_list[min(bisect_left(self.cum, q - 1e-12), len(self.cum) - 1)]
+
+    def cdf(self, x: float) -> float:
+        """P(X <= x)."""
+        k = bisect_right(self.support_list, x)
+        return self.cum[k - 1] if k else 0.0
+
+
 @dataclass
 class _Clusters:
     """A fitted clustering: job features -> node, and the per-node probability vectors over the bins."""
@@ -135,6 +163,29 @@ class _Clusters:
     parent: NDArray[np.int64]
     model: Any  # a DecisionTreeRegressor, a (scaler mean, scale, GaussianMixture) tuple, or None
     n_train: FloatArray = field(default_factory=lambda: np.zeros(0))  # training jobs per node
+
+    atom_probs: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))  # vectors spread on the atoms
+    walk: tuple[list[int], list[int], list[int], list[float]] | None = None  # the tree as lists, for `leaf`
+
+    def spread(self) -> None:
+        """Each node's law on the atoms: a bin's probability shared equally by the bin's atoms."""
+        share = np.bincount(self.atom_bin, minlength=self.edges.size)[self.atom_bin]
+        self.atom_probs = self.vectors[:, self.atom_bin] / share
+
+    def leaf(self, x: list[float]) -> int:
+        """`assign` of one job; a tree is walked in Python on the float32 features, as scikit-learn compares them."""
+        if self.model is None or isinstance(self.model, tuple):
+            return int(self.assign(np.array([x], dtype=np.float64))[0])
+        if self.walk is None:
+            tree = self.model.tree_
+            self.walk = (tree.children_left.tolist(), tree.children_right.tolist(), tree.feature.tolist(),
+                         tree.threshold.tolist())
+        left, right, feature, threshold = self.walk
+        z = np.asarray(x, dtype=np.float32).tolist()
+        v = 0
+        while left[v] >= 0:
+            v = left[v] if z[feature[v]] <= threshold[v] else right[v]
+        return v
 
     def assign(self, x: NDArray[np.float64]) -> NDArray[np.int64]:
         if self.model is None:
@@ -163,7 +214,9 @@ class LearnedPredictor:
     def fit(self, data: JobTable) -> Self:
         """Bind to a trace; nothing is known to have completed yet."""
         self.history = History(data)
-        self._x: dict[int, list[float]] = {}
+        self._x = np.zeros((len(data), len(FEATURES)))  # row i: job i's features at its submission
+        self._has_x = np.zeros(len(data), dtype=bool)
+        self._laws: dict[tuple[int, int], JobLaw] = {}  # (node, requested) -> law, until the vectors change
         self._clusters: _Clusters | None = None
         self._train: list[int] = []
         self._test: list[int] = []
@@ -182,8 +235,8 @@ class LearnedPredictor:
     def observe(self, index: int) -> None:
         """Job `index` completed: learn its runtime (its features are those it had at submission)."""
         hist = self._hist
-        if index not in self._x:
-            self._x[index] = features(hist, index)
+        if not self._has_x[index]:
+            self._store(index, features(hist, index))
         hist.observe(index)
         self._since_refit += 1
         due = len(hist.completed) >= self.config.min_train and (
@@ -196,7 +249,7 @@ class LearnedPredictor:
             self._check_drift()
 
     def _xy(self, indices: Sequence[int]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        x = np.array([self._x[i] for i in indices], dtype=np.float64)
+        x = self._x[np.asarray(indices, dtype=np.int64)]
         y = self._hist.table.runtime[np.asarray(indices, dtype=np.int64)].astype(np.float64)
         return x, y
 
@@ -265,6 +318,8 @@ class LearnedPredictor:
         if isinstance(c.model, tuple):
             counts[0] = counts[1:].sum(axis=0)
         c.vectors = smoothed_vectors(counts, c.parent, self.config.smoothing)
+        c.spread()
+        self._laws.clear()
         c.n_train = counts.sum(axis=1)
 
     def _check_drift(self) -> None:
@@ -290,14 +345,31 @@ class LearnedPredictor:
         hist = self._hist
         indices = [int(i) for i in query]
         for i in indices:
-            self._x[i] = features(hist, i)
+            self._store(i, features(hist, i))
         requested = hist.table.requested[np.asarray(indices, dtype=np.int64)].astype(np.float64)
         c = self._clusters
         if c is None:
             return Discrete.point(requested)
-        vectors = c.vectors[c.assign(np.array([self._x[i] for i in indices], dtype=np.float64))]
-        share = np.bincount(c.atom_bin, minlength=c.edges.size)[c.atom_bin]
-        return capped(c.atoms, vectors[:, c.atom_bin] / share, requested)
+        return capped(c.atoms, c.atom_probs[c.assign(self._x[np.asarray(indices, dtype=np.int64)])], requested)
+
+    def predict_one(self, index: int) -> JobLaw:
+        """`predict([index])` as a `JobLaw`: the same numbers, computed once per (cluster, requested time)."""
+        hist = self._hist
+        x = features(hist, index)
+        self._store(index, x)
+        requested = int(hist.table.requested[index])
+        c = self._clusters
+        if c is None:
+            return JobLaw.of(np.array([float(requested)]), np.array([1.0]))
+        key = (c.leaf(x), requested)
+        law = self._laws.get(key)
+        if law is None:
+            law = self._laws[key] = capped_one(c.atoms, c.atom_probs[key[0]], float(requested))
+        return law
+
+    def _store(self, index: int, x: list[float]) -> None:
+        self._x[index] = x
+        self._has_x[index] = True
 
 
 def capped(edges: FloatArray, vectors: FloatArray, requested: FloatArray) -> Discrete:
@@ -310,3 +382,15 @@ def capped(edges: FloatArray, vectors: FloatArray, requested: FloatArray) -> Dis
     probs = np.zeros((n, support.size))
     np.add.at(probs, (np.repeat(np.arange(n), m), cols.ravel()), vectors.ravel())
     return Discrete(support, probs)
+
+
+def capped_one(atoms: FloatArray, probs: FloatArray, requested: float) -> JobLaw:
+    """`capped` for one job: the atoms below the requested time keep their mass, the rest sums onto it."""
+    finite = atoms[:-1]  # the top atom is +inf (the top bin is unbounded)
+    k = int(np.searchsorted(atoms, requested, side="left"))  # atoms[:k] < requested <= atoms[k:]
+    above = finite[k:][finite[k:] > requested]
+    support = np.concatenate([finite[:k], [requested], above])
+    row = np.zeros(support.size)
+    row[:k] = probs[:k]
+    row[k] = np.cumsum(probs[k:])[-1]  # left to right, as np.add.at accumulates it
+    return JobLaw.of(support, row)

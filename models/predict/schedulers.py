@@ -13,8 +13,7 @@ from models.hpc.metrics import Metrics, evaluate
 from models.hpc.prediction_backfill import BackfillResult, simulate_backfill
 from models.predict.baselines import Exact, PointPredictor, RequestedTime, Tsafrir
 from models.predict.jobs import JobTable
-from models.predict.learned import LearnedConfig, LearnedPredictor
-from models.predictive import Discrete
+from models.predict.learned import JobLaw, LearnedConfig, LearnedPredictor
 
 Corrector = Literal["conditional", "reqtime", "doubling"]
 CORRECTORS: tuple[str, ...] = ("conditional", "reqtime", "doubling")
@@ -23,20 +22,34 @@ DEFAULT_RISK = 0.9  # one configuration for every trace (docs/prediction.md)
 DEFAULT_RESERVATION_Q = 0.4
 
 
-def _correct(corrector: str, law: Discrete | None, elapsed: int, predicted: int, requested: int, q: float) -> int:
+def _correct(corrector: str, law: JobLaw | None, elapsed: int, predicted: int, requested: int, q: float) -> int:
     """The new predicted runtime of a job that has run `elapsed` seconds past its prediction."""
     if corrector == "reqtime" or law is None:
         return requested
     if corrector == "doubling":
         return min(requested, max(2 * predicted, elapsed + 1))
     # conditional: the q-quantile of the law given X > elapsed (requested when no mass is left beyond it)
-    beyond = law.support > elapsed
-    mass = law.probs[0, beyond]
+    tail = _conditional_quantile(law, bisect_right(law.support_list, elapsed), q)
+    return requested if tail is None else int(min(requested, max(tail, elapsed + 1)))
+
+
+def _conditional_quantile(law: JobLaw, first: int, q: float) -> float | None:
+    """The q-quantile of `law` given X >= support[first] (None when no mass is left there).
+
+    Laws are shared by the jobs of one cluster and requested time, so the answer is kept per (law, first, q).
+    """
+    key = (first, q)
+    if key in law.tails:
+        return law.tails[key]
+    mass = law.probs[first:].copy()
     if mass.sum() <= 1e-12:
-        return requested
-    cum = np.cumsum(mass) / mass.sum()
-    k = int(np.searchsorted(cum, q - 1e-12))
-    return int(min(requested, max(law.support[beyond][min(k, cum.size - 1)], elapsed + 1)))
+        value = None
+    else:
+        cum = np.cumsum(mass) / mass.sum()
+        k = int(np.searchsorted(cum, q - 1e-12))
+        value = float(law.support[first:][min(k, cum.size - 1)])
+    law.tails[key] = value
+    return value
 
 
 @dataclass
@@ -82,10 +95,9 @@ class RiskPolicy:
     reservation_q: float = DEFAULT_RESERVATION_Q
     corrector: str = "conditional"
     order_q: float = 0.5  # backfill candidates in ascending order of this predicted quantile
-    laws: dict[int, Discrete] = field(default_factory=dict)
+    laws: dict[int, JobLaw] = field(default_factory=dict)
     predicted: dict[int, int] = field(default_factory=dict)
     key: dict[int, float] = field(default_factory=dict)
-    cdfs: dict[int, tuple[list[float], list[float]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.risk <= 1.0:
@@ -95,34 +107,30 @@ class RiskPolicy:
         if self.corrector not in CORRECTORS:
             raise ValueError(f"corrector={self.corrector!r} must be one of {CORRECTORS}")
         self.predictor.fit(self.table)
+        self._requested: list[int] = self.table.requested.tolist()
+        self._threshold = 1.0 - self.risk - 1e-12  # ends_by: P(runtime <= shadow - now) at least this
 
     def on_submit(self, index: int, now: int) -> int:
-        law = self.predictor.predict([index])
-        self.laws[index] = law
-        keep = law.probs[0] > 0
-        self.cdfs[index] = (law.support[keep].tolist(), np.cumsum(law.probs[0, keep]).tolist())
-        self.key[index] = float(law.quantile(self.order_q)[0])
-        self.predicted[index] = max(1, int(law.quantile(self.reservation_q)[0]))
+        law = self.laws[index] = self.predictor.predict_one(index)
+        self.key[index] = law.quantile(self.order_q)
+        self.predicted[index] = max(1, int(law.quantile(self.reservation_q)))
         return self.predicted[index]
 
     def on_prediction_over(self, index: int, now: int, elapsed: int) -> int:
         new = _correct(self.corrector, self.laws[index], elapsed, self.predicted[index],
-                       int(self.table.requested[index]), self.reservation_q)
+                       self._requested[index], self.reservation_q)
         self.predicted[index] = new
         return new
 
     def on_complete(self, index: int, now: int) -> None:
         self.predictor.observe(index)
         self.laws.pop(index, None)
-        self.cdfs.pop(index, None)
 
     def backfill_key(self, index: int) -> float:
         return self.key[index]
 
     def ends_by(self, index: int, now: int, shadow: int) -> bool:
-        support, cum = self.cdfs[index]  # P(runtime <= shadow - now), the law's cdf read by bisection
-        k = bisect_right(support, shadow - now)
-        return (cum[k - 1] if k else 0.0) >= 1.0 - self.risk - 1e-12
+        return self.laws[index].cdf(shadow - now) >= self._threshold
 
 
 @dataclass(frozen=True)

@@ -60,3 +60,30 @@ def test_easy_learned_runs_and_validates() -> None:
         run_predictive(workload, table, "easy-learned", corrector="x")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="scheduler='bogus' must be one of"):
         run_predictive(workload, table, "bogus")  # type: ignore[arg-type]
+
+
+def _workload(rows: list[tuple[int, int, int, int, int]], nodes: int) -> tuple[Workload, object]:
+    jobs = tuple(Job(id=i, submit=s, runtime=d, size=r, requested=q) for i, (s, d, q, r, _) in enumerate(rows))
+    table = make_table([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[4] for r in rows],
+                       size=[r[3] for r in rows])
+    return Workload(jobs, nodes), table
+
+
+def test_every_job_predicted_to_end_at_the_shadow_frees_its_nodes() -> None:
+    # 4 nodes: j0 (1 node) and j1 (2 nodes) are both predicted to end at 100; j2 (2 nodes) is the head, reserved
+    # at 100, when 1 + 1 + 2 = 4 nodes are free: 2 spare. j3 (1 node, 500 s) ends after the shadow but fits the
+    # spare nodes, so it starts at 2 (counting j0's node alone at 100 would leave no spare node and hold it back).
+    rows = [(0, 100, 100, 1, 1), (0, 100, 100, 2, 2), (1, 50, 50, 2, 3), (2, 500, 500, 1, 4)]
+    workload, table = _workload(rows, 4)
+    run = simulate_backfill(workload, make_policy("easy-requested", table)[0], pass_if_new_fits=True)
+    assert run.starts == (0, 0, 100, 2)
+
+
+def test_one_pass_per_instant_sees_simultaneous_submissions_together() -> None:
+    # 2 nodes: j0 holds one to 100, j1 (2 nodes) is the head reserved at 100. j2 (90 s) and j3 (20 s) arrive
+    # together at 5 and both would end by 100; one node is free. The instant's single pass backfills the
+    # shorter prediction, j3; j2 then waits for j1 (100 to 110). A pass per submission would start j2 first.
+    rows = [(0, 100, 100, 1, 1), (0, 10, 10, 2, 2), (5, 90, 90, 1, 3), (5, 20, 20, 1, 4)]
+    workload, table = _workload(rows, 2)
+    run = simulate_backfill(workload, make_policy("easy-pp", table)[0])
+    assert run.starts == (0, 100, 110, 5) and run.passes == 6  # instants 0, 5, 25, 100, 110, 200

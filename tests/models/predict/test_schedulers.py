@@ -6,6 +6,7 @@ import pytest
 
 from models.hpc.jobs import Job, Workload
 from models.hpc.prediction_backfill import simulate_backfill
+from models.predict.jobs import JobTable
 from models.predict.schedulers import make_policy, run_predictive
 from tests.models.predict.conftest import make_table
 
@@ -62,7 +63,7 @@ def test_easy_learned_runs_and_validates() -> None:
         run_predictive(workload, table, "bogus")  # type: ignore[arg-type]
 
 
-def _workload(rows: list[tuple[int, int, int, int, int]], nodes: int) -> tuple[Workload, object]:
+def _workload(rows: list[tuple[int, int, int, int, int]], nodes: int) -> tuple[Workload, JobTable]:
     jobs = tuple(Job(id=i, submit=s, runtime=d, size=r, requested=q) for i, (s, d, q, r, _) in enumerate(rows))
     table = make_table([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[4] for r in rows],
                        size=[r[3] for r in rows])

@@ -22,8 +22,8 @@ def _generator(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-share", type=probability, default=0.05,
                         help="largest job demand as a share of the hourly capacity (default 0.05)")
     parser.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the jobs, the GMM and BO")
-    parser.add_argument("--objective", choices=("sample", "mean"), default="sample",
-                        help="BO's violation error: per sample as the seed writes it, or on the mean rate")
+    parser.add_argument("--objective", choices=("sample", "mean", "ucb"), default="sample",
+                        help="BO's violation error: per sample (the seed's text), the mean rate, or its 95 %% UCB")
     add_output_arguments(parser)
 
 

@@ -32,7 +32,22 @@ ERROR_WINDOWS = (24, 36, 48, 60, 72)
 COMPONENTS = (1, 2, 3)
 INFLATION = (0.5, 3.0)
 PENALTY = 1e4  # weight of the violation error against the (0..1) fill in the BO objective
-OBJECTIVES = ("sample", "mean")
+OBJECTIVES = ("sample", "mean", "ucb")
+UCB_ALPHA = 0.05  # the "ucb" objective: one-sided 95 % Clopper-Pearson upper bound of the training violation rate
+
+
+def violation_ucb(violated: int, hours: int, alpha: float = UCB_ALPHA) -> float:
+    """The exact (Clopper-Pearson) one-sided 1 - alpha upper confidence bound of a rate seen as `violated` of
+    `hours` Bernoulli trials: the largest q with P(Bin(hours, q) <= violated) >= alpha."""
+    from scipy.stats import beta
+
+    if hours < 1 or not 0 <= violated <= hours:
+        raise ValueError(f"violated={violated} must lie in [0, hours={hours}] with hours >= 1")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha={alpha} must lie strictly between 0 and 1")
+    if violated == hours:
+        return 1.0
+    return float(beta.ppf(1.0 - alpha, violated + 1, hours - violated))
 
 
 @dataclass(frozen=True)
@@ -61,6 +76,7 @@ class Outcome:
     utility: FloatArray
     bound: FloatArray
     violation: FloatArray
+    hours: int = 24  # T, so that v_s T is the number of violated hours of sample s
 
     @property
     def util(self) -> float:
@@ -73,12 +89,17 @@ class Outcome:
         return float(np.mean(self.violation))
 
     def error(self, p: float, objective: str = "sample") -> float:
-        """Alg. 1's violation error: sum_s max(v_s - p, 0) / S as the seed writes it ("sample"), or
-        max(Vio - p, 0) on the mean violation rate as the seed's published code computes it ("mean")."""
+        """Alg. 1's violation error: sum_s max(v_s - p, 0) / S as the seed writes it ("sample"),
+        max(Vio - p, 0) on the mean violation rate as the seed's published code computes it ("mean"), or
+        max(U - p, 0) with U the 95 % upper confidence bound of the rate from its violated hours out of S T
+        ("ucb": a θ meets p only if the training windows show it with confidence, not just on average)."""
         if objective == "sample":
             return float(np.mean(np.maximum(self.violation - p, 0.0)))
         if objective == "mean":
             return max(self.vio - p, 0.0)
+        if objective == "ucb":
+            violated = int(np.rint(self.violation * self.hours).sum())
+            return max(violation_ucb(violated, self.violation.size * self.hours) - p, 0.0)
         raise ValueError(f"objective={objective!r} is not one of {', '.join(OBJECTIVES)}")
 
 
@@ -164,7 +185,7 @@ class Evaluator:
             u.append(utility(s.jobs, start))
             b.append(self.bound(s))
             v.append(violation_rate(s.jobs, start, s.truth))
-        return Outcome(np.array(u), np.array(b), np.array(v))
+        return Outcome(np.array(u), np.array(b), np.array(v), self.split.T)
 
     def exact(self, theta: Theta, samples: list[Sample], time_limit: float) -> Outcome:
         """The two-stage baseline: the point forecast as the capacity, problem (1) by HiGHS (greedy MIP start)."""
@@ -175,7 +196,18 @@ class Evaluator:
             u.append(result.utility)
             b.append(self.bound(s))
             v.append(violation_rate(s.jobs, result.start, s.truth))
-        return Outcome(np.array(u), np.array(b), np.array(v))
+        return Outcome(np.array(u), np.array(b), np.array(v), self.split.T)
+
+
+def exceedance(ev: Evaluator, theta: Theta, samples: list[Sample], q: float) -> FloatArray:
+    """(T,) the calibration of the capacity law per step ahead h: the share of samples whose true a_{o+h} falls
+    below the law's q-quantile Ã_h (a calibrated law gives q at every h; no schedule is involved)."""
+    if not 0 < q < 1:
+        raise ValueError(f"q={q} must lie strictly between 0 and 1")
+    if not samples:
+        raise ValueError("no samples to check the calibration on")
+    below = np.array([s.truth < ev.constraint(theta, s, q, True) for s in samples], dtype=np.float64)
+    return np.asarray(below.mean(axis=0), dtype=np.float64)
 
 
 def fill(outcome: Outcome, samples: list[Sample]) -> float:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from models.cuc.exact import solve_exact
-from models.cuc.greedy import greedy_schedule
+from models.cuc.greedy import ORDERS, greedy_schedule
 from models.cuc.jobs import JobConfig
 from models.cuc.problem import IntArray, utility, utility_ratio, violation_rate
 from models.cuc.protocol import (
@@ -125,6 +125,7 @@ class Evaluator:
     jobs: JobConfig
     seed: int = 0
     refit_every: int = 24
+    order: str = "ratio"  # Alg. 3 line 1: "ratio" (c_i / d_i, the seed's text) or "value" (c_i d_i)
     train: list[Sample] = field(init=False)
     test: list[Sample] = field(init=False)
     bank: ForecastBank = field(init=False)
@@ -135,6 +136,8 @@ class Evaluator:
     def __post_init__(self) -> None:
         if self.refit_every < 1:
             raise ValueError(f"refit_every={self.refit_every} must be >= 1 hour")
+        if self.order not in ORDERS:
+            raise ValueError(f"order={self.order!r} is not one of {', '.join(ORDERS)}")
         self.train = make_samples(self.y, self.split.train_origins, self.split.T, self.jobs, self.seed)
         self.test = make_samples(self.y, self.split.test_origins, self.split.T, self.jobs, self.seed)
         self.bank = ForecastBank(self.y, self.split.T)
@@ -181,7 +184,7 @@ class Evaluator:
         """Alg. 3 under Ã on every sample, scored against the true capacity."""
         u, b, v = [], [], []
         for s in samples:
-            start = greedy_schedule(s.jobs, self.constraint(theta, s, p, uncertain))
+            start = greedy_schedule(s.jobs, self.constraint(theta, s, p, uncertain), self.order)
             u.append(utility(s.jobs, start))
             b.append(self.bound(s))
             v.append(violation_rate(s.jobs, start, s.truth))
@@ -192,7 +195,7 @@ class Evaluator:
         u, b, v = [], [], []
         for s in samples:
             cap = self.constraint(theta, s, 0.5, uncertain=False)
-            result = solve_exact(s.jobs, cap, time_limit=time_limit, hint=greedy_schedule(s.jobs, cap))
+            result = solve_exact(s.jobs, cap, time_limit=time_limit, hint=greedy_schedule(s.jobs, cap, self.order))
             u.append(result.utility)
             b.append(self.bound(s))
             v.append(violation_rate(s.jobs, result.start, s.truth))
@@ -266,7 +269,7 @@ def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objecti
 
 def decide(ev: Evaluator, theta: Theta, p: float, samples: list[Sample], uncertain: bool = True) -> list[IntArray]:
     """Alg. 4's hourly decisions: predict the capacity law, take Ã = Φ^{-1}(p), schedule with Alg. 3."""
-    return [greedy_schedule(s.jobs, ev.constraint(theta, s, p, uncertain)) for s in samples]
+    return [greedy_schedule(s.jobs, ev.constraint(theta, s, p, uncertain), ev.order) for s in samples]
 
 
 def test(ev: Evaluator, theta: Theta, p: float, uncertain: bool = True) -> tuple[Outcome, float]:

@@ -99,6 +99,7 @@ def test_exceedance_of_a_known_gaussian_law() -> None:
     (lambda: Theta(forecaster="lstm"), "forecaster='lstm'"),
     (lambda: Theta(inflation=0.0), "invalid θ"),
     (lambda: Evaluator(series(), Split(336), JOBS, 0, refit_every=0), "refit_every=0"),
+    (lambda: Evaluator(series(), Split(336), JOBS, 0, order="size"), "order='size'"),
     (lambda: violation_ucb(3, 2), "violated=3"),
     (lambda: violation_ucb(0, 10, alpha=1.0), "alpha=1.0"),
 ])

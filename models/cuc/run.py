@@ -289,12 +289,16 @@ def phase(outcome: Outcome, time_s: float) -> Phase:
 def run_cuc(y: FloatArray, p: float, bo_steps: int, seed: int = 0, jobs: JobConfig | None = None,
             theta0: Theta | None = None, refit_every: int = 24, ev: Evaluator | None = None,
             objective: str = "sample") -> dict[str, Any]:
-    """CUC on one series: train (Alg. 1) then test (Alg. 4); the `train`/`test` phases and the chosen θ."""
+    """CUC on one series: train (Alg. 1) then test (Alg. 4); the `train`/`test` phases, the chosen θ and the
+    share of hours whose true capacity fell below Ã (the law's p-quantile, before any scheduling) per phase."""
     if not 0 < p < 1:
         raise ValueError(f"p={p} must lie strictly between 0 and 1")
     ev = ev if ev is not None else Evaluator(y, Split(len(y)), jobs or JobConfig(), seed, refit_every)
     trained = train(ev, p, bo_steps, theta0 or Theta(), seed, objective)
     tested, elapsed = test(ev, trained.theta, p)
+    calibration = {name: float(exceedance(ev, trained.theta, samples, p).mean())
+                   for name, samples in (("train", ev.train), ("test", ev.test))}
     return {"train": phase(trained.outcome, trained.time_s).as_dict(),
             "test": phase(tested, elapsed).as_dict(),
-            "theta": asdict(trained.theta)}
+            "theta": asdict(trained.theta),
+            "exceedance": calibration}

@@ -32,6 +32,8 @@ def test_same_seed_same_result() -> None:
     a = run_cuc(series(), 0.05, 3, seed=1, ev=evaluator(1))
     b = run_cuc(series(), 0.05, 3, seed=1, ev=evaluator(1))
     assert drop_times(a) == drop_times(b)
+    assert set(a["exceedance"]) == {"train", "test"}
+    assert all(0 <= x <= 1 for x in a["exceedance"].values())
     for phase, samples in (("train", 24), ("test", 25)):
         assert set(a[phase]) == {"util", "violation", "time_s", "samples"}
         assert a[phase]["samples"] == samples

@@ -17,6 +17,7 @@ from cli.verbs import add_verb
 BENCHMARKS: dict[str, str] = {
     "cli": "benchmarks.cli",
     "cuc": "benchmarks.cuc",
+    "cuc_bound": "benchmarks.cuc_bound",
     "forecast": "benchmarks.forecast",
     "planning": "benchmarks.planning",
     "predict": "benchmarks.predict",

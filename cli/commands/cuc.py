@@ -22,8 +22,10 @@ def _generator(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-share", type=probability, default=0.05,
                         help="largest job demand as a share of the hourly capacity (default 0.05)")
     parser.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the jobs, the GMM and BO")
-    parser.add_argument("--objective", choices=("sample", "mean"), default="sample",
-                        help="BO's violation error: per sample as the seed writes it, or on the mean rate")
+    parser.add_argument("--objective", choices=("sample", "mean", "ucb"), default="sample",
+                        help="BO's violation error: per sample (the seed's text), the mean rate, or its 95 %% UCB")
+    parser.add_argument("--order", choices=("ratio", "value"), default="ratio",
+                        help="Alg. 3 line 1: by c_i/d_i (the seed's text, default) or by the utility c_i d_i")
     add_output_arguments(parser)
 
 
@@ -80,10 +82,11 @@ def cuc(args: argparse.Namespace) -> int:
     from models.cuc.protocol import Split
     from models.cuc.run import Evaluator, run_cuc
 
-    ev = Evaluator(y, Split(len(y)), jobs, args.seed, args.refit_every)
+    ev = Evaluator(y, Split(len(y)), jobs, args.seed, args.refit_every, args.order)
     out = run_cuc(y, args.p, args.bo_steps, args.seed, ev=ev, objective=args.objective)
     out.update({"capacity": args.capacity, "vm_type": args.vm_type, "p": args.p, "bo_steps": args.bo_steps,
-                "seed": args.seed, "jobs": "generated", "generator": {**vars(jobs), "T": 24}})
+                "seed": args.seed, "order": args.order,
+                "objective": args.objective, "jobs": "generated", "generator": {**vars(jobs), "T": 24}})
     if args.json:
         print(json.dumps(out, sort_keys=True))
     else:
@@ -119,11 +122,12 @@ def cuc_study(args: argparse.Namespace) -> int:
     datasets = {Path(p).name.split(".")[0].removeprefix("capacity_"): p for p in paths}
     cfg = StudyConfig(datasets=datasets, bo_steps=args.bo_steps, seed=args.seed, jobs=_jobs(args),
                       exact_time_limit=args.exact_time_limit, p_levels=p_levels, vm_types=vm_types,
-                      objective=args.objective)
+                      objective=args.objective, order=args.order)
     results = run_study(cfg)
     if args.json:
         print(json.dumps({"results": results, "jobs": "generated", "bo_steps": args.bo_steps, "seed": args.seed,
-                          "p_levels": list(p_levels), "datasets": datasets}, sort_keys=True))
+                          "p_levels": list(p_levels), "datasets": datasets,
+                          "objective": args.objective, "order": args.order}, sort_keys=True))
     else:
         print(study_tables(results))
     sys.stdout.flush()

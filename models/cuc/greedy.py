@@ -9,11 +9,19 @@ from numpy.typing import ArrayLike, NDArray
 from models.cuc.problem import UNSCHEDULED, Jobs
 
 IntArray = NDArray[np.int64]
+ORDERS = ("ratio", "value")  # Alg. 3 line 1 as the seed writes it (c_i / d_i), or by the utility c_i d_i
 
 
-def greedy_order(jobs: Jobs) -> IntArray:
-    """Alg. 3 line 1: the jobs by descending c_i / d_i (ties keep the input order)."""
-    return np.argsort(-(jobs.c / jobs.d), kind="stable").astype(np.int64)
+def greedy_order(jobs: Jobs, order: str = "ratio") -> IntArray:
+    """Alg. 3 line 1: the jobs by descending c_i / d_i ("ratio", the seed's text) or by descending c_i d_i
+    ("value", the job's utility in problem (1)); ties keep the input order."""
+    if order == "ratio":
+        key = jobs.c / jobs.d
+    elif order == "value":
+        key = jobs.c * jobs.d
+    else:
+        raise ValueError(f"order={order!r} is not one of {', '.join(ORDERS)}")
+    return np.argsort(-key, kind="stable").astype(np.int64)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -39,12 +47,13 @@ def _construct(order: np.ndarray, c: np.ndarray, d: np.ndarray, e: np.ndarray, l
     return start
 
 
-def greedy_schedule(jobs: Jobs, constraint: ArrayLike) -> IntArray:
-    """Alg. 3: one start hour per job (or UNSCHEDULED) whose load stays below the constraints Ã_t."""
+def greedy_schedule(jobs: Jobs, constraint: ArrayLike, order: str = "ratio") -> IntArray:
+    """Alg. 3: one start hour per job (or UNSCHEDULED) whose load stays below the constraints Ã_t; lines 2-13
+    are the seed's whatever the order of line 1."""
     cap = np.asarray(constraint, dtype=np.float64).ravel()
     if cap.size != jobs.T:
         raise ValueError(f"constraint has {cap.size} hours for a scope of T={jobs.T}")
     if np.any(np.isnan(cap)):
         raise ValueError("constraint contains NaN")
-    start: IntArray = _construct(greedy_order(jobs), jobs.c, jobs.d, jobs.e, jobs.last_start, cap)
+    start: IntArray = _construct(greedy_order(jobs, order), jobs.c, jobs.d, jobs.e, jobs.last_start, cap)
     return start

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from models.cuc.exact import solve_exact
-from models.cuc.greedy import greedy_schedule
+from models.cuc.greedy import ORDERS, greedy_schedule
 from models.cuc.jobs import JobConfig
 from models.cuc.problem import IntArray, utility, utility_ratio, violation_rate
 from models.cuc.protocol import (
@@ -32,7 +32,22 @@ ERROR_WINDOWS = (24, 36, 48, 60, 72)
 COMPONENTS = (1, 2, 3)
 INFLATION = (0.5, 3.0)
 PENALTY = 1e4  # weight of the violation error against the (0..1) fill in the BO objective
-OBJECTIVES = ("sample", "mean")
+OBJECTIVES = ("sample", "mean", "ucb")
+UCB_ALPHA = 0.05  # the "ucb" objective: one-sided 95 % Clopper-Pearson upper bound of the training violation rate
+
+
+def violation_ucb(violated: int, hours: int, alpha: float = UCB_ALPHA) -> float:
+    """The exact (Clopper-Pearson) one-sided 1 - alpha upper confidence bound of a rate seen as `violated` of
+    `hours` Bernoulli trials: the largest q with P(Bin(hours, q) <= violated) >= alpha."""
+    from scipy.stats import beta
+
+    if hours < 1 or not 0 <= violated <= hours:
+        raise ValueError(f"violated={violated} must lie in [0, hours={hours}] with hours >= 1")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha={alpha} must lie strictly between 0 and 1")
+    if violated == hours:
+        return 1.0
+    return float(beta.ppf(1.0 - alpha, violated + 1, hours - violated))
 
 
 @dataclass(frozen=True)
@@ -61,6 +76,7 @@ class Outcome:
     utility: FloatArray
     bound: FloatArray
     violation: FloatArray
+    hours: int = 24  # T, so that v_s T is the number of violated hours of sample s
 
     @property
     def util(self) -> float:
@@ -73,12 +89,17 @@ class Outcome:
         return float(np.mean(self.violation))
 
     def error(self, p: float, objective: str = "sample") -> float:
-        """Alg. 1's violation error: sum_s max(v_s - p, 0) / S as the seed writes it ("sample"), or
-        max(Vio - p, 0) on the mean violation rate as the seed's published code computes it ("mean")."""
+        """Alg. 1's violation error: sum_s max(v_s - p, 0) / S as the seed writes it ("sample"),
+        max(Vio - p, 0) on the mean violation rate as the seed's published code computes it ("mean"), or
+        max(U - p, 0) with U the 95 % upper confidence bound of the rate from its violated hours out of S T
+        ("ucb": a θ meets p only if the training windows show it with confidence, not just on average)."""
         if objective == "sample":
             return float(np.mean(np.maximum(self.violation - p, 0.0)))
         if objective == "mean":
             return max(self.vio - p, 0.0)
+        if objective == "ucb":
+            violated = int(np.rint(self.violation * self.hours).sum())
+            return max(violation_ucb(violated, self.violation.size * self.hours) - p, 0.0)
         raise ValueError(f"objective={objective!r} is not one of {', '.join(OBJECTIVES)}")
 
 
@@ -104,6 +125,7 @@ class Evaluator:
     jobs: JobConfig
     seed: int = 0
     refit_every: int = 24
+    order: str = "ratio"  # Alg. 3 line 1: "ratio" (c_i / d_i, the seed's text) or "value" (c_i d_i)
     train: list[Sample] = field(init=False)
     test: list[Sample] = field(init=False)
     bank: ForecastBank = field(init=False)
@@ -114,6 +136,8 @@ class Evaluator:
     def __post_init__(self) -> None:
         if self.refit_every < 1:
             raise ValueError(f"refit_every={self.refit_every} must be >= 1 hour")
+        if self.order not in ORDERS:
+            raise ValueError(f"order={self.order!r} is not one of {', '.join(ORDERS)}")
         self.train = make_samples(self.y, self.split.train_origins, self.split.T, self.jobs, self.seed)
         self.test = make_samples(self.y, self.split.test_origins, self.split.T, self.jobs, self.seed)
         self.bank = ForecastBank(self.y, self.split.T)
@@ -160,22 +184,33 @@ class Evaluator:
         """Alg. 3 under Ã on every sample, scored against the true capacity."""
         u, b, v = [], [], []
         for s in samples:
-            start = greedy_schedule(s.jobs, self.constraint(theta, s, p, uncertain))
+            start = greedy_schedule(s.jobs, self.constraint(theta, s, p, uncertain), self.order)
             u.append(utility(s.jobs, start))
             b.append(self.bound(s))
             v.append(violation_rate(s.jobs, start, s.truth))
-        return Outcome(np.array(u), np.array(b), np.array(v))
+        return Outcome(np.array(u), np.array(b), np.array(v), self.split.T)
 
     def exact(self, theta: Theta, samples: list[Sample], time_limit: float) -> Outcome:
         """The two-stage baseline: the point forecast as the capacity, problem (1) by HiGHS (greedy MIP start)."""
         u, b, v = [], [], []
         for s in samples:
             cap = self.constraint(theta, s, 0.5, uncertain=False)
-            result = solve_exact(s.jobs, cap, time_limit=time_limit, hint=greedy_schedule(s.jobs, cap))
+            result = solve_exact(s.jobs, cap, time_limit=time_limit, hint=greedy_schedule(s.jobs, cap, self.order))
             u.append(result.utility)
             b.append(self.bound(s))
             v.append(violation_rate(s.jobs, result.start, s.truth))
-        return Outcome(np.array(u), np.array(b), np.array(v))
+        return Outcome(np.array(u), np.array(b), np.array(v), self.split.T)
+
+
+def exceedance(ev: Evaluator, theta: Theta, samples: list[Sample], q: float) -> FloatArray:
+    """(T,) the calibration of the capacity law per step ahead h: the share of samples whose true a_{o+h} falls
+    below the law's q-quantile Ã_h (a calibrated law gives q at every h; no schedule is involved)."""
+    if not 0 < q < 1:
+        raise ValueError(f"q={q} must lie strictly between 0 and 1")
+    if not samples:
+        raise ValueError("no samples to check the calibration on")
+    below = np.array([s.truth < ev.constraint(theta, s, q, True) for s in samples], dtype=np.float64)
+    return np.asarray(below.mean(axis=0), dtype=np.float64)
 
 
 def fill(outcome: Outcome, samples: list[Sample]) -> float:
@@ -234,7 +269,7 @@ def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objecti
 
 def decide(ev: Evaluator, theta: Theta, p: float, samples: list[Sample], uncertain: bool = True) -> list[IntArray]:
     """Alg. 4's hourly decisions: predict the capacity law, take Ã = Φ^{-1}(p), schedule with Alg. 3."""
-    return [greedy_schedule(s.jobs, ev.constraint(theta, s, p, uncertain)) for s in samples]
+    return [greedy_schedule(s.jobs, ev.constraint(theta, s, p, uncertain), ev.order) for s in samples]
 
 
 def test(ev: Evaluator, theta: Theta, p: float, uncertain: bool = True) -> tuple[Outcome, float]:
@@ -254,12 +289,16 @@ def phase(outcome: Outcome, time_s: float) -> Phase:
 def run_cuc(y: FloatArray, p: float, bo_steps: int, seed: int = 0, jobs: JobConfig | None = None,
             theta0: Theta | None = None, refit_every: int = 24, ev: Evaluator | None = None,
             objective: str = "sample") -> dict[str, Any]:
-    """CUC on one series: train (Alg. 1) then test (Alg. 4); the `train`/`test` phases and the chosen θ."""
+    """CUC on one series: train (Alg. 1) then test (Alg. 4); the `train`/`test` phases, the chosen θ and the
+    share of hours whose true capacity fell below Ã (the law's p-quantile, before any scheduling) per phase."""
     if not 0 < p < 1:
         raise ValueError(f"p={p} must lie strictly between 0 and 1")
     ev = ev if ev is not None else Evaluator(y, Split(len(y)), jobs or JobConfig(), seed, refit_every)
     trained = train(ev, p, bo_steps, theta0 or Theta(), seed, objective)
     tested, elapsed = test(ev, trained.theta, p)
+    calibration = {name: float(exceedance(ev, trained.theta, samples, p).mean())
+                   for name, samples in (("train", ev.train), ("test", ev.test))}
     return {"train": phase(trained.outcome, trained.time_s).as_dict(),
             "test": phase(tested, elapsed).as_dict(),
-            "theta": asdict(trained.theta)}
+            "theta": asdict(trained.theta),
+            "exceedance": calibration}

@@ -31,6 +31,7 @@ class StudyConfig:
     p_levels: tuple[float, ...] = P_LEVELS
     vm_types: tuple[str, ...] | None = None
     objective: str = "sample"
+    order: str = "ratio"
 
 
 @dataclass
@@ -55,8 +56,8 @@ class Cell:
 
 def clairvoyant_greedy(ev: Evaluator) -> Outcome:
     """Alg. 3 given the true capacity: the greedy's own ceiling (no forecast error at all)."""
-    u = [utility(s.jobs, greedy_schedule(s.jobs, s.truth)) for s in ev.test]
-    v = [violation_rate(s.jobs, greedy_schedule(s.jobs, s.truth), s.truth) for s in ev.test]
+    u = [utility(s.jobs, greedy_schedule(s.jobs, s.truth, ev.order)) for s in ev.test]
+    v = [violation_rate(s.jobs, greedy_schedule(s.jobs, s.truth, ev.order), s.truth) for s in ev.test]
     return Outcome(np.array(u), np.array([ev.bound(s) for s in ev.test]), np.array(v))
 
 
@@ -87,7 +88,7 @@ def run_study(cfg: StudyConfig) -> dict[str, dict[str, dict[str, float]]]:
         cells: dict[str, Cell] = {}
         for vm_type in cfg.vm_types or data.vm_types:
             y = data.of(vm_type)
-            run_type(Evaluator(y, Split(len(y)), cfg.jobs, cfg.seed), cfg, cells)
+            run_type(Evaluator(y, Split(len(y)), cfg.jobs, cfg.seed, order=cfg.order), cfg, cells)
         results[name] = {method: cell.summary() for method, cell in cells.items()}
     return results
 

@@ -25,12 +25,14 @@ def tiny_file(tmp_path: Path) -> Path:
 def test_cuc_prints_one_json_document(tmp_path: Path) -> None:
     path = tiny_file(tmp_path)
     out = subprocess.run([sys.executable, "-m", "cli.main", "cuc", "--capacity", str(path), "--vm-type", "t1",
-                          "--p", "0.05", "--bo-steps", "2", "--max-share", "0.2", "--json"],
+                          "--p", "0.05", "--bo-steps", "2", "--max-share", "0.2", "--objective", "ucb",
+                          "--order", "value", "--json"],
                          capture_output=True, text=True, check=True)
     doc = json.loads(out.stdout)
     for phase in ("train", "test"):
         assert {"util", "violation", "time_s"} <= set(doc[phase])
     assert doc["jobs"] == "generated" and doc["vm_type"] == "t1"
+    assert doc["objective"] == "ucb" and doc["order"] == "value" and set(doc["exceedance"]) == {"train", "test"}
 
 
 def test_cuc_study_on_one_type_and_one_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,6 +3,7 @@
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,10 +12,10 @@ from models.cuc.greedy import greedy_order, greedy_schedule
 from models.cuc.problem import UNSCHEDULED, Jobs, load, utility
 
 
-def reference_greedy(jobs: Jobs, cap: list[float]) -> list[int]:
-    """Alg. 3 as printed (1-based lines 1-13), in plain Python lists."""
+def reference_greedy(jobs: Jobs, cap: list[float], by_value: bool = False) -> list[int]:
+    """Alg. 3 as printed (1-based lines 1-13), in plain Python lists; by_value sorts line 1 by c_i d_i."""
     n, T = len(jobs), jobs.T
-    order = sorted(range(n), key=lambda i: (-jobs.c[i] / jobs.d[i], i))
+    order = sorted(range(n), key=lambda i: (-(jobs.c[i] * jobs.d[i] if by_value else jobs.c[i] / jobs.d[i]), i))
     x = [UNSCHEDULED] * n
     for i in order:
         gaps = {}
@@ -49,6 +50,19 @@ def test_hand_trace() -> None:
     assert greedy_schedule(jobs, cap).tolist() == [0, 2, 2]
 
 
+def test_value_order_by_hand() -> None:
+    # A = (c 3, d 1), B = (c 2, d 2) under 3.5 cores: by c/d A goes first and blocks B (u = 3); by c d B goes
+    # first (u = 4, the optimum) and A no longer fits
+    jobs = Jobs.of(c=[3, 2], d=[1, 2], e=[0, 0], l=[1, 1], T=2)
+    cap = np.array([3.5, 3.5])
+    assert greedy_order(jobs, "value").tolist() == [1, 0]
+    assert greedy_schedule(jobs, cap).tolist() == [0, UNSCHEDULED]
+    assert greedy_schedule(jobs, cap, "value").tolist() == [UNSCHEDULED, 0]
+    assert utility(jobs, greedy_schedule(jobs, cap, "value")) == brute_force_optimum(jobs, cap) == 4
+    with pytest.raises(ValueError, match="order='size'"):
+        greedy_schedule(jobs, cap, "size")
+
+
 def test_no_strictly_positive_gap_skips_the_job() -> None:
     jobs = Jobs.of(c=[5], d=[1], e=[0], l=[1], T=2)
     assert greedy_schedule(jobs, [5, 5]).tolist() == [UNSCHEDULED]  # gap 0 is not > 0
@@ -75,6 +89,9 @@ def test_greedy_matches_the_seed_and_never_beats_brute_force(instance: tuple[Job
     assert start.tolist() == reference_greedy(jobs, cap.tolist())
     assert np.all(load(jobs, start) < cap + 1e-9) or np.all(start == UNSCHEDULED)
     assert utility(jobs, start) <= brute_force_optimum(jobs, cap) + 1e-9
+    by_value = greedy_schedule(jobs, cap, "value")
+    assert by_value.tolist() == reference_greedy(jobs, cap.tolist(), by_value=True)
+    assert utility(jobs, by_value) <= brute_force_optimum(jobs, cap) + 1e-9
 
 
 @settings(max_examples=60, deadline=None)

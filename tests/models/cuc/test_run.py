@@ -5,7 +5,7 @@ import pytest
 
 from models.cuc.jobs import JobConfig
 from models.cuc.protocol import Split
-from models.cuc.run import Evaluator, Outcome, Theta, run_cuc, train
+from models.cuc.run import Evaluator, Outcome, Theta, exceedance, run_cuc, train, violation_ucb
 from models.cuc.run import test as run_test
 
 JOBS = JobConfig(demand_multiple=1.2, max_share=0.2)  # few, large jobs: fast
@@ -32,6 +32,8 @@ def test_same_seed_same_result() -> None:
     a = run_cuc(series(), 0.05, 3, seed=1, ev=evaluator(1))
     b = run_cuc(series(), 0.05, 3, seed=1, ev=evaluator(1))
     assert drop_times(a) == drop_times(b)
+    assert set(a["exceedance"]) == {"train", "test"}
+    assert all(0 <= x <= 1 for x in a["exceedance"].values())
     for phase, samples in (("train", 24), ("test", 25)):
         assert set(a[phase]) == {"util", "violation", "time_s", "samples"}
         assert a[phase]["samples"] == samples
@@ -61,8 +63,36 @@ def test_outcome_formulas_by_hand() -> None:
     assert o.util == pytest.approx(0.85) and o.vio == pytest.approx(1 / 24)
     assert o.error(0.01, "sample") == pytest.approx((2 / 24 - 0.01) / 2)
     assert o.error(0.05, "mean") == 0.0
+    # "ucb": 2 violated hours of 48; the bound solves P(Bin(48, U) <= 2) = 0.05
+    from scipy.stats import binom
+    u = violation_ucb(2, 48)
+    assert binom.cdf(2, 48, u) == pytest.approx(0.05, abs=1e-9)
+    assert o.error(0.01, "ucb") == pytest.approx(u - 0.01)
     with pytest.raises(ValueError, match="objective='x'"):
         o.error(0.01, "x")
+
+
+def test_ucb_closed_form_without_violations() -> None:
+    # P(Bin(n, U) = 0) = (1 - U)^n = alpha gives U = 1 - alpha^(1/n): 0.087 % for the 144 x 24 training hours
+    for n in (1, 24, 3456):
+        assert violation_ucb(0, n) == pytest.approx(1 - 0.05 ** (1 / n), rel=1e-9)
+    assert violation_ucb(0, 3456) < 0.001 < violation_ucb(1, 3456)
+    assert violation_ucb(5, 5) == 1.0
+    assert Outcome(np.ones(144), np.ones(144), np.zeros(144)).error(0.001, "ucb") == 0.0
+
+
+def test_exceedance_of_a_known_gaussian_law() -> None:
+    # a constant forecast with i.i.d. N(0, 15^2) noise: the law's q-quantile is exceeded below about q of the time
+    rng = np.random.default_rng(3)
+    y = 1000 + rng.normal(0, 15, 336)
+    ev = Evaluator(y, Split(len(y), train_hours=144), JOBS, 0)
+    share = exceedance(ev, Theta(components=1, inflation=1.0), ev.train, 0.1)
+    assert share.shape == (24,)
+    assert abs(float(share.mean()) - 0.1) < 0.05
+    with pytest.raises(ValueError, match=r"q=1\.0"):
+        exceedance(ev, Theta(), ev.train, 1.0)
+    with pytest.raises(ValueError, match="no samples"):
+        exceedance(ev, Theta(), [], 0.1)
 
 
 @pytest.mark.parametrize(("call", "match"), [
@@ -71,6 +101,9 @@ def test_outcome_formulas_by_hand() -> None:
     (lambda: Theta(forecaster="lstm"), "forecaster='lstm'"),
     (lambda: Theta(inflation=0.0), "invalid θ"),
     (lambda: Evaluator(series(), Split(336), JOBS, 0, refit_every=0), "refit_every=0"),
+    (lambda: Evaluator(series(), Split(336), JOBS, 0, order="size"), "order='size'"),
+    (lambda: violation_ucb(3, 2), "violated=3"),
+    (lambda: violation_ucb(0, 10, alpha=1.0), "alpha=1.0"),
 ])
 def test_bad_input(call, match: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=match):

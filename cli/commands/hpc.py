@@ -154,13 +154,7 @@ def _predictive(args: argparse.Namespace) -> int:
     result = run_predictive(workload, table, args.scheduler, **(options if args.scheduler == "easy-learned" else {}))
     out = {**result.metrics.as_dict(), "scheduler": args.scheduler, "cleaning": "predictsim",
            "details": result.details}
-    if args.json:
-        print(json.dumps(out, sort_keys=True))
-    else:
-        for key, value in out.items():
-            print(f"{key}: {value}")
-    sys.stdout.flush()
-    return 0
+    return _print(out, args.json)
 
 
 def hpc(args: argparse.Namespace, workload: Workload, report: CleaningReport) -> int:
@@ -175,13 +169,7 @@ def hpc(args: argparse.Namespace, workload: Workload, report: CleaningReport) ->
         "details": result.details,
         "cleaning": _cleaning(report),
     }
-    if args.json:
-        print(json.dumps(out, sort_keys=True))
-    else:
-        for key, value in out.items():
-            print(f"{key}: {value}")
-    sys.stdout.flush()
-    return 0
+    return _print(out, args.json)
 
 
 def hpc_study(args: argparse.Namespace, workload: Workload, report: CleaningReport) -> int:
@@ -222,5 +210,16 @@ def hpc_study(args: argparse.Namespace, workload: Workload, report: CleaningRepo
         print(json.dumps(out, sort_keys=True))
     else:
         print(study_table(result))
+    sys.stdout.flush()
+    return 0
+
+
+def _print(out: dict[str, Any], as_json: bool) -> int:
+    """One JSON document, or one `key: value` line per metric."""
+    if as_json:
+        print(json.dumps(out, sort_keys=True))
+    else:
+        for key, value in out.items():
+            print(f"{key}: {value}")
     sys.stdout.flush()
     return 0

@@ -13,6 +13,7 @@ from mechanism.platform import Platform
 from mechanism.pricing import PriceMenu
 from mechanism.sow import SoW
 from tests.conftest import random_sow, small_platform
+from tests.mechanism.test_truthfulness import assert_no_later_report_beats_the_truth
 
 
 def random_bundle_platform(rng: np.random.Generator, samples: int = 400, seed: int = 0) -> Platform:
@@ -96,20 +97,4 @@ def test_reporting_the_true_arrival_is_never_beaten_under_bundle_prices(seed: in
     truth = random_sow(np.random.default_rng(seed + 2), p, max_outcomes=5, signal_mode="duration")
     est = FailureEstimates.from_raw(e._current_oracle().estimates(truth.concurrency), p.failure_threshold)
     menu = e.current_menu()
-    plan = choose_plan(truth, e.now, menu, est)
-
-    def utility_under(group: tuple[int, object], start: int | None) -> float:
-        if start is None:
-            return 0.0
-        rel = start - e.now
-        return sum(o.probability * (1.0 - est.announced[rel, o.duration - 1]) * (
-            float(truth.value(rel + o.duration)) - float(menu.price(start, truth.concurrency, o.duration)))
-            for o, sig in zip(truth.outcomes, truth.signals, strict=True) if (o.arrival_offset, sig) == group)
-
-    starts = {(g.arrival - e.now, g.signal): g.start for g in plan.groups}
-    for true_group, truthful_start in starts.items():
-        honest = utility_under(true_group, truthful_start)
-        assert honest >= 0.0
-        for reported, start in starts.items():
-            if reported[0] >= true_group[0]:
-                assert honest >= utility_under(true_group, start) - 1e-9 * max(1.0, abs(honest))
+    assert_no_later_report_beats_the_truth(e, truth, menu, est)

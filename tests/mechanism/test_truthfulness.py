@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -156,6 +158,13 @@ def test_reporting_the_true_arrival_and_signal_is_never_beaten_by_a_later_arriva
     truth = random_sow(np.random.default_rng(seed + 2), p, max_outcomes=5, signal_mode=mode)
     est = FailureEstimates.from_raw(e._current_oracle().estimates(truth.concurrency), p.failure_threshold)
     menu = e.prices.menu(e.now)
+    assert_no_later_report_beats_the_truth(e, truth, menu, est)
+
+
+def assert_no_later_report_beats_the_truth(e: Engine, truth: SoW, menu: Any, est: FailureEstimates) -> None:
+    """Under the true outcomes of each group (a, sigma), at the quote's prices `menu` (exponential or bundle) and
+    failure estimates `est`, no start the plan gives a report of a later arrival or another signal beats the start
+    it gives the truthful one."""
     plan = choose_plan(truth, e.now, menu, est)
 
     def utility_under(group: tuple[int, object], start: int | None) -> float:

@@ -61,5 +61,5 @@ def listing() -> str:
     """The verbs by group, for the top-level help."""
     groups: dict[str, list[str]] = {}
     for name, verb in VERBS.items():
-        groups.setdefault(verb.group, []).append(f"  {name:<13} {verb.summary}")
+        groups.setdefault(verb.group, []).append(f"  {name:<15} {verb.summary}")
     return "\n\n".join(f"{group}:\n" + "\n".join(lines) for group, lines in groups.items())

@@ -11,10 +11,10 @@ import grpc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from server.gen.sowsched.v1 import scheduler_pb2 as pb
-from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
 
 from server.app import RunningServer
+from server.gen.sowsched.v1 import scheduler_pb2 as pb
+from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
 from tests.grpc_support import ACME, GLOBEX, OP, running
 
 REFUSALS = frozenset({grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND,

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from server.gen.sowsched.v1 import scheduler_pb2 as pb
 
 from mechanism.engine import DuplicateJob, Engine, EngineError, UnknownJob
 from server import namespace
 from server.config import ServerConfig
 from server.errors import LimitReached, PermissionDenied, Refused, Unavailable
+from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.observer import Acknowledged, Observer
 from server.replay import apply_command, body_hash
 from server.scheduler import CLOCK, DurableScheduler, ReplayDiverged

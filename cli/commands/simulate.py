@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, positive_float
+from cli.args import add_output_arguments, bounded_int, positive_float, probability
 from cli.commands.jobs import DEFAULT_ATTEMPTS
 from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
@@ -66,21 +66,11 @@ def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
                         "AR(1) + Gaussian-mixture model fitted to the series (default fixed)")
     p.add_argument("--capacity-scale", type=positive_float, default=None, metavar="F",
                    help="nodes per unit of the series (default: the factor that makes its mean C)")
-    p.add_argument("--capacity-quantile", type=_quantile, default=None, metavar="Q",
+    p.add_argument("--capacity-quantile", type=probability, default=None, metavar="Q",
                    help="with --capacity-model forecast: the quantile of the stationary capacity that replaces C in "
                         "the prices' C' (default 0.3)")
     p.add_argument("--capacity-start", type=bounded_int(0), default=None, metavar="ROW",
                    help="round 0 is this row of the series (default 0; rows wrap around at the end)")
-
-
-def _quantile(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"{value} is outside the bounds (0, 1)")
-    return value
 
 
 def capacity_options(args: argparse.Namespace) -> None:

@@ -10,10 +10,9 @@ from hypothesis import strategies as st
 from mechanism.engine import Engine
 from mechanism.launch_plan import FailureEstimates, LaunchPlan, choose_plan
 from mechanism.platform import Platform
-from mechanism.pricing import PriceMenu
 from mechanism.sow import SoW
 from tests.conftest import random_sow, small_platform
-from tests.mechanism.test_truthfulness import assert_no_later_report_beats_the_truth
+from tests.mechanism.test_truthfulness import assert_no_later_report_beats_the_truth, true_utility
 
 
 def random_bundle_platform(rng: np.random.Generator, samples: int = 400, seed: int = 0) -> Platform:
@@ -35,25 +34,6 @@ def engine_with_history(seed: int, samples: int = 400) -> tuple[Engine, np.rando
         if rng.random() < 0.3:
             e.advance()
     return e, rng
-
-
-def true_utility(plan: LaunchPlan, reported: SoW, truth: SoW, e: Engine, menu: PriceMenu) -> float:
-    """Estimated utility under the TRUE SoW of the plan chosen for `reported`, at the same menu (0 if the job
-    declared fewer nodes than it needs; an arrival outside the declared support is refused: 0)."""
-    if reported.concurrency < truth.concurrency:
-        return 0.0
-    est = FailureEstimates.from_raw(e._current_oracle().estimates(reported.concurrency), e.platform.failure_threshold)
-    starts = {(g.arrival - plan.birth, g.signal): g.start for g in plan.groups}
-    total = 0.0
-    for o, sig in zip(truth.outcomes, truth.signals, strict=True):
-        s = starts.get((o.arrival_offset, sig))
-        if s is None:
-            continue
-        rel = s - e.now
-        keep = 1.0 - est.announced[rel, o.duration - 1]
-        total += o.probability * keep * (float(truth.value(rel + o.duration))
-                                         - float(menu.price(s, reported.concurrency, o.duration)))
-    return total
 
 
 @settings(max_examples=30, deadline=None)

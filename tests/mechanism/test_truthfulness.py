@@ -16,8 +16,9 @@ from mechanism.sow import SoW
 from tests.conftest import random_sow, small_platform
 
 
-def true_utility(plan: LaunchPlan, reported: SoW, truth: SoW, engine: Engine) -> float:
-    """Estimated utility under the TRUE SoW of following `plan` (chosen for `reported`) at the same menu.
+def true_utility(plan: LaunchPlan, reported: SoW, truth: SoW, engine: Engine, menu: Any = None) -> float:
+    """Estimated utility under the TRUE SoW of following `plan` (chosen for `reported`) at the same menu (the
+    engine's exponential one unless `menu`, e.g. bundle prices, is given).
 
     The job really needs truth.concurrency nodes: declaring fewer means it cannot run (0). It pays and risks
     failure at the declared concurrency. An arrival outside the declared support is refused (0).
@@ -27,7 +28,7 @@ def true_utility(plan: LaunchPlan, reported: SoW, truth: SoW, engine: Engine) ->
     p = engine.platform
     oracle = engine._current_oracle()
     est = FailureEstimates.from_raw(oracle.estimates(reported.concurrency), p.failure_threshold)
-    menu = engine.prices.menu(engine.now)
+    menu = engine.prices.menu(engine.now) if menu is None else menu
     starts = {(g.arrival - plan.birth, g.signal): g.start for g in plan.groups}
     total = 0.0
     for o, sig in zip(truth.outcomes, truth.signals, strict=True):

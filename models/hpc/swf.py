@@ -51,7 +51,7 @@ PREDICTSIM_RULES: dict[str, str] = {
     "dropped_missing_requested": "requested time missing (<= 0): job dropped",
     "dropped_no_processors": "neither allocated nor requested processors: job dropped",
     "dropped_negative_submit": "submit time < 0: job dropped",
-    "size_from_requested": "allocated processors missing: size taken from requested processors",
+    "size_from_allocated": "requested processors missing: size taken from allocated processors",
     "size_capped_to_machine": "size above the machine's node count: capped to the node count",
     "runtime_capped_to_requested": "run time above the requested time: capped to the requested time",
 }
@@ -211,10 +211,11 @@ def _clean_record_predictsim(rec: SwfRecord, nodes: int, counts: dict[str, int])
     if drop is not None:
         counts[drop] += 1
         return None
-    size = rec.allocated_processors
+    # pyss's _job_input_to_job: the size is the requested processor count, capped at the machine
+    size = rec.requested_processors
     if size <= 0:
-        size = rec.requested_processors
-        counts["size_from_requested"] += 1
+        size = rec.allocated_processors
+        counts["size_from_allocated"] += 1
     if size > nodes:
         size = nodes
         counts["size_capped_to_machine"] += 1

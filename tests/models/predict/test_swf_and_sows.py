@@ -28,13 +28,24 @@ def test_predictsim_rules_by_hand() -> None:
              _line(2, 1, 10, 2, 2, -1),  # no requested time: dropped
              _line(3, 2, 10, -1, -1, 100),  # no processors at all: dropped
              _line(4, 3, 10, -1, 4, 100),  # size from requested processors
-             _line(5, 4, 300, 20, -1, 100),  # size capped at 8, run time capped at 100
-             _line(6, 5, 10, 2, -1, 100)]
+             _line(5, 4, 300, 20, -1, 100),  # requested missing: size from allocated, capped at 8; run capped at 100
+             _line(6, 5, 10, 2, -1, 100),  # requested missing: size from allocated
+             _line(7, 6, 10, 2, 3, 100)]  # both known: the requested count wins, as in pyss
     workload, report = clean(parse_swf(lines), mode="predictsim")
     assert set(report.counts) == set(PREDICTSIM_RULES)
     assert [(j.id, j.size, j.runtime, j.requested) for j in workload.jobs] == [
-        (4, 4, 10, 100), (5, 8, 100, 100), (6, 2, 10, 100)]
+        (4, 4, 10, 100), (5, 8, 100, 100), (6, 2, 10, 100), (7, 3, 10, 100)]
     assert report.counts["dropped_nonpositive_runtime"] == 1 and report.counts["runtime_capped_to_requested"] == 1
+    assert report.counts["size_from_allocated"] == 2 and report.counts["size_capped_to_machine"] == 1
+
+
+def test_kth_sizes_follow_the_requested_processors() -> None:
+    """219 KTH-SP2 records allocate other than they request; predictsim sizes them by the request."""
+    workload, _ = load_workload(KTH_SP2, mode="predictsim")
+    records = {r.job_number: r for r in read_swf(KTH_SP2).records}
+    differ = [j for j in workload.jobs if records[j.id].allocated_processors != records[j.id].requested_processors]
+    assert len(differ) == 219
+    assert all(j.size == records[j.id].requested_processors for j in differ)
 
 
 def test_unknown_cleaning_mode_is_refused() -> None:

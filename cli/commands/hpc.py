@@ -41,6 +41,8 @@ def register(sub: Any) -> None:
                    help="easy-learned: the predicted quantile used for reservations (0 < q < 1)")
     p.add_argument("--corrector", choices=("conditional", "reqtime", "doubling"), default="conditional",
                    help="easy-learned: re-prediction of a job that outlives its prediction")
+    p.add_argument("--window", type=bounded_int(10), default=None,
+                   help="easy-learned: completed jobs the engine trains on (default: LearnedConfig's)")
     p.set_defaults(func=_refusing_bad_input("hpc", hpc))
     s = add_verb(sub, "hpc-study")
     _common(s)
@@ -150,7 +152,10 @@ def _predictive(args: argparse.Namespace) -> int:
         print(f"sowsched hpc: --reservation-q={args.reservation_q} must lie strictly between 0 and 1", file=sys.stderr)
         return 2
     workload, table = load_trace(args.trace, args.jobs)
-    options = {"risk": args.risk, "reservation_q": args.reservation_q, "corrector": args.corrector}
+    options: dict[str, Any] = {"risk": args.risk, "reservation_q": args.reservation_q, "corrector": args.corrector}
+    if args.window is not None:
+        from models.predict.learned import LearnedConfig
+        options["config"] = LearnedConfig(window=args.window)
     result = run_predictive(workload, table, args.scheduler, **(options if args.scheduler == "easy-learned" else {}))
     out = {**result.metrics.as_dict(), "scheduler": args.scheduler, "cleaning": "predictsim",
            "details": result.details}

@@ -43,7 +43,7 @@ class LearnedConfig:
     max_leaves: int = 96
     max_components: int = 8  # seed 004 "upperlimBIC"
     smoothing: float = 10.0  # pseudo-jobs pulling a cluster's vector toward its parent's
-    window: int = 15000  # completed jobs the model trains on (the most recent)
+    window: int = 8000  # completed jobs the model trains on (the most recent)
     min_train: int = 100  # below this many completed jobs: the global histogram only
     refit_every: int = 1000  # completions between regrowths of the clusters
     drift_every: int = 200  # completions between drift checks (eq. 3)

@@ -166,7 +166,8 @@ def run_predictive(workload: Workload, table: JobTable, name: str, **options: An
     result: BackfillResult = simulate_backfill(workload, policy, pass_if_new_fits=plain)
     seconds = time.perf_counter() - began
     details: dict[str, Any] = {"passes": result.passes, "backfilled": result.backfilled,
-                               "corrections": result.corrections, "seconds": round(seconds, 3), **options}
+                               "corrections": result.corrections, "seconds": round(seconds, 3),
+                               **{k: v for k, v in options.items() if k != "config"}}
     if isinstance(policy, RiskPolicy):
-        details["engine"] = dict(policy.predictor.stats)
+        details["engine"] = {**policy.predictor.stats, "window": policy.predictor.config.window}
     return PredictiveRun(name, evaluate(workload.jobs, result.starts, workload.nodes), details)

@@ -74,3 +74,18 @@ def test_hpc_refuses_a_risk_out_of_bounds(tmp_path: Path, capsys: pytest.Capture
         main(["hpc", "--trace", str(trace), "--scheduler", "easy-learned", "--risk", "2"])
     assert exc.value.code == 2
     assert "2.0 is outside the bounds [0, 1]" in capsys.readouterr().err
+
+
+def test_hpc_window_sets_the_engines_training_window(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    assert main(["hpc", "--trace", str(trace), "--scheduler", "easy-learned", "--window", "20", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["details"]["engine"]["window"] == 20
+
+
+def test_hpc_refuses_a_window_below_ten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["hpc", "--trace", str(trace), "--scheduler", "easy-learned", "--window", "5"])
+    assert exc.value.code == 2
+    assert "--window" in capsys.readouterr().err

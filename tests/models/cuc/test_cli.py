@@ -35,6 +35,17 @@ def test_cuc_prints_one_json_document(tmp_path: Path) -> None:
     assert doc["objective"] == "ucb" and doc["order"] == "value" and set(doc["exceedance"]) == {"train", "test"}
 
 
+def test_cuc_hold_out_online_law_and_hindsight(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tiny_file(tmp_path)
+    assert main(["cuc", "--capacity", str(path), "--vm-type", "t1", "--p", "0.05", "--bo-steps", "1",
+                 "--max-share", "0.2", "--hours", "264", "--train-hours", "72", "--refit-every", "12",
+                 "--errors", "newest", "--hindsight", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["hours"] == 264 and doc["train"]["samples"] == 72 and doc["test"]["samples"] == 25
+    assert doc["errors"] == "newest" and doc["refit_every"] == 12
+    assert set(doc["hindsight"]) == {"inflation", "util", "violation"}
+
+
 def test_cuc_study_on_one_type_and_one_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tiny_file(tmp_path)
     assert main(["cuc-study", "--capacity", str(path), "--bo-steps", "1", "--p-levels", "0.05",
@@ -49,6 +60,8 @@ def test_cuc_study_on_one_type_and_one_level(tmp_path: Path, capsys: pytest.Capt
 @pytest.mark.parametrize(("argv", "match"), [
     (["cuc", "--capacity", "missing.csv", "--vm-type", "t1", "--p", "0.01"], "--capacity=missing.csv: no such file"),
     (["cuc", "--capacity", "{file}", "--vm-type", "zz", "--p", "0.01"], "vm-type='zz' is not in the data"),
+    (["cuc", "--capacity", "{file}", "--vm-type", "t1", "--p", "0.01", "--hours", "400"],
+     "--hours=400 exceeds the series' 336 hours"),
     (["cuc-study", "--capacity", "{file}", "--p-levels", "0.1,2"], "--p-levels='0.1,2': 2.0 must lie strictly"),
 ])
 def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], match: str) -> None:

@@ -1,11 +1,13 @@
 """Alg. 1 and Alg. 4 end to end on a synthetic series: determinism, the phases' fields, the baselines."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from models.cuc.jobs import JobConfig
-from models.cuc.protocol import Split
-from models.cuc.run import Evaluator, Outcome, Theta, exceedance, run_cuc, train, violation_ucb
+from models.cuc.protocol import Sample, Split
+from models.cuc.run import Evaluator, Hindsight, Outcome, Theta, exceedance, hindsight, run_cuc, train, violation_ucb
 from models.cuc.run import test as run_test
 
 JOBS = JobConfig(demand_multiple=1.2, max_share=0.2)  # few, large jobs: fast
@@ -108,3 +110,29 @@ def test_exceedance_of_a_known_gaussian_law() -> None:
 def test_bad_input(call, match: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_newest_errors_option_and_its_validation() -> None:
+    y = series()
+    ev = Evaluator(y, Split(len(y), train_hours=24), JOBS, 0, refit_every=1, errors="newest")
+    law = ev.law(Theta(), ev.test[0].origin)
+    assert law.sigma.shape == (24,)
+    with pytest.raises(ValueError, match="errors='old'"):
+        Evaluator(y, Split(336), JOBS, 0, errors="old")
+
+
+def test_hindsight_is_the_best_kappa_of_the_grid_that_meets_p() -> None:
+    ev = evaluator()
+    theta, p, grid = Theta(), 0.02, (0.25, 0.5, 1.0, 2.0, 3.0)
+    best = hindsight(ev, theta, ev.test, p, grid)
+    runs = {k: run_test(ev, replace(theta, inflation=k), p)[0] for k in grid}  # brute force over the grid
+    meeting = {k: o for k, o in runs.items() if o.vio <= p}
+    assert meeting and best.inflation in meeting
+    assert best.util == max(o.util for o in meeting.values()) and best.violation == meeting[best.inflation].vio
+    # a truth at half the forecast: no kappa of a small grid meets p
+    halved = [Sample(s.origin, s.jobs, s.truth / 2) for s in ev.test]
+    assert hindsight(ev, theta, halved, p, (0.1,)) == Hindsight(None, None, None)
+    with pytest.raises(ValueError, match="no samples"):
+        hindsight(ev, theta, [], p)
+    with pytest.raises(ValueError, match="grid"):
+        hindsight(ev, theta, ev.test, p, (0.0,))

@@ -26,9 +26,10 @@ def _generator(parser: argparse.ArgumentParser) -> None:
                         help="BO's violation error: per sample (the seed's text), the mean rate, or its 95 %% UCB")
     parser.add_argument("--order", choices=("ratio", "value"), default="ratio",
                         help="Alg. 3 line 1: by c_i/d_i (the seed's text, default) or by the utility c_i d_i")
-    parser.add_argument("--refit-every", type=bounded_int(1), default=24, help="hours between error-law refits")
-    parser.add_argument("--errors", choices=("full", "newest"), default="full",
-                        help="the error law's errors: whole inner windows, or per step the newest observed")
+    parser.add_argument("--refit-every", type=bounded_int(1), default=1,
+                        help="hours between error-law refits (default 1: a law per sample, Alg. 2 as written)")
+    parser.add_argument("--errors", choices=("full", "newest"), default="newest",
+                        help="the error law's errors: whole inner windows, or per step the newest observed (default)")
     add_output_arguments(parser)
 
 

@@ -127,11 +127,11 @@ class ForecastBank:
         count of whole inner windows (`inner_origins`). Step h's error is observed once hour o' + h has passed,
         so short steps use origins up to o - 1 while step T - 1 uses the whole windows' o' <= o - T."""
         n = len(inner_origins(origin, error_windows, self.T))
-        deltas = np.empty((n, self.T))
-        for h in range(self.T):
-            for row, o in enumerate(range(origin - h - n, origin - h)):
-                deltas[row, h] = self.y[o + h] - self.get(forecaster, fit_window, o)[h]
-        return deltas
+        first = origin - self.T + 1 - n  # the oldest origin used (by step T - 1)
+        forecasts = np.array([self.get(forecaster, fit_window, o) for o in range(first, origin)])
+        rows = np.arange(n)[:, None] + (self.T - 1 - np.arange(self.T))[None, :]  # o' - first for (row, h)
+        steps = np.broadcast_to(np.arange(self.T), rows.shape)
+        return np.asarray(self.y[first + rows + steps] - forecasts[rows, steps], dtype=np.float64)
 
 
 @dataclass(frozen=True)

@@ -125,9 +125,9 @@ class Evaluator:
     split: Split
     jobs: JobConfig
     seed: int = 0
-    refit_every: int = 24
+    refit_every: int = 1  # hours between error-law refits: 1 is Alg. 2 as written (a law per sample)
     order: str = "ratio"  # Alg. 3 line 1: "ratio" (c_i / d_i, the seed's text) or "value" (c_i d_i)
-    errors: str = "full"  # the error law's errors: whole inner windows ("full") or per step the newest ("newest")
+    errors: str = "newest"  # the error law's errors: whole inner windows ("full") or per step the newest ("newest")
     train: list[Sample] = field(init=False)
     test: list[Sample] = field(init=False)
     bank: ForecastBank = field(init=False)
@@ -325,7 +325,7 @@ def phase(outcome: Outcome, time_s: float) -> Phase:
 
 
 def run_cuc(y: FloatArray, p: float, bo_steps: int, seed: int = 0, jobs: JobConfig | None = None,
-            theta0: Theta | None = None, refit_every: int = 24, ev: Evaluator | None = None,
+            theta0: Theta | None = None, refit_every: int = 1, ev: Evaluator | None = None,
             objective: str = "sample", with_hindsight: bool = False) -> dict[str, Any]:
     """CUC on one series: train (Alg. 1) then test (Alg. 4); the `train`/`test` phases, the chosen θ and the
     share of hours whose true capacity fell below Ã (the law's p-quantile, before any scheduling) per phase."""

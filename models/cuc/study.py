@@ -33,8 +33,8 @@ class StudyConfig:
     vm_types: tuple[str, ...] | None = None
     objective: str = "sample"
     order: str = "ratio"
-    refit_every: int = 24
-    errors: str = "full"
+    refit_every: int = 1
+    errors: str = "newest"
 
 
 @dataclass

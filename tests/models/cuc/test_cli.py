@@ -26,7 +26,7 @@ def test_cuc_prints_one_json_document(tmp_path: Path) -> None:
     path = tiny_file(tmp_path)
     out = subprocess.run([sys.executable, "-m", "cli.main", "cuc", "--capacity", str(path), "--vm-type", "t1",
                           "--p", "0.05", "--bo-steps", "2", "--max-share", "0.2", "--objective", "ucb",
-                          "--order", "value", "--json"],
+                          "--order", "value", "--refit-every", "24", "--json"],
                          capture_output=True, text=True, check=True)
     doc = json.loads(out.stdout)
     for phase in ("train", "test"):
@@ -49,7 +49,7 @@ def test_cuc_hold_out_online_law_and_hindsight(tmp_path: Path, capsys: pytest.Ca
 def test_cuc_study_on_one_type_and_one_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tiny_file(tmp_path)
     assert main(["cuc-study", "--capacity", str(path), "--bo-steps", "1", "--p-levels", "0.05",
-                 "--max-share", "0.2", "--exact-time-limit", "0.2", "--json"]) == 0
+                 "--max-share", "0.2", "--exact-time-limit", "0.2", "--refit-every", "24", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     methods = doc["results"]["cap"]
     assert {"TSDEC+HiGHS", "AR1+HiGHS", "W/o uncertainty", "W/o BO (p = 0.1 %)", "CUC (p = 5 %)",

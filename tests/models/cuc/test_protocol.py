@@ -98,6 +98,10 @@ def test_newest_errors_are_observed_before_the_origin() -> None:
     assert np.allclose(deltas[:, -1], full[:, -1])
     # step 0 of the newest origin o - 1 is the error of hour o - 1, by hand
     assert deltas[-1, 0] == pytest.approx(y[origin - 1] - bank.get("ar1", 72, origin - 1)[0])
+    # every column by the definition: the 20 newest origins o' with o' + h < origin, oldest first
+    for h in range(24):
+        newest = [o for o in range(MIN_FIT, origin) if o + h < origin][-20:]
+        assert np.allclose(deltas[:, h], [y[o + h] - bank.get("ar1", 72, o)[h] for o in newest])
     # nothing at or after the origin is read: a different future gives the same errors
     future = y.copy()
     future[origin:] += rng.normal(0, 100, y.size - origin)

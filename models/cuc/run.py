@@ -251,6 +251,17 @@ def hindsight(ev: Evaluator, theta: Theta, samples: list[Sample], p: float,
     return best
 
 
+def violated_hours(ev: Evaluator, theta: Theta, samples: list[Sample], p: float) -> dict[int, int]:
+    """{hour of the series: number of samples whose Alg. 3 schedule under Ã overloads the true capacity then}."""
+    from models.cuc.problem import load
+
+    counts: dict[int, int] = {}
+    for s, start in zip(samples, decide(ev, theta, p, samples), strict=True):
+        for h in np.nonzero(load(s.jobs, start) > s.truth)[0]:
+            counts[s.origin + int(h)] = counts.get(s.origin + int(h), 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def fill(outcome: Outcome, samples: list[Sample]) -> float:
     """Mean share of the true capacity-hours that the schedule uses (BO's tie-break: more is better)."""
     return float(np.mean([u / max(float(s.truth.sum()), 1e-9) for u, s in zip(outcome.utility, samples,
@@ -339,7 +350,8 @@ def run_cuc(y: FloatArray, p: float, bo_steps: int, seed: int = 0, jobs: JobConf
     out = {"train": phase(trained.outcome, trained.time_s).as_dict(),
            "test": phase(tested, elapsed).as_dict(),
            "theta": asdict(trained.theta),
-           "exceedance": calibration}
+           "exceedance": calibration,
+           "violated_hours": {str(h): n for h, n in violated_hours(ev, trained.theta, ev.test, p).items()}}
     if with_hindsight:
         out["hindsight"] = hindsight(ev, trained.theta, ev.test, p).as_dict()
     return out

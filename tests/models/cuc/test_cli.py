@@ -44,6 +44,7 @@ def test_cuc_hold_out_online_law_and_hindsight(tmp_path: Path, capsys: pytest.Ca
     assert doc["hours"] == 264 and doc["train"]["samples"] == 72 and doc["test"]["samples"] == 25
     assert doc["errors"] == "newest" and doc["refit_every"] == 12
     assert set(doc["hindsight"]) == {"inflation", "util", "violation"}
+    assert all(int(h) >= 216 and n >= 1 for h, n in doc["violated_hours"].items())
 
 
 def test_cuc_study_on_one_type_and_one_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,9 +5,22 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from models.cuc.greedy import greedy_schedule
 from models.cuc.jobs import JobConfig
+from models.cuc.problem import violation_rate
 from models.cuc.protocol import Sample, Split
-from models.cuc.run import Evaluator, Hindsight, Outcome, Theta, exceedance, hindsight, run_cuc, train, violation_ucb
+from models.cuc.run import (
+    Evaluator,
+    Hindsight,
+    Outcome,
+    Theta,
+    exceedance,
+    hindsight,
+    run_cuc,
+    train,
+    violated_hours,
+    violation_ucb,
+)
 from models.cuc.run import test as run_test
 
 JOBS = JobConfig(demand_multiple=1.2, max_share=0.2)  # few, large jobs: fast
@@ -136,3 +149,18 @@ def test_hindsight_is_the_best_kappa_of_the_grid_that_meets_p() -> None:
         hindsight(ev, theta, [], p)
     with pytest.raises(ValueError, match="grid"):
         hindsight(ev, theta, ev.test, p, (0.0,))
+
+
+def test_violated_hours_add_up_to_the_violation_rate() -> None:
+    ev = evaluator()
+    theta, p = Theta(inflation=0.5), 0.2
+    hours = violated_hours(ev, theta, ev.test, p)
+    outcome, _ = run_test(ev, theta, p)
+    assert sum(hours.values()) == round(outcome.vio * len(ev.test) * 24)  # Vio = violated sample-hours / (S T)
+    assert all(ev.test[0].origin <= h < ev.test[-1].origin + 24 and n <= 24 for h, n in hours.items())
+    # a truth at half the capacity: more violated hours, and each sample's count is its own eq. (4) rate times T
+    halved = [Sample(s.origin, s.jobs, s.truth / 2) for s in ev.test[:3]]
+    for s in halved:
+        start = greedy_schedule(s.jobs, ev.constraint(theta, s, p, True), ev.order)
+        assert sum(violated_hours(ev, theta, [s], p).values()) == round(24 * violation_rate(s.jobs, start, s.truth))
+    assert sum(violated_hours(ev, theta, halved, p).values()) > sum(violated_hours(ev, theta, ev.test[:3], p).values())

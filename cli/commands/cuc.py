@@ -26,6 +26,10 @@ def _generator(parser: argparse.ArgumentParser) -> None:
                         help="BO's violation error: per sample (the seed's text), the mean rate, or its 95 %% UCB")
     parser.add_argument("--order", choices=("ratio", "value"), default="ratio",
                         help="Alg. 3 line 1: by c_i/d_i (the seed's text, default) or by the utility c_i d_i")
+    parser.add_argument("--refit-every", type=bounded_int(1), default=1,
+                        help="hours between error-law refits (default 1: a law per sample, Alg. 2 as written)")
+    parser.add_argument("--errors", choices=("full", "newest"), default="newest",
+                        help="the error law's errors: whole inner windows, or per step the newest observed (default)")
     add_output_arguments(parser)
 
 
@@ -35,7 +39,13 @@ def register(sub: Any) -> None:
     p.add_argument("--vm-type", required=True, help="the Column1 value to schedule, e.g. t1str")
     p.add_argument("--p", type=probability, required=True, help="violation level p, e.g. 0.001 for 0.1 %%")
     p.add_argument("--bo-steps", type=bounded_int(1), default=50, help="BO steps k (default 50, the seed's)")
-    p.add_argument("--refit-every", type=bounded_int(1), default=24, help="hours between error-law refits")
+    p.add_argument("--hours", type=bounded_int(1), help="use only the series' first N hours (a hold-out inside "
+                   "the training span: --hours 264 --train-hours 72 trains on days 6-8 and tests on days 10-11)")
+    p.add_argument("--hindsight", action="store_true",
+                   help="also print `hindsight`: the kappa, chosen on the test days' truth, of the largest test Util "
+                   "with Vio <= p (θ's other parameters BO's): an oracle bound, not a method")
+    p.add_argument("--train-hours", type=bounded_int(1), default=144,
+                   help="training origins after the 120 fitting hours (default 144: days 6-11)")
     _generator(p)
     p.set_defaults(func=_refusing(cuc))
     s = add_verb(sub, "cuc-study")
@@ -78,14 +88,21 @@ def cuc(args: argparse.Namespace) -> int:
     from models.cuc.data import load_capacity
 
     y = load_capacity(args.capacity).of(args.vm_type)
+    if args.hours is not None:
+        if args.hours > len(y):
+            raise ValueError(f"--hours={args.hours} exceeds the series' {len(y)} hours")
+        y = y[:args.hours]
     jobs = _jobs(args)
     from models.cuc.protocol import Split
     from models.cuc.run import Evaluator, run_cuc
 
-    ev = Evaluator(y, Split(len(y)), jobs, args.seed, args.refit_every, args.order)
-    out = run_cuc(y, args.p, args.bo_steps, args.seed, ev=ev, objective=args.objective)
+    ev = Evaluator(y, Split(len(y), train_hours=args.train_hours), jobs, args.seed, args.refit_every, args.order,
+                   args.errors)
+    out = run_cuc(y, args.p, args.bo_steps, args.seed, ev=ev, objective=args.objective,
+                  with_hindsight=args.hindsight)
     out.update({"capacity": args.capacity, "vm_type": args.vm_type, "p": args.p, "bo_steps": args.bo_steps,
-                "seed": args.seed, "order": args.order,
+                "seed": args.seed, "order": args.order, "refit_every": args.refit_every, "errors": args.errors,
+                "hours": len(y), "train_hours": args.train_hours,
                 "objective": args.objective, "jobs": "generated", "generator": {**vars(jobs), "T": 24}})
     if args.json:
         print(json.dumps(out, sort_keys=True))
@@ -122,7 +139,8 @@ def cuc_study(args: argparse.Namespace) -> int:
     datasets = {Path(p).name.split(".")[0].removeprefix("capacity_"): p for p in paths}
     cfg = StudyConfig(datasets=datasets, bo_steps=args.bo_steps, seed=args.seed, jobs=_jobs(args),
                       exact_time_limit=args.exact_time_limit, p_levels=p_levels, vm_types=vm_types,
-                      objective=args.objective, order=args.order)
+                      objective=args.objective, order=args.order, refit_every=args.refit_every,
+                      errors=args.errors)
     results = run_study(cfg)
     if args.json:
         print(json.dumps({"results": results, "jobs": "generated", "bo_steps": args.bo_steps, "seed": args.seed,

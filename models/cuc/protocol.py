@@ -3,7 +3,9 @@
 A sample at origin o schedules the T hours [o, o + T) knowing the capacity before o. Alg. 2: the forecaster,
 refitted at every origin on the `fit_window` hours before it, gives the point forecast F_o; its errors
 delta_o' = a[o':o'+T] - F_o' at the `error_windows` latest inner origins o' <= o - T (all observed before o)
-are standardised per step ahead h by their spread sigma_h, pooled, and fitted by a GMM (Z). The predicted law
+are standardised per step ahead h by their spread sigma_h, pooled, and fitted by a GMM (Z). With the
+`newest` error set, step h instead takes the same number of errors from the newest origins o' with o' + h < o
+(every error observed before o). The predicted law
 of a_{o+h} is F_o[h] + kappa sigma_h Z, and the constraint is its p-quantile Ã = Φ^{-1}(p).
 """
 
@@ -20,6 +22,7 @@ from models.cuc.problem import Jobs
 
 FloatArray = NDArray[np.float64]
 FORECASTERS = ("tsdec", "ar1")
+ERROR_SETS = ("full", "newest")  # the law's errors: whole inner windows (o' + T <= o), or per step the newest seen
 PERIOD = 24  # hours: the daily season of the capacity series
 MIN_FIT = 2 * PERIOD + 2  # the classical decomposition needs two periods plus two hours
 
@@ -118,6 +121,17 @@ class ForecastBank:
     def errors(self, forecaster: str, fit_window: int, origins: range) -> FloatArray:
         """(len(origins), T) delta_o' = a[o':o'+T] - F_o'."""
         return np.array([self.y[o:o + self.T] - self.get(forecaster, fit_window, o) for o in origins])
+
+    def newest_errors(self, forecaster: str, fit_window: int, origin: int, error_windows: int) -> FloatArray:
+        """(n, T): column h holds delta_o'[h] = a[o' + h] - F_o'[h] for the n newest o' with o' + h < origin, n the
+        count of whole inner windows (`inner_origins`). Step h's error is observed once hour o' + h has passed,
+        so short steps use origins up to o - 1 while step T - 1 uses the whole windows' o' <= o - T."""
+        n = len(inner_origins(origin, error_windows, self.T))
+        first = origin - self.T + 1 - n  # the oldest origin used (by step T - 1)
+        forecasts = np.array([self.get(forecaster, fit_window, o) for o in range(first, origin)])
+        rows = np.arange(n)[:, None] + (self.T - 1 - np.arange(self.T))[None, :]  # o' - first for (row, h)
+        steps = np.broadcast_to(np.arange(self.T), rows.shape)
+        return np.asarray(self.y[first + rows + steps] - forecasts[rows, steps], dtype=np.float64)
 
 
 @dataclass(frozen=True)

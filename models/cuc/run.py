@@ -15,6 +15,7 @@ from models.cuc.greedy import ORDERS, greedy_schedule
 from models.cuc.jobs import JobConfig
 from models.cuc.problem import IntArray, utility, utility_ratio, violation_rate
 from models.cuc.protocol import (
+    ERROR_SETS,
     FORECASTERS,
     ErrorLaw,
     FloatArray,
@@ -124,8 +125,9 @@ class Evaluator:
     split: Split
     jobs: JobConfig
     seed: int = 0
-    refit_every: int = 24
+    refit_every: int = 1  # hours between error-law refits: 1 is Alg. 2 as written (a law per sample)
     order: str = "ratio"  # Alg. 3 line 1: "ratio" (c_i / d_i, the seed's text) or "value" (c_i d_i)
+    errors: str = "newest"  # the error law's errors: whole inner windows ("full") or per step the newest ("newest")
     train: list[Sample] = field(init=False)
     test: list[Sample] = field(init=False)
     bank: ForecastBank = field(init=False)
@@ -138,6 +140,8 @@ class Evaluator:
             raise ValueError(f"refit_every={self.refit_every} must be >= 1 hour")
         if self.order not in ORDERS:
             raise ValueError(f"order={self.order!r} is not one of {', '.join(ORDERS)}")
+        if self.errors not in ERROR_SETS:
+            raise ValueError(f"errors={self.errors!r} is not one of {', '.join(ERROR_SETS)}")
         self.train = make_samples(self.y, self.split.train_origins, self.split.T, self.jobs, self.seed)
         self.test = make_samples(self.y, self.split.test_origins, self.split.T, self.jobs, self.seed)
         self.bank = ForecastBank(self.y, self.split.T)
@@ -154,8 +158,11 @@ class Evaluator:
     def law(self, theta: Theta, origin: int) -> ErrorLaw:
         key = self._key(theta, origin)
         if key not in self.laws:
-            inner = inner_origins(key[-1], theta.error_windows, self.split.T)
-            deltas = self.bank.errors(theta.forecaster, theta.fit_window, inner)
+            if self.errors == "newest":
+                deltas = self.bank.newest_errors(theta.forecaster, theta.fit_window, key[-1], theta.error_windows)
+            else:
+                inner = inner_origins(key[-1], theta.error_windows, self.split.T)
+                deltas = self.bank.errors(theta.forecaster, theta.fit_window, inner)
             self.laws[key] = fit_error_law(deltas, theta.components, self.seed)
         return self.laws[key]
 
@@ -211,6 +218,48 @@ def exceedance(ev: Evaluator, theta: Theta, samples: list[Sample], q: float) -> 
         raise ValueError("no samples to check the calibration on")
     below = np.array([s.truth < ev.constraint(theta, s, q, True) for s in samples], dtype=np.float64)
     return np.asarray(below.mean(axis=0), dtype=np.float64)
+
+
+HINDSIGHT_GRID = tuple(round(0.05 * k, 2) for k in range(1, 81))  # kappa in 0.05, 0.10, ..., 4.00
+
+
+@dataclass(frozen=True)
+class Hindsight:
+    """The law family's best case on some samples, kappa chosen on their true capacity: an oracle, not a method."""
+
+    inflation: float | None  # the kappa of the largest Util with Vio <= p; None if no kappa of the grid meets p
+    util: float | None
+    violation: float | None
+
+    def as_dict(self) -> dict[str, float | None]:
+        return asdict(self)
+
+
+def hindsight(ev: Evaluator, theta: Theta, samples: list[Sample], p: float,
+              grid: tuple[float, ...] = HINDSIGHT_GRID) -> Hindsight:
+    """Over kappa in `grid` (θ's other parameters fixed), the largest Util whose Vio <= p on `samples`, both read
+    from their true capacity: what the tightest law of the family that meets p reaches (a bound for BO's choice)."""
+    if not samples:
+        raise ValueError("no samples to choose kappa on")
+    if not grid or min(grid) <= 0:
+        raise ValueError(f"grid={grid!r} must be non-empty and positive")
+    best = Hindsight(None, None, None)
+    for kappa in grid:
+        outcome = ev.greedy(replace(theta, inflation=kappa), samples, p)
+        if outcome.vio <= p and (best.util is None or outcome.util > best.util):
+            best = Hindsight(kappa, outcome.util, outcome.vio)
+    return best
+
+
+def violated_hours(ev: Evaluator, theta: Theta, samples: list[Sample], p: float) -> dict[int, int]:
+    """{hour of the series: number of samples whose Alg. 3 schedule under Ã overloads the true capacity then}."""
+    from models.cuc.problem import load
+
+    counts: dict[int, int] = {}
+    for s, start in zip(samples, decide(ev, theta, p, samples), strict=True):
+        for h in np.nonzero(load(s.jobs, start) > s.truth)[0]:
+            counts[s.origin + int(h)] = counts.get(s.origin + int(h), 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def fill(outcome: Outcome, samples: list[Sample]) -> float:
@@ -287,8 +336,8 @@ def phase(outcome: Outcome, time_s: float) -> Phase:
 
 
 def run_cuc(y: FloatArray, p: float, bo_steps: int, seed: int = 0, jobs: JobConfig | None = None,
-            theta0: Theta | None = None, refit_every: int = 24, ev: Evaluator | None = None,
-            objective: str = "sample") -> dict[str, Any]:
+            theta0: Theta | None = None, refit_every: int = 1, ev: Evaluator | None = None,
+            objective: str = "sample", with_hindsight: bool = False) -> dict[str, Any]:
     """CUC on one series: train (Alg. 1) then test (Alg. 4); the `train`/`test` phases, the chosen θ and the
     share of hours whose true capacity fell below Ã (the law's p-quantile, before any scheduling) per phase."""
     if not 0 < p < 1:
@@ -298,7 +347,11 @@ def run_cuc(y: FloatArray, p: float, bo_steps: int, seed: int = 0, jobs: JobConf
     tested, elapsed = test(ev, trained.theta, p)
     calibration = {name: float(exceedance(ev, trained.theta, samples, p).mean())
                    for name, samples in (("train", ev.train), ("test", ev.test))}
-    return {"train": phase(trained.outcome, trained.time_s).as_dict(),
-            "test": phase(tested, elapsed).as_dict(),
-            "theta": asdict(trained.theta),
-            "exceedance": calibration}
+    out = {"train": phase(trained.outcome, trained.time_s).as_dict(),
+           "test": phase(tested, elapsed).as_dict(),
+           "theta": asdict(trained.theta),
+           "exceedance": calibration,
+           "violated_hours": {str(h): n for h, n in violated_hours(ev, trained.theta, ev.test, p).items()}}
+    if with_hindsight:
+        out["hindsight"] = hindsight(ev, trained.theta, ev.test, p).as_dict()
+    return out

@@ -26,7 +26,7 @@ def test_cuc_prints_one_json_document(tmp_path: Path) -> None:
     path = tiny_file(tmp_path)
     out = subprocess.run([sys.executable, "-m", "cli.main", "cuc", "--capacity", str(path), "--vm-type", "t1",
                           "--p", "0.05", "--bo-steps", "2", "--max-share", "0.2", "--objective", "ucb",
-                          "--order", "value", "--json"],
+                          "--order", "value", "--refit-every", "24", "--json"],
                          capture_output=True, text=True, check=True)
     doc = json.loads(out.stdout)
     for phase in ("train", "test"):
@@ -35,10 +35,22 @@ def test_cuc_prints_one_json_document(tmp_path: Path) -> None:
     assert doc["objective"] == "ucb" and doc["order"] == "value" and set(doc["exceedance"]) == {"train", "test"}
 
 
+def test_cuc_hold_out_online_law_and_hindsight(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tiny_file(tmp_path)
+    assert main(["cuc", "--capacity", str(path), "--vm-type", "t1", "--p", "0.05", "--bo-steps", "1",
+                 "--max-share", "0.2", "--hours", "264", "--train-hours", "72", "--refit-every", "12",
+                 "--errors", "newest", "--hindsight", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["hours"] == 264 and doc["train"]["samples"] == 72 and doc["test"]["samples"] == 25
+    assert doc["errors"] == "newest" and doc["refit_every"] == 12
+    assert set(doc["hindsight"]) == {"inflation", "util", "violation"}
+    assert all(int(h) >= 216 and n >= 1 for h, n in doc["violated_hours"].items())
+
+
 def test_cuc_study_on_one_type_and_one_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tiny_file(tmp_path)
     assert main(["cuc-study", "--capacity", str(path), "--bo-steps", "1", "--p-levels", "0.05",
-                 "--max-share", "0.2", "--exact-time-limit", "0.2", "--json"]) == 0
+                 "--max-share", "0.2", "--exact-time-limit", "0.2", "--refit-every", "24", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     methods = doc["results"]["cap"]
     assert {"TSDEC+HiGHS", "AR1+HiGHS", "W/o uncertainty", "W/o BO (p = 0.1 %)", "CUC (p = 5 %)",
@@ -49,6 +61,8 @@ def test_cuc_study_on_one_type_and_one_level(tmp_path: Path, capsys: pytest.Capt
 @pytest.mark.parametrize(("argv", "match"), [
     (["cuc", "--capacity", "missing.csv", "--vm-type", "t1", "--p", "0.01"], "--capacity=missing.csv: no such file"),
     (["cuc", "--capacity", "{file}", "--vm-type", "zz", "--p", "0.01"], "vm-type='zz' is not in the data"),
+    (["cuc", "--capacity", "{file}", "--vm-type", "t1", "--p", "0.01", "--hours", "400"],
+     "--hours=400 exceeds the series' 336 hours"),
     (["cuc-study", "--capacity", "{file}", "--p-levels", "0.1,2"], "--p-levels='0.1,2': 2.0 must lie strictly"),
 ])
 def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], match: str) -> None:

@@ -82,3 +82,27 @@ def test_samples_are_seeded_per_origin() -> None:
     b = make_samples(y, range(121, 122), 24, JobConfig(), 5)
     assert np.array_equal(a[1].jobs.c, b[0].jobs.c)  # the jobs of an origin do not depend on the others
     assert not np.array_equal(a[0].jobs.c[:10], a[1].jobs.c[:10])
+
+
+@pytest.mark.filterwarnings("ignore::Warning")
+def test_newest_errors_are_observed_before_the_origin() -> None:
+    rng = np.random.default_rng(5)
+    t = np.arange(200)
+    y = 500 + 30 * np.sin(2 * np.pi * t / 24) + rng.normal(0, 5, t.size)
+    origin, windows = 150, 20
+    bank = ForecastBank(y, 24)
+    deltas = bank.newest_errors("ar1", 72, origin, windows)
+    assert deltas.shape == (20, 24)  # as many errors per step as whole inner windows
+    # the last step can only use whole windows: it equals the "full" set's last column
+    full = bank.errors("ar1", 72, inner_origins(origin, windows, 24))
+    assert np.allclose(deltas[:, -1], full[:, -1])
+    # step 0 of the newest origin o - 1 is the error of hour o - 1, by hand
+    assert deltas[-1, 0] == pytest.approx(y[origin - 1] - bank.get("ar1", 72, origin - 1)[0])
+    # every column by the definition: the 20 newest origins o' with o' + h < origin, oldest first
+    for h in range(24):
+        newest = [o for o in range(MIN_FIT, origin) if o + h < origin][-20:]
+        assert np.allclose(deltas[:, h], [y[o + h] - bank.get("ar1", 72, o)[h] for o in newest])
+    # nothing at or after the origin is read: a different future gives the same errors
+    future = y.copy()
+    future[origin:] += rng.normal(0, 100, y.size - origin)
+    assert np.array_equal(ForecastBank(future, 24).newest_errors("ar1", 72, origin, windows), deltas)

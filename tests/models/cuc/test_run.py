@@ -1,11 +1,26 @@
 """Alg. 1 and Alg. 4 end to end on a synthetic series: determinism, the phases' fields, the baselines."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from models.cuc.greedy import greedy_schedule
 from models.cuc.jobs import JobConfig
-from models.cuc.protocol import Split
-from models.cuc.run import Evaluator, Outcome, Theta, exceedance, run_cuc, train, violation_ucb
+from models.cuc.problem import violation_rate
+from models.cuc.protocol import Sample, Split
+from models.cuc.run import (
+    Evaluator,
+    Hindsight,
+    Outcome,
+    Theta,
+    exceedance,
+    hindsight,
+    run_cuc,
+    train,
+    violated_hours,
+    violation_ucb,
+)
 from models.cuc.run import test as run_test
 
 JOBS = JobConfig(demand_multiple=1.2, max_share=0.2)  # few, large jobs: fast
@@ -18,9 +33,9 @@ def series(seed: int = 0) -> np.ndarray:
 
 
 def evaluator(seed: int = 0) -> Evaluator:
-    """The seed's split with one training day instead of six (fast)."""
+    """The seed's split with one training day instead of six and a law per day (fast)."""
     y = series()
-    return Evaluator(y, Split(len(y), train_hours=24), JOBS, seed)
+    return Evaluator(y, Split(len(y), train_hours=24), JOBS, seed, refit_every=24)
 
 
 def drop_times(out: dict) -> dict:
@@ -108,3 +123,44 @@ def test_exceedance_of_a_known_gaussian_law() -> None:
 def test_bad_input(call, match: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_newest_errors_option_and_its_validation() -> None:
+    y = series()
+    ev = Evaluator(y, Split(len(y), train_hours=24), JOBS, 0, refit_every=1, errors="newest")
+    law = ev.law(Theta(), ev.test[0].origin)
+    assert law.sigma.shape == (24,)
+    with pytest.raises(ValueError, match="errors='old'"):
+        Evaluator(y, Split(336), JOBS, 0, errors="old")
+
+
+def test_hindsight_is_the_best_kappa_of_the_grid_that_meets_p() -> None:
+    ev = evaluator()
+    theta, p, grid = Theta(), 0.02, (0.25, 0.5, 1.0, 2.0, 3.0)
+    best = hindsight(ev, theta, ev.test, p, grid)
+    runs = {k: run_test(ev, replace(theta, inflation=k), p)[0] for k in grid}  # brute force over the grid
+    meeting = {k: o for k, o in runs.items() if o.vio <= p}
+    assert meeting and best.inflation in meeting
+    assert best.util == max(o.util for o in meeting.values()) and best.violation == meeting[best.inflation].vio
+    # a truth at half the forecast: no kappa of a small grid meets p
+    halved = [Sample(s.origin, s.jobs, s.truth / 2) for s in ev.test]
+    assert hindsight(ev, theta, halved, p, (0.1,)) == Hindsight(None, None, None)
+    with pytest.raises(ValueError, match="no samples"):
+        hindsight(ev, theta, [], p)
+    with pytest.raises(ValueError, match="grid"):
+        hindsight(ev, theta, ev.test, p, (0.0,))
+
+
+def test_violated_hours_add_up_to_the_violation_rate() -> None:
+    ev = evaluator()
+    theta, p = Theta(inflation=0.5), 0.2
+    hours = violated_hours(ev, theta, ev.test, p)
+    outcome, _ = run_test(ev, theta, p)
+    assert sum(hours.values()) == round(outcome.vio * len(ev.test) * 24)  # Vio = violated sample-hours / (S T)
+    assert all(ev.test[0].origin <= h < ev.test[-1].origin + 24 and n <= 24 for h, n in hours.items())
+    # a truth at half the capacity: more violated hours, and each sample's count is its own eq. (4) rate times T
+    halved = [Sample(s.origin, s.jobs, s.truth / 2) for s in ev.test[:3]]
+    for s in halved:
+        start = greedy_schedule(s.jobs, ev.constraint(theta, s, p, True), ev.order)
+        assert sum(violated_hours(ev, theta, [s], p).values()) == round(24 * violation_rate(s.jobs, start, s.truth))
+    assert sum(violated_hours(ev, theta, halved, p).values()) > sum(violated_hours(ev, theta, ev.test[:3], p).values())

@@ -320,10 +320,12 @@ class Engine:
         return self._oracle
 
     def prepare_round(self) -> None:
-        """Build the failure oracle's state for the current round now instead of at its first SoW."""
+        """Build the failure oracle's state (and the prices' per-round C') for the current round now instead of at
+        its first SoW."""
         oracle = self._current_oracle()
         if isinstance(oracle, MonteCarloOracle):
             oracle.paths()
+        self.price_capacities(self.now, self.platform.horizon)  # the round's C' quantiles (cached by the model)
 
     def settle(self) -> bool:
         """Do the oracle work the next quote of this round would start with, now (no result changes); True if any."""

@@ -93,7 +93,8 @@ def _paired(fixed: dict[str, Any], forecast: dict[str, Any]) -> dict[str, Any]:
     """Per seed, forecast - fixed of welfare and of evictions + cancellations: their means and standard errors."""
     dw = [b - a for a, b in zip(fixed["welfares"], forecast["welfares"], strict=True)]
     df = [b - a for a, b in zip(fixed["failed"], forecast["failed"], strict=True)]
-    return {"d_welfare": dw, "d_failed": df}
+    dp = {k: [b[k] - a[k] for a, b in zip(fixed["parts"], forecast["parts"], strict=True)] for k in PARTS}
+    return {"d_welfare": dw, "d_failed": df, "d_parts": dp}
 
 
 def _optimum(workload: Any, result: Any, time_limit: float) -> float:
@@ -107,6 +108,17 @@ def _optimum(workload: Any, result: Any, time_limit: float) -> float:
     return float(best.value)
 
 
+PARTS = ("completed", "not_scheduled", "cancelled", "evicted", "wait", "welfare", "revenue")  # the decomposition
+
+
+def _parts(r: Any) -> dict[str, float]:
+    """A run's outcome counts, the mean planned wait (start - birth) of the jobs whose realized outcome had a start,
+    welfare and revenue."""
+    waits = [j.start - j.birth for j in r.jobs if j.start is not None]
+    out = {k: float(r.counts.get(k, 0)) for k in PARTS[:4]}
+    return {**out, "wait": sum(waits) / len(waits) if waits else 0.0, "welfare": r.welfare, "revenue": r.revenue}
+
+
 def _row(workload: str, spec: str, model: str, runs: list[Any], ratios: list[float], cal: Any) -> dict[str, Any]:
     n = len(runs)
     failed = [r.counts.get("evicted", 0) + r.counts.get("cancelled", 0) for r in runs]
@@ -115,7 +127,7 @@ def _row(workload: str, spec: str, model: str, runs: list[Any], ratios: list[flo
             "evicted_cancelled": sum(failed) / n, "welfare": sum(r.welfare for r in runs) / n,
             "revenue": sum(r.revenue for r in runs) / n,
             "ratio": sum(ratios) / len(ratios) if ratios else None, "gaps": _run_gaps(runs),
-            "welfares": [r.welfare for r in runs], "failed": failed}
+            "welfares": [r.welfare for r in runs], "failed": failed, "parts": [_parts(r) for r in runs]}
 
 
 def _run_gaps(runs: list[Any]) -> list[float]:
@@ -153,10 +165,14 @@ def _pooled_paired(sel: list[dict[str, Any]]) -> dict[str, Any]:
     jobs, so the seeds are the independent units), with their mean and standard error over the seeds."""
     out: dict[str, Any] = {}
     for key in ("d_welfare", "d_failed"):
-        per_seed = [_mean(list(xs)) for xs in zip(*(r[key] for r in sel), strict=True)]
-        out[key] = _mean(per_seed)
-        out[f"{key}_se"] = _std(per_seed) / math.sqrt(len(per_seed)) if len(per_seed) > 1 else math.nan
+        out[key], out[f"{key}_se"] = paired_mean(_per_seed([r[key] for r in sel]))
+    out["d_parts"] = {k: paired_mean(_per_seed([r["d_parts"][k] for r in sel])) for k in PARTS}
     return out
+
+
+def _per_seed(series: list[list[float]]) -> list[float]:
+    """Seed k's difference averaged over the series."""
+    return [_mean(list(xs)) for xs in zip(*series, strict=True)]
 
 
 def paired_mean(xs: list[float]) -> tuple[float, float]:
@@ -198,6 +214,12 @@ def table(result: dict[str, Any]) -> str:
         lines.append(f"| {r['workload']} | {r['model']} | {r['runs']} | {r['gap']:+.4f} ({r['gap_se']:.4f}) | "
                      f"{r['evicted_cancelled']:.2f} | {r['welfare']:.1f} | {r['revenue']:.1f} | {_fmt(r['ratio'])} | "
                      f"{paired} |")
+    lines += ["", "| workload | forecast - fixed per run (se over seeds) | " + " | ".join(PARTS) + " |",
+              "| --- | --- |" + " ---: |" * len(PARTS)]
+    for r in result["pooled"]:
+        if "d_parts" in r:
+            cells = " | ".join(f"{m:+.2f} ({se:.2f})" for m, se in (r["d_parts"][k] for k in PARTS))
+            lines.append(f"| {r['workload']} | all series | {cells} |")
     return "\n".join(lines)
 
 

@@ -1,11 +1,15 @@
 """`sowsched bench capacity`: quoting with a capacity model vs assuming the mean, on real capacity series.
 
 For each workload, each capacity series (every VM type of the Azure files) and each seed, the same realization
-(jobs and capacity; run k starts at row k * stride of the series) is simulated twice: with the fitted AR(1) +
-mixture capacity model (`forecast`) and with C = the series' mean (`fixed`). Reported per (workload, series,
-model): the calibration of the raw failure estimates (models/calibration.py), evictions + cancellations,
-welfare and revenue per run, and the ratio of the clairvoyant optimum (which knows the realized capacity) to
-the welfare, on the first `--offline-seeds` seeds.
+(jobs and capacity) is simulated twice: with the AR(1) + mixture capacity model (`forecast`) and with C = the
+series' mean (`fixed`). The protocol holds out: the series is scaled and the model fitted on its first
+`--fit-rows` rows, and run k plays rows fit_rows + (k * stride + t) mod (rows - fit_rows) (`--fit-rows 0`: fitted
+on and playing the whole series). Reported per (workload, series, model): the calibration of the raw failure
+estimates (models/calibration.py), evictions + cancellations, welfare and revenue per run, and the ratio of the
+clairvoyant optimum (which knows the realized capacity) to the welfare, on the first `--offline-seeds` seeds; per
+(workload, series) and pooled, the paired differences forecast - fixed of welfare and of evictions +
+cancellations, with standard errors over the seeds (the job realizations), each seed's difference averaged over
+the series first when pooled.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from models.data import AZURE_CAPACITY
 
 MODELS = ("fixed", "forecast")
 FILES = ("capacity_azure2017.csv", "capacity_azure2019.csv")
+FIT_ROWS = 168  # the first week of the hourly Azure series fits the model; the second week is played
 VM_TYPES = ("t1str", "t2str", "t3str", "t5str", "t6str", "t7str")
 
 
@@ -31,7 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=bounded_int(1), default=40, help="runs per series and model")
     parser.add_argument("--rounds", type=bounded_int(1), default=20, help="rounds of jobs per run")
     parser.add_argument("--load", type=positive_float, default=1.0, help="scale the workloads' job rate")
-    parser.add_argument("--stride", type=bounded_int(0), default=13, help="run k starts at row k * stride")
+    parser.add_argument("--stride", type=bounded_int(0), default=13,
+                        help="run k starts at row k * stride of the played rows")
+    parser.add_argument("--fit-rows", type=bounded_int(0), default=FIT_ROWS,
+                        help="scale and fit on the first rows only and play the rest (0: fit on and play every row; "
+                             "default %(default)s)")
     parser.add_argument("--offline-seeds", type=bounded_int(0), default=4,
                         help="seeds per series with the clairvoyant optimum (CP-SAT)")
     parser.add_argument("--offline-time-limit", type=positive_float, default=2.0,
@@ -60,7 +69,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 base = make_workload(workload, seed=seed, load=getattr(args, "load", 1.0), rounds=args.rounds)
                 optimum = None
                 for m in MODELS:
-                    w = with_capacity(base, spec, m, quantile=args.quantile, start=seed * args.stride)
+                    w = with_capacity(base, spec, m, quantile=args.quantile, start=seed * args.stride,
+                                      fit_rows=_fit_rows(args))
                     result = run_simulation(w)
                     runs[m].append(result)
                     if seed < args.offline_seeds:
@@ -69,9 +79,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             ratios[m].append(optimum / result.welfare)
             for m in MODELS:
                 rows.append(_row(workload, spec, m, runs[m], ratios[m], calibrate(runs[m])))
+            rows[-1].update(_paired(rows[-2], rows[-1]))
     return {"seeds": args.seeds, "rounds": args.rounds, "load": getattr(args, "load", 1.0), "stride": args.stride,
-            "quantile": args.quantile,
+            "fit_rows": _fit_rows(args), "quantile": args.quantile,
             "offline_seeds": args.offline_seeds, "rows": rows, "pooled": _pooled(rows)}
+
+
+def _fit_rows(args: argparse.Namespace) -> int:
+    return int(getattr(args, "fit_rows", FIT_ROWS))
+
+
+def _paired(fixed: dict[str, Any], forecast: dict[str, Any]) -> dict[str, Any]:
+    """Per seed, forecast - fixed of welfare and of evictions + cancellations: their means and standard errors."""
+    dw = [b - a for a, b in zip(fixed["welfares"], forecast["welfares"], strict=True)]
+    df = [b - a for a, b in zip(fixed["failed"], forecast["failed"], strict=True)]
+    dp = {k: [b[k] - a[k] for a, b in zip(fixed["parts"], forecast["parts"], strict=True)] for k in PARTS}
+    return {"d_welfare": dw, "d_failed": df, "d_parts": dp}
 
 
 def _optimum(workload: Any, result: Any, time_limit: float) -> float:
@@ -85,6 +108,17 @@ def _optimum(workload: Any, result: Any, time_limit: float) -> float:
     return float(best.value)
 
 
+PARTS = ("completed", "not_scheduled", "cancelled", "evicted", "wait", "welfare", "revenue")  # the decomposition
+
+
+def _parts(r: Any) -> dict[str, float]:
+    """A run's outcome counts, the mean planned wait (start - birth) of the jobs whose realized outcome had a start,
+    welfare and revenue."""
+    waits = [j.start - j.birth for j in r.jobs if j.start is not None]
+    out = {k: float(r.counts.get(k, 0)) for k in PARTS[:4]}
+    return {**out, "wait": sum(waits) / len(waits) if waits else 0.0, "welfare": r.welfare, "revenue": r.revenue}
+
+
 def _row(workload: str, spec: str, model: str, runs: list[Any], ratios: list[float], cal: Any) -> dict[str, Any]:
     n = len(runs)
     failed = [r.counts.get("evicted", 0) + r.counts.get("cancelled", 0) for r in runs]
@@ -92,7 +126,8 @@ def _row(workload: str, spec: str, model: str, runs: list[Any], ratios: list[flo
             "estimate": cal.estimate, "realized": cal.realized, "gap": cal.gap, "gap_se": cal.gap_se,
             "evicted_cancelled": sum(failed) / n, "welfare": sum(r.welfare for r in runs) / n,
             "revenue": sum(r.revenue for r in runs) / n,
-            "ratio": sum(ratios) / len(ratios) if ratios else None, "gaps": _run_gaps(runs)}
+            "ratio": sum(ratios) / len(ratios) if ratios else None, "gaps": _run_gaps(runs),
+            "welfares": [r.welfare for r in runs], "failed": failed, "parts": [_parts(r) for r in runs]}
 
 
 def _run_gaps(runs: list[Any]) -> list[float]:
@@ -120,7 +155,29 @@ def _pooled(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "evicted_cancelled": _mean([r["evicted_cancelled"] for r in sel]),
                         "welfare": _mean([r["welfare"] for r in sel]), "revenue": _mean([r["revenue"] for r in sel]),
                         "ratio": _mean(ratios) if ratios else None})
+            if model == MODELS[-1]:
+                out[-1].update(_pooled_paired(sel))
     return out
+
+
+def _pooled_paired(sel: list[dict[str, Any]]) -> dict[str, Any]:
+    """The paired differences of every series, averaged per seed over the series (the runs of one seed share their
+    jobs, so the seeds are the independent units), with their mean and standard error over the seeds."""
+    out: dict[str, Any] = {}
+    for key in ("d_welfare", "d_failed"):
+        out[key], out[f"{key}_se"] = paired_mean(_per_seed([r[key] for r in sel]))
+    out["d_parts"] = {k: paired_mean(_per_seed([r["d_parts"][k] for r in sel])) for k in PARTS}
+    return out
+
+
+def _per_seed(series: list[list[float]]) -> list[float]:
+    """Seed k's difference averaged over the series."""
+    return [_mean(list(xs)) for xs in zip(*series, strict=True)]
+
+
+def paired_mean(xs: list[float]) -> tuple[float, float]:
+    """Mean and standard error of paired differences (nan se for one)."""
+    return _mean(xs), (_std(xs) / math.sqrt(len(xs)) if len(xs) > 1 else math.nan)
 
 
 def _mean(xs: list[float]) -> float:
@@ -141,11 +198,28 @@ def table(result: dict[str, Any]) -> str:
                      f"{r['estimate']:.3f} | {r['realized']:.3f} | {r['gap']:+.3f} ({r['gap_se']:.3f}) | "
                      f"{r['evicted_cancelled']:.2f} | {r['welfare']:.1f} | {r['revenue']:.1f} | "
                      f"{_fmt(r['ratio'])} |")
-    lines += ["", "| workload | model | runs | gap (se) | evict+cancel | welfare | revenue | ratio |",
-              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines += ["", "| workload | series | runs | welfare forecast - fixed (se) | evict+cancel forecast - fixed (se) |",
+              "| --- | --- | ---: | ---: | ---: |"]
+    for r in result["rows"]:
+        if "d_welfare" in r:
+            (dw, dw_se), (df, df_se) = paired_mean(r["d_welfare"]), paired_mean(r["d_failed"])
+            lines.append(f"| {r['workload']} | {r['series']} | {r['runs']} | {dw:+.1f} ({dw_se:.1f}) | "
+                         f"{df:+.2f} ({df_se:.2f}) |")
+    lines += ["", "| workload | model | runs | gap (se) | evict+cancel | welfare | revenue | ratio | "
+              "welfare forecast - fixed (se) | evict+cancel forecast - fixed (se) |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in result["pooled"]:
+        paired = (f"{r['d_welfare']:+.1f} ({r['d_welfare_se']:.1f}) | {r['d_failed']:+.2f} ({r['d_failed_se']:.2f})"
+                  if "d_welfare" in r else "- | -")
         lines.append(f"| {r['workload']} | {r['model']} | {r['runs']} | {r['gap']:+.4f} ({r['gap_se']:.4f}) | "
-                     f"{r['evicted_cancelled']:.2f} | {r['welfare']:.1f} | {r['revenue']:.1f} | {_fmt(r['ratio'])} |")
+                     f"{r['evicted_cancelled']:.2f} | {r['welfare']:.1f} | {r['revenue']:.1f} | {_fmt(r['ratio'])} | "
+                     f"{paired} |")
+    lines += ["", "| workload | forecast - fixed per run (se over seeds) | " + " | ".join(PARTS) + " |",
+              "| --- | --- |" + " ---: |" * len(PARTS)]
+    for r in result["pooled"]:
+        if "d_parts" in r:
+            cells = " | ".join(f"{m:+.2f} ({se:.2f})" for m, se in (r["d_parts"][k] for k in PARTS))
+            lines.append(f"| {r['workload']} | all series | {cells} |")
     return "\n".join(lines)
 
 

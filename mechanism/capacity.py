@@ -135,6 +135,14 @@ class CapacityModel(BaseModel):
         """The `quantile` of the stationary capacity law (sampled on its own fixed stream, from the mean)."""
         return _stationary_quantile(self)
 
+    def price_capacities(self, last: int, horizon: int, current: int | None = None) -> np.ndarray:
+        """C_q of rounds t, ..., t + horizon - 1: the `quantile` of C_{t+i} given C_{t-1} = last, or given C_t =
+        current when that is known (C_q of round t is then current itself). Sampled on the stationary quantile's
+        stream, so a pure function of (model, start, horizon); read-only (cached)."""
+        if current is None:
+            return _conditional_quantiles(self, self.clamp(last), False, horizon)
+        return _conditional_quantiles(self, self.clamp(current), True, horizon)
+
 
 @lru_cache(maxsize=64)
 def _cdf(weights: tuple[float, ...]) -> np.ndarray:
@@ -149,6 +157,31 @@ def _cdf(weights: tuple[float, ...]) -> np.ndarray:
 def mixing_rounds(phi: float) -> int:
     """Rounds after which phi^k < 1e-6: the start no longer matters to the law."""
     return 1 if abs(phi) < 1e-6 else max(1, math.ceil(math.log(1e-6) / math.log(abs(phi))))
+
+
+@lru_cache(maxsize=256)
+def _conditional_quantiles(model: CapacityModel, start: int, known: bool, horizon: int) -> np.ndarray:
+    """out[i] = the `quantile` of C_{t+i}: k = i + 1 steps of X_k - mean = phi^k (X_0 - mean) + S_k after C_{t-1} =
+    start (k = i after C_t = start when known), S_k = phi S_{k-1} + e_k over QUANTILE_SAMPLES draws of the errors.
+    From the round where phi^k < 1e-6 on, the law no longer depends on the start: later rounds repeat that one."""
+    import numpy as np
+
+    from mechanism.rng import capacity_key, uniforms
+
+    out = np.empty(horizon, dtype=np.float64)
+    first = min(int(known), horizon)
+    out[:first] = start
+    steps = min(horizon - first, mixing_rounds(model.phi))
+    cdf, err = model.cdf, model.error_array
+    s = np.zeros(QUANTILE_SAMPLES, dtype=np.float64)
+    for k in range(1, steps + 1):
+        u = uniforms(capacity_key(QUANTILE_SEED, 0, k - 1), QUANTILE_SAMPLES)
+        s = model.phi * s + err[np.minimum(np.searchsorted(cdf, u, side="right"), cdf.size - 1)]
+        c = np.clip(np.floor(model.mean + model.phi**k * (start - model.mean) + s + 0.5), model.low, model.high)
+        out[first + k - 1] = np.quantile(c, model.quantile, method="inverted_cdf")
+    out[first + steps:] = out[first + steps - 1] if steps else start
+    out.setflags(write=False)
+    return out
 
 
 @lru_cache(maxsize=64)

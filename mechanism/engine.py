@@ -137,7 +137,19 @@ class Engine:
 
     def current_menu(self) -> PriceMenu:
         """The prices a SoW submitted now is quoted (and later billed) at: exponential, or the bundles'."""
-        return self.prices.menu(self.now) if self.bundles is None else self.bundles.menu(self.now)
+        if self.bundles is not None:
+            return self.bundles.menu(self.now)
+        return self.prices.menu(self.now, self.price_capacities(self.now, self.platform.horizon))
+
+    def price_capacities(self, start: int, length: int) -> np.ndarray | None:
+        """C' of rounds [start, start + length) (start >= now) as priced now: with a capacity model the quantile of
+        each round's capacity given the feed (the last capacity, or this round's report), times 1 - epsilon/10, at
+        least that of one node (docs/model.md 10.4); None with fixed C (C' = C (1 - epsilon/10) everywhere)."""
+        model = self.platform.capacity
+        if model is None:
+            return None
+        cq = model.price_capacities(self.capacity_last, start - self.now + length, self.capacity_feed.get(self.now))
+        return np.maximum(cq[start - self.now:], 1.0) * (1.0 - self.platform.epsilon / 10.0)
 
     # ---- reports (applied in the next advance) ----
 
@@ -206,6 +218,7 @@ class Engine:
     def advance(self) -> RoundReport:
         t = self.now
         first = len(self.events)  # held events: forgetting happens between commands
+        priced = self.price_capacities(t, 1)  # C' of this round as its quotes saw it (before the feed moves on)
         capacity = self.capacity_feed.pop(t, self.capacity_last)
         self._arrivals(t)
         self._overload(t, capacity)
@@ -218,7 +231,7 @@ class Engine:
         self.now = t + 1
         self.prices.forget_before(self.now)
         return RoundReport(round=t, events=tuple(self.events[first:]), running=running, expected_usage=usage,
-                           unit_price=float(unit_price(usage, self.platform)))
+                           unit_price=float(unit_price(usage, self.platform, priced).reshape(-1)[0]))
 
     def _arrivals(self, t: int) -> None:
         for job in self._active:
@@ -307,10 +320,12 @@ class Engine:
         return self._oracle
 
     def prepare_round(self) -> None:
-        """Build the failure oracle's state for the current round now instead of at its first SoW."""
+        """Build the failure oracle's state (and the prices' per-round C') for the current round now instead of at
+        its first SoW."""
         oracle = self._current_oracle()
         if isinstance(oracle, MonteCarloOracle):
             oracle.paths()
+        self.price_capacities(self.now, self.platform.horizon)  # the round's C' quantiles (cached by the model)
 
     def settle(self) -> bool:
         """Do the oracle work the next quote of this round would start with, now (no result changes); True if any."""
@@ -374,7 +389,7 @@ class Engine:
     def price_menu(self, start: int, length: int) -> tuple[np.ndarray, np.ndarray]:
         """Expected usage y and unit prices p(y) for rounds [start, start + length)."""
         y = self.prices.usage(start, length)
-        return y, unit_price(y, self.platform)
+        return y, unit_price(y, self.platform, self.price_capacities(start, length))
 
     def jobs_after(self, seq: int, active_only: bool = False) -> Iterator[Job]:
         """Held jobs with a seq above `seq`, in submission order; only the active ones (cheaply) if `active_only`."""

@@ -11,9 +11,11 @@ import numpy as np
 from mechanism.platform import Platform
 
 
-def unit_price(y: np.ndarray | float, platform: Platform) -> np.ndarray:
-    """p(y) = (4 H D_m)^(y / C') / (2 D_m)   (eq. 7)."""
+def unit_price(y: np.ndarray | float, platform: Platform, capacity: np.ndarray | None = None) -> np.ndarray:
+    """p(y) = (4 H D_m)^(y / C') / (2 D_m)   (eq. 7); `capacity` gives C' per round (docs/model.md 10.4)."""
     log_base = math.log(4.0 * platform.H * platform.D_m)
+    if capacity is not None:
+        return np.exp(np.asarray(y, dtype=np.float64) * (log_base / capacity)) / (2.0 * platform.D_m)
     return np.exp(np.asarray(y, dtype=np.float64) * (log_base / platform.sim_capacity)) / (2.0 * platform.D_m)
 
 
@@ -83,9 +85,9 @@ class PriceBook:
             out[src_lo - lo: src_hi - lo] = self._y[src_lo:src_hi]
         return out
 
-    def menu(self, birth: int) -> Menu:
-        """Freeze the prices of [birth, birth + horizon) for a job born now."""
-        return Menu(birth=birth, unit=unit_price(self.usage(birth, self.platform.horizon), self.platform))
+    def menu(self, birth: int, capacity: np.ndarray | None = None) -> Menu:
+        """Freeze the prices of [birth, birth + horizon) for a job born now (C' per round from `capacity`)."""
+        return Menu(birth=birth, unit=unit_price(self.usage(birth, self.platform.horizon), self.platform, capacity))
 
     def commit(self, birth: int, increment: np.ndarray) -> None:
         """y[birth + i] += increment[i] (the forced allocation of Alg. 2 line 4); increments must be >= 0."""

@@ -26,6 +26,8 @@ DEFAULT_LEVELS = 8  # points per mixture component
 DEFAULT_COMPONENTS = 3
 PERSISTENCE_LAGS = 8  # phi matches the autocorrelation over this many lags (1: one-step least squares)
 CAPACITY_MODELS = ("fixed", "forecast")
+MIN_COMPONENT_WEIGHT = 1e-6  # mixture components lighter than this are dropped (their weights would not be positive)
+MIN_FIT_ROWS = 3
 
 
 @dataclass(frozen=True)
@@ -35,9 +37,11 @@ class CapacitySeries:
     name: str
     raw: np.ndarray  # float64
 
-    def scaled(self, mean: float, scale: float | None = None) -> np.ndarray:
-        """Whole nodes per round: raw * scale, with scale = mean / mean(raw) unless given; rounded half up."""
-        factor = mean / float(self.raw.mean()) if scale is None else scale
+    def scaled(self, mean: float, scale: float | None = None, rows: int = 0) -> np.ndarray:
+        """Whole nodes per round: raw * scale, rounded half up, with scale = mean / (the mean of the first `rows`
+        rows, or of every row when rows = 0) unless given."""
+        base = self.raw[:rows] if rows else self.raw
+        factor = mean / float(base.mean()) if scale is None else scale
         return np.floor(self.raw * factor + 0.5).astype(np.int64)
 
 
@@ -119,7 +123,9 @@ def fit_capacity_model(capacity: np.ndarray, quantile: float = DEFAULT_QUANTILE,
         resid = (y[1:] - mean) - phi * (y[:-1] - mean)
     gmm = GaussianMixture(n_components=min(components, max(1, resid.size // 10)), random_state=seed).fit(
         resid.reshape(-1, 1))
-    points, weights = discretise_mixture(gmm.weights_, gmm.means_.ravel(), np.sqrt(gmm.covariances_.ravel()), levels)
+    keep = gmm.weights_ > MIN_COMPONENT_WEIGHT  # a constant stretch leaves components of weight ~1e-17
+    points, weights = discretise_mixture(gmm.weights_[keep] / gmm.weights_[keep].sum(), gmm.means_.ravel()[keep],
+                                         np.sqrt(gmm.covariances_.ravel()[keep]), levels)
     return CapacityModel(mean=mean, phi=phi, errors=points, weights=weights, low=0, high=int(y.max()),
                          quantile=quantile)
 
@@ -133,6 +139,7 @@ def persistence(y: np.ndarray, lags: int) -> float:
 
     if float(y.std()) == 0.0:
         return 0.0
+    lags = min(lags, y.size - 1)  # acf has no lag beyond the series
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rho = acf(y, nlags=lags, fft=False)[1:]
@@ -158,20 +165,31 @@ def discretise_mixture(weights: np.ndarray, means: np.ndarray, sds: np.ndarray,
 
 
 def with_capacity(workload: Workload, spec: str, model: str, scale: float | None = None,
-                  quantile: float = DEFAULT_QUANTILE, start: int = 0) -> Workload:
-    """The workload with realized capacity from the series: round t is row start + t, wrapping around at the end.
-    `forecast` also gives its platform the model fitted to the whole scaled series; `fixed` keeps C (the
-    series' mean) in the oracle and prices."""
+                  quantile: float = DEFAULT_QUANTILE, start: int = 0, fit_rows: int = 0) -> Workload:
+    """The workload with realized capacity from the series, and with `forecast` the model fitted to it.
+
+    fit_rows = 0 (in-sample): the model is fitted to the whole scaled series, and round t is row start + t,
+    wrapping around at the end. fit_rows = F > 0 (held out): the scale makes the mean of rows [0, F) equal C, the
+    model is fitted to those rows only, and round t is row F + (start + t) mod (n - F), so the run plays rows the
+    fit never saw. `fixed` keeps C (the series' mean, over the same rows the scale uses) in the oracle and prices.
+    """
     if model not in CAPACITY_MODELS:
         raise ValueError(f"--capacity-model {model!r} is not one of {', '.join(CAPACITY_MODELS)}")
-    capacity = read_series(spec).scaled(workload.platform.C, scale)
+    series = read_series(spec)
+    if fit_rows and not MIN_FIT_ROWS <= fit_rows < series.raw.size:
+        raise ValueError(f"--capacity-fit-rows {fit_rows}: {spec} has {series.raw.size} rows; fit on "
+                         f"{MIN_FIT_ROWS} to {series.raw.size - 1} of them")
+    if fit_rows and float(series.raw[:fit_rows].mean()) <= 0.0 and scale is None:
+        raise ValueError(f"--capacity-fit-rows {fit_rows}: the first {fit_rows} rows of {spec} average 0")
+    capacity = series.scaled(workload.platform.C, scale, fit_rows)
     if int(capacity.max()) < 1:
         raise ValueError(f"--capacity-series {spec}: scaled by {scale} it has no round with a node")
+    fitted_rows, played = (capacity[:fit_rows], capacity[fit_rows:]) if fit_rows else (capacity, capacity)
     platform: Platform = workload.platform
     if model == "forecast":
-        fitted = _fit_cached(tuple(int(c) for c in capacity), quantile)
+        fitted = _fit_cached(tuple(int(c) for c in fitted_rows), quantile)
         platform = Platform.model_validate({**platform.model_dump(), "capacity": fitted.model_dump()})
-    rolled = np.roll(capacity, -(start % capacity.size))
+    rolled = np.roll(played, -(start % played.size))
     return replace(workload, platform=platform, capacity=tuple(int(c) for c in rolled))
 
 

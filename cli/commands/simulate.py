@@ -71,6 +71,9 @@ def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
                         "the prices' C' (default 0.3)")
     p.add_argument("--capacity-start", type=bounded_int(0), default=None, metavar="ROW",
                    help="round 0 is this row of the series (default 0; rows wrap around at the end)")
+    p.add_argument("--capacity-fit-rows", type=bounded_int(0), default=None, metavar="F",
+                   help="hold out: scale and fit on the first F rows only and play rows F.. (round 0 is row F + "
+                        "--capacity-start, wrapping within rows F..; default 0: scale, fit and play the whole series)")
 
 
 def capacity_options(args: argparse.Namespace) -> None:
@@ -81,6 +84,7 @@ def capacity_options(args: argparse.Namespace) -> None:
         return
     for flag, value in (("--capacity-model", args.capacity_model), ("--capacity-scale", args.capacity_scale),
                         ("--capacity-quantile", args.capacity_quantile), ("--capacity-start", args.capacity_start),
+                        ("--capacity-fit-rows", getattr(args, "capacity_fit_rows", None)),
                         ("--capacity-stride", getattr(args, "capacity_stride", None))):
         if value is not None:
             raise ValueError(f"{flag} {value} needs --capacity-series")
@@ -97,7 +101,7 @@ def apply_capacity(args: argparse.Namespace, workload: Workload, run: int = 0) -
     q = DEFAULT_QUANTILE if args.capacity_quantile is None else args.capacity_quantile
     start = (args.capacity_start or 0) + run * (getattr(args, "capacity_stride", None) or 0)
     return with_capacity(workload, args.capacity_series, args.capacity_model or "fixed", args.capacity_scale, q,
-                         start=start)
+                         start=start, fit_rows=getattr(args, "capacity_fit_rows", None) or 0)
 
 
 def capacity_summary(workload: Workload, args: argparse.Namespace) -> dict[str, Any] | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+import pytest
+
 from benchmarks import capacity, core
 from models.data import AZURE_CAPACITY
 
@@ -16,8 +18,16 @@ def test_bench_capacity_compares_both_models_on_the_same_realizations() -> None:
     fixed, forecast = r["rows"]
     assert (fixed["model"], forecast["model"]) == ("fixed", "forecast") and fixed["runs"] == forecast["runs"] == 2
     assert fixed["ratio"] is not None and {p["model"] for p in r["pooled"]} == {"fixed", "forecast"}
+    assert r["fit_rows"] == capacity.FIT_ROWS  # held out by default
+    # paired differences: seed by seed, forecast - fixed of the same job realization
+    assert forecast["d_welfare"] == [b - a for a, b in zip(fixed["welfares"], forecast["welfares"], strict=True)]
+    pooled = r["pooled"][1]
+    assert pooled["d_welfare"] == pytest.approx(forecast["welfare"] - fixed["welfare"])
+    assert pooled["d_parts"]["welfare"][0] == pytest.approx(pooled["d_welfare"])
+    assert pooled["d_failed"] == pytest.approx(forecast["evicted_cancelled"] - fixed["evicted_cancelled"])
     text = capacity.table(r)
     assert "| overload | capacity_azure2019.csv:t7str | forecast |" in text and "gap (se)" in text
+    assert "forecast - fixed per run (se over seeds)" in text
 
 
 def test_bench_core_times_quotes_with_a_forecast_capacity_model() -> None:

@@ -16,11 +16,13 @@ from mechanism.engine import Engine, EngineError, InvalidReport
 from mechanism.failure import MonteCarloOracle
 from mechanism.failure_exact import ExactOracle
 from mechanism.failure_literal import capacity_paths, literal_failure
+from mechanism.launch_plan import FailureEstimates, LaunchPlan, choose_plan
 from mechanism.lifo import fails_given_loads, lifo_loads
 from mechanism.platform import Platform, hoeffding_radius
 from mechanism.sow import SoW
 from tests.conftest import random_sow, small_platform
 from tests.mechanism.test_failure import random_residuals
+from tests.mechanism.test_truthfulness import true_utility
 
 
 def model(mean: float = 4.0, phi: float = 0.5, errors: tuple[float, ...] = (-1.0, 0.0, 1.0),
@@ -104,6 +106,86 @@ def test_prices_use_the_quantile_of_the_stationary_capacity() -> None:
     assert m.model_copy(update={"quantile": 0.9}).price_capacity() == 50.0
     p = capped(C=40, cap=m.model_copy(update={"quantile": 0.1}), C_m=3)
     assert p.sim_capacity == pytest.approx(30.0 * (1 - p.epsilon / 10))
+
+
+def exact_quantiles(m: CapacityModel, last: int, horizon: int, current: int | None = None) -> list[float]:
+    """The `quantile` of each round's capacity from the exact path law: the least c with P(C <= c) >= q."""
+    paths = m.path_distribution(last, horizon, current)
+    out = []
+    for i in range(horizon):
+        law: dict[int, float] = {}
+        for path, pr in paths.items():
+            law[path[i]] = law.get(path[i], 0.0) + pr
+        acc = 0.0
+        for c in sorted(law):
+            acc += law[c]
+            if acc >= m.quantile:
+                out.append(float(c))
+                break
+    return out
+
+
+@pytest.mark.parametrize(("last", "current", "q"), [(9, None, 0.3), (3, None, 0.3), (3, None, 0.7), (0, 9, 0.5),
+                                                    (6, 2, 0.3)])
+def test_per_round_price_capacities_are_the_exact_conditional_quantiles(last: int, current: int | None,
+                                                                         q: float) -> None:
+    # Weights chosen so that no round's CDF comes within 0.02 of q in these cases (7 sampling standard errors).
+    m = model(mean=6.0, phi=0.7, errors=(-2.0, 0.0, 1.0), weights=(0.24, 0.52, 0.24), high=10, quantile=q)
+    got = m.price_capacities(last, 6, current)
+    assert got.tolist() == exact_quantiles(m, last, 6, current)
+    if current is not None:
+        assert got[0] == current
+    assert not got.flags.writeable
+
+
+def test_price_capacities_reach_the_stationary_quantile_and_stay() -> None:
+    m = model(mean=40.0, phi=0.5, errors=(-6.0, 0.0, 6.0), weights=(0.2, 0.6, 0.2), high=60)
+    far = m.price_capacities(last=60, horizon=80)  # mixing after 20 rounds: the rest repeat round 20's quantile
+    assert far[0] > far[-1] and np.all(far[20:] == far[19]) and far[-1] == m.price_capacity()
+    assert m.price_capacities(last=60, horizon=0).size == 0 and m.price_capacities(1, 1, current=50).tolist() == [50]
+
+
+def test_menus_price_each_round_at_its_conditional_capacity_and_fixed_c_at_c() -> None:
+    m = model(mean=6.0, phi=0.7, errors=(-2.0, 0.0, 1.0), weights=(0.24, 0.52, 0.24), high=10)
+    p = capped(C=6, cap=m, C_m=2, samples=200)
+    e = Engine(p)
+    e.report_capacity(0, 3)  # a drop reported now: the near rounds are priced at a lower C'
+    y = np.linspace(0.5, 3.0, p.horizon)
+    e.prices.commit(0, y)
+    cq = np.array(exact_quantiles(m, 0, p.horizon, current=3)) * (1 - p.epsilon / 10)
+    by_hand = (4 * p.H * p.D_m) ** (y / cq) / (2 * p.D_m)
+    assert np.allclose(e.current_menu().unit, by_hand, rtol=1e-12)  # type: ignore[attr-defined]
+    assert np.allclose(e.price_menu(0, p.horizon)[1], by_hand, rtol=1e-12)
+    fixed = Engine(small_platform(C=6, C_m=2, samples=200))
+    fixed.prices.commit(0, y)
+    c_prime = 6 * (1 - p.epsilon / 10)
+    assert fixed.price_capacities(0, 4) is None
+    assert np.allclose(fixed.current_menu().unit, (4 * p.H * p.D_m) ** (y / c_prime) / (2 * p.D_m),  # type: ignore[attr-defined]
+                       rtol=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 6))
+def test_truthful_plan_is_never_beaten_by_a_misreport_under_per_round_capacity_prices(seed: int, drop: int) -> None:
+    # The menu depends on the feed only (exogenous), so the truthfulness check of test_truthfulness holds with it.
+    p = capped(C=4, samples=300, seed=seed % 1000)
+    rng = np.random.default_rng(seed)
+    e = Engine(p)
+    for i in range(int(rng.integers(0, 5))):
+        e.submit(f"bg{i}", random_sow(rng, p))
+        if rng.random() < 0.3:
+            e.advance()
+    e.report_capacity(e.now, drop)
+    truth = random_sow(rng, p, max_outcomes=4)
+    lie = random_sow(rng, p, max_outcomes=4, concurrency=int(rng.integers(1, truth.concurrency + 1)))
+    menu = e.current_menu()
+
+    def plan_for(sow: SoW) -> LaunchPlan:
+        est = FailureEstimates.from_raw(e._current_oracle().estimates(sow.concurrency), p.failure_threshold)
+        return choose_plan(sow, e.now, menu, est)
+
+    honest = true_utility(plan_for(truth), truth, truth, e, menu)
+    assert honest >= true_utility(plan_for(lie), lie, truth, e, menu) - 1e-9 * max(1.0, abs(honest))
 
 
 # ---- the oracle ----

@@ -26,6 +26,13 @@ def test_simulate_json_keeps_its_keys_and_adds_the_capacity(model: str, capsys: 
     assert (result["capacity"]["fitted"] is None) == (model == "fixed")
 
 
+def test_simulate_with_held_out_rows_plays_only_the_rows_after_the_fit(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--workload", "overload", "--load", "0.3", "--no-offline", "--json",
+                 "--capacity-series", SERIES, "--capacity-model", "forecast", "--capacity-fit-rows", "168"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["capacity"]["rows"] == 336 - 168 and result["capacity"]["fitted"]["high"] >= 1
+
+
 def test_calibrate_json_keeps_its_keys(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["calibrate", "--workload", "overload", "--seeds", "2", "--rounds", "4", "--json",
                  "--capacity-series", SERIES, "--capacity-model", "forecast", "--capacity-stride", "13"]) == 0
@@ -40,6 +47,9 @@ def test_calibrate_json_keeps_its_keys(capsys: pytest.CaptureFixture[str]) -> No
     ("simulate", ["--capacity-series", SERIES, "--capacity-quantile", "0.2"],
      "--capacity-quantile 0.2 needs --capacity-model forecast"),
     ("calibrate", ["--capacity-stride", "3"], "--capacity-stride 3 needs --capacity-series"),
+    ("simulate", ["--capacity-fit-rows", "100"], "--capacity-fit-rows 100 needs --capacity-series"),
+    ("simulate", ["--capacity-series", SERIES, "--capacity-fit-rows", "336"],
+     "--capacity-fit-rows 336: .* has 336 rows; fit on 3 to 335 of them"),
     ("calibrate", ["--capacity-series", "/nonexistent.csv:x"], "cannot read"),
 ])
 def test_bad_capacity_options_exit_2_with_one_line(command: str, flags: list[str], match: str,

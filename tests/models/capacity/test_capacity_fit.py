@@ -117,6 +117,28 @@ def test_with_capacity_rolls_the_series_and_fits_only_for_forecast() -> None:
         with_capacity(w, f"{AZURE}:t7str", "mean")
 
 
+def test_held_out_rows_scale_and_fit_on_the_prefix_and_play_the_rest(tmp_path: Path) -> None:
+    raw = [10, 12, 11, 13, 12, 10, 11, 12, 30, 31, 29, 30]  # a level shift after row 8
+    path = write(tmp_path, "t,v\n" + "".join(f"{i},{v}\n" for i, v in enumerate(raw)))
+    w = make_workload("overload", seed=0, rounds=2)  # C = 16
+    held = with_capacity(w, str(path), "forecast", start=5, fit_rows=8)
+    prefix_mean = sum(raw[:8]) / 8  # the scale sees the first 8 rows only
+    scaled = [int(np.floor(v * 16 / prefix_mean + 0.5)) for v in raw]
+    assert held.capacity == tuple(scaled[8 + (5 + t) % 4] for t in range(4))  # rows 8.. only, wrapping within them
+    assert held.platform.capacity == fit_capacity_model(np.array(scaled[:8]))  # fitted on the prefix alone
+    assert held.platform.capacity.high == max(scaled[:8])
+    assert with_capacity(w, str(path), "fixed", fit_rows=8).platform == w.platform
+    for bad in (2, 12):
+        with pytest.raises(ValueError, match=f"--capacity-fit-rows {bad}: .* has 12 rows; fit on 3 to 11 of them"):
+            with_capacity(w, str(path), "forecast", fit_rows=bad)
+
+
+def test_a_constant_prefix_fits_a_law_without_empty_components() -> None:
+    m = fit_capacity_model(np.full(40, 16))  # the mixture's spare components weigh ~1e-17 (sd: its 1e-6 variance floor)
+    assert m.phi == 0.0 and m.mean == 16.0 and all(abs(e) < 0.01 for e in m.errors)
+    assert m.price_capacity() == 16.0
+
+
 # ---- the hindsight optimum knows the realized capacity ----
 
 def tiny() -> HindsightInstance:

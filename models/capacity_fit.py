@@ -121,8 +121,12 @@ def fit_capacity_model(capacity: np.ndarray, quantile: float = DEFAULT_QUANTILE,
         phi = persistence(y, persistence_lags)
         mean = float(y.mean())
         resid = (y[1:] - mean) - phi * (y[:-1] - mean)
-    gmm = GaussianMixture(n_components=min(components, max(1, resid.size // 10)), random_state=seed).fit(
-        resid.reshape(-1, 1))
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():  # a constant stretch has fewer distinct residuals than components: said below
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        gmm = GaussianMixture(n_components=min(components, max(1, resid.size // 10)), random_state=seed).fit(
+            resid.reshape(-1, 1))
     keep = gmm.weights_ > MIN_COMPONENT_WEIGHT  # a constant stretch leaves components of weight ~1e-17
     points, weights = discretise_mixture(gmm.weights_[keep] / gmm.weights_[keep].sum(), gmm.means_.ravel()[keep],
                                          np.sqrt(gmm.covariances_.ravel()[keep]), levels)

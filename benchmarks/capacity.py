@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from cli.args import bounded_int, positive_float
+from cli.args import bounded_int, level_weight, positive_float
 from mechanism.capacity import DEFAULT_QUANTILE
 from models.data import AZURE_CAPACITY
 
@@ -47,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="CP-SAT deterministic time per optimum")
     parser.add_argument("--quantile", type=float, default=DEFAULT_QUANTILE,
                         help="capacity quantile for C' (forecast; default %(default)s)")
+    parser.add_argument("--level-weight", type=level_weight, default=0.0, metavar="LAM|fit",
+                        help="forecast: the model's mean tracks the feed with weight LAM in [0, 1), or 'fit' (chosen "
+                             "on the fit rows; docs/capacity-model.md); default %(default)s: the fixed mean")
 
 
 def default_series() -> list[str]:
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 optimum = None
                 for m in MODELS:
                     w = with_capacity(base, spec, m, quantile=args.quantile, start=seed * args.stride,
-                                      fit_rows=_fit_rows(args))
+                                      fit_rows=_fit_rows(args), level_weight=getattr(args, "level_weight", 0.0))
                     result = run_simulation(w)
                     runs[m].append(result)
                     if seed < args.offline_seeds:
@@ -82,6 +85,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             rows[-1].update(_paired(rows[-2], rows[-1]))
     return {"seeds": args.seeds, "rounds": args.rounds, "load": getattr(args, "load", 1.0), "stride": args.stride,
             "fit_rows": _fit_rows(args), "quantile": args.quantile,
+            "level_weight": getattr(args, "level_weight", 0.0),
             "offline_seeds": args.offline_seeds, "rows": rows, "pooled": _pooled(rows)}
 
 

@@ -55,6 +55,19 @@ def probability(text: str) -> float:
     return value
 
 
+def level_weight(text: str) -> float | str:
+    """An argparse type: a capacity level weight lam in [0, 1), or 'fit'."""
+    if text == "fit":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number nor 'fit'") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must lie in [0, 1)")
+    return value
+
+
 def output_format(text: str) -> bool:
     """`-o text|json` as the `json` flag the commands read."""
     if text not in ("text", "json"):

@@ -7,6 +7,10 @@ changes it. A Monte Carlo sample of round t starts from X_{t-1} = C_{t-1}, the c
 t's own capacity was reported before the round's first quote, from C_t itself (then known, not drawn); it draws
 e_{t+i} from the counter-based stream `capacity_key(seed, t, i)` (mechanism/rng.py), so a path is a pure function of
 (seed, round, sample). The oracle reads a reported capacity through `clamp` (into [low, high]).
+
+Optionally the mean is a level that tracks the feed (`level_weight` lam > 0): mu_t = clamp((1 - lam) mu_{t-1} +
+lam C_{t-1}, low, high) from mu_0 = mean, and round t's paths and C' quantiles use the model with mean mu_t
+(`at_level`). lam = 0 (the default) is the fixed mean, and such a model dumps as it did before the field existed.
 """
 
 from __future__ import annotations
@@ -15,7 +19,15 @@ import math
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from mechanism.validation import number
 
@@ -44,8 +56,19 @@ class CapacityModel(BaseModel):
     high: int = Field(ge=1, le=MAX_CAPACITY, description="greatest capacity")
     quantile: float = Field(default=DEFAULT_QUANTILE, gt=0.0, lt=1.0,
                             description="C' = this quantile of the stationary capacity times (1 - epsilon/10)")
+    level_weight: float = Field(default=0.0, ge=0.0, lt=1.0,
+                                description="lam: the mean tracks the feed, mu_t = (1 - lam) mu_{t-1} + lam C_{t-1}")
 
-    _numbers = field_validator("mean", "phi", "low", "high", "quantile", mode="before")(number)
+    _numbers = field_validator("mean", "phi", "low", "high", "quantile", "level_weight", mode="before")(number)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        """A fixed-mean model (lam = 0) dumps without `level_weight`: its platform, and so its digests, stay as
+        they were."""
+        out: dict[str, object] = handler(self)
+        if self.level_weight == 0.0:
+            out.pop("level_weight", None)
+        return out
 
     @field_validator("errors", "weights", mode="before")
     @classmethod
@@ -94,6 +117,17 @@ class CapacityModel(BaseModel):
     def clamp(self, capacity: int) -> int:
         """The process's state for an observed capacity (observations outside [low, high] are clamped)."""
         return min(max(capacity, self.low), self.high)
+
+    def next_level(self, level: float, capacity: int) -> float:
+        """mu_{t+1} = clamp((1 - lam) mu_t + lam clamp(C_t), low, high): the level after round t realized C_t."""
+        lam = self.level_weight
+        return min(max((1.0 - lam) * level + lam * self.clamp(capacity), float(self.low)), float(self.high))
+
+    def at_level(self, level: float | None) -> CapacityModel:
+        """The model round t forecasts with: mean = mu_t (clamped to [low, high]) when lam > 0, else itself."""
+        if self.level_weight == 0.0 or level is None:
+            return self
+        return self.model_copy(update={"mean": min(max(float(level), float(self.low)), float(self.high))})
 
     def paths(self, seed: int, round_: int, last: int, horizon: int, samples: int,
               current: int | None = None) -> np.ndarray:

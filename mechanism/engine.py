@@ -90,6 +90,9 @@ class Engine:
         # played (C until a report says otherwise; a round without a report keeps the last one).
         self.capacity_feed: dict[int, int] = {}
         self.capacity_last = platform.C
+        # The capacity model's level mu_t when it tracks the feed (level_weight > 0; docs/model.md 10.1), else None.
+        self.capacity_level: float | None = (
+            platform.capacity.mean if platform.capacity is not None and platform.capacity.level_weight > 0 else None)
         self.busy_node_rounds = 0  # sum over finished rounds of the running load
         # The digest's record of what no longer changes, so it costs O(active jobs), not O(history): hash chains
         # over the events and over the jobs that left the active set, in that order (`retired`).
@@ -148,7 +151,8 @@ class Engine:
         model = self.platform.capacity
         if model is None:
             return None
-        cq = model.price_capacities(self.capacity_last, start - self.now + length, self.capacity_feed.get(self.now))
+        cq = model.at_level(self.capacity_level).price_capacities(  # mean mu_t when the level tracks the feed
+            self.capacity_last, start - self.now + length, self.capacity_feed.get(self.now))
         return np.maximum(cq[start - self.now:], 1.0) * (1.0 - self.platform.epsilon / 10.0)
 
     # ---- reports (applied in the next advance) ----
@@ -228,6 +232,8 @@ class Engine:
         self.busy_node_rounds += running
         self._retire_ended()
         self.capacity_last = capacity
+        if self.capacity_level is not None and self.platform.capacity is not None:
+            self.capacity_level = self.platform.capacity.next_level(self.capacity_level, capacity)  # mu_{t+1}
         self.now = t + 1
         self.prices.forget_before(self.now)
         return RoundReport(round=t, events=tuple(self.events[first:]), running=running, expected_usage=usage,
@@ -315,7 +321,8 @@ class Engine:
     def _current_oracle(self) -> MonteCarloOracle | ExactOracle:
         if self._oracle_round != self.now:
             # A capacity model conditions on the capacity realized last, or on this round's if already reported.
-            self._oracle.reset(self.now, self.residuals(), self.capacity_last, self.capacity_feed.get(self.now))
+            self._oracle.reset(self.now, self.residuals(), self.capacity_last, self.capacity_feed.get(self.now),
+                               self.capacity_level)
             self._oracle_round = self.now
         return self._oracle
 
@@ -447,6 +454,8 @@ class Engine:
         if self.capacity_feed or self.capacity_last != self.platform.C:  # fixed C, no report: hashed as before
             h.update(json.dumps({"capacity_last": self.capacity_last,
                                  "capacity_feed": sorted(self.capacity_feed.items())}).encode())
+        if self.capacity_level is not None:  # only with a level that tracks the feed
+            h.update(json.dumps({"capacity_level": self.capacity_level}).encode())
         h.update(self._retired_chain)
         h.update(self._event_chain)
         return h.hexdigest()

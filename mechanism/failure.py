@@ -103,8 +103,10 @@ class CapacityStreams:
 
     @staticmethod
     def of(platform: Platform, round_: int, last_capacity: int | None,
-           current_capacity: int | None = None) -> CapacityStreams:
+           current_capacity: int | None = None, level: float | None = None) -> CapacityStreams:
         model = platform.capacity
+        if model is not None:
+            model = model.at_level(level)  # mean mu_t when the level tracks the feed
         if model is None:
             return CapacityStreams(np.zeros(0, np.uint64), np.zeros(1, np.float64), np.ones(1, np.float64), 0.0, 0.0,
                                    0, 0, -1)
@@ -136,6 +138,7 @@ class MonteCarloOracle:
         self.round = -1
         self._last_capacity: int | None = None  # C_{round-1}, which a capacity model conditions on
         self._current_capacity: int | None = None  # C_round, when reported before the round's first quote
+        self._level: float | None = None  # mu_round, the capacity model's mean when it tracks the feed
         self._earlier: list[Residual] = []  # the jobs of the round's start, built into the paths
         self._appended: list[Residual] = []  # jobs born this round, oldest first
         self._app = Packed.of(platform, self.round, [])
@@ -154,13 +157,15 @@ class MonteCarloOracle:
         return state
 
     def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None,
-              current_capacity: int | None = None) -> None:
+              current_capacity: int | None = None, level: float | None = None) -> None:
         """Start round `round_` with the earlier active jobs' residuals, in birth order (paths built lazily);
         `last_capacity` is the capacity realized in round `round_ - 1` and `current_capacity` that of round `round_`
-        if already reported (a capacity model conditions on them)."""
+        if already reported (a capacity model conditions on them); `level` is the model's mean mu_round when it
+        tracks the feed (ignored at level_weight = 0)."""
         self.round = round_
         self._last_capacity = last_capacity
         self._current_capacity = current_capacity
+        self._level = level
         self._earlier = list(residuals)
         self._appended = []
         self._app = Packed.of(self.platform, round_, [])
@@ -205,7 +210,8 @@ class MonteCarloOracle:
         if self._paths is None:
             p = self.platform
             packed = Packed.of(p, self.round, self._earlier)
-            streams = CapacityStreams.of(p, self.round, self._last_capacity, self._current_capacity)
+            streams = CapacityStreams.of(p, self.round, self._last_capacity, self._current_capacity,
+                                         self._level)
             self._paths, self._peak, self._first = _build_paths(*packed.arrays(), self.samples, p.horizon,
                                                                 p.capacity_top, np.zeros(0, dtype=self._dtype()),
                                                                 *streams.arrays())

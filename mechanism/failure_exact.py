@@ -32,12 +32,13 @@ class ExactOracle:
         self._capacity_paths: dict[tuple[int, ...], float] | None = None
 
     def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None,
-              current_capacity: int | None = None) -> None:
+              current_capacity: int | None = None, level: float | None = None) -> None:
         """Start round `round_`; a capacity model conditions on `last_capacity` = C_{round_-1}, or on
-        `current_capacity` = C_{round_} when that was reported."""
+        `current_capacity` = C_{round_} when that was reported, with mean `level` = mu_{round_} when it tracks
+        the feed."""
         self.round = round_
         self._residuals = list(residuals)
-        model = self.platform.capacity
+        model = None if self.platform.capacity is None else self.platform.capacity.at_level(level)
         self._capacity_paths = None if model is None else model.path_distribution(
             self.platform.C if last_capacity is None else last_capacity, self.platform.horizon, current_capacity)
 

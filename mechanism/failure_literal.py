@@ -23,20 +23,20 @@ def sampled_outcomes(platform: Platform, round_: int, residuals: list[Residual],
 
 
 def capacity_paths(platform: Platform, round_: int, samples: int, last_capacity: int | None = None,
-                   current_capacity: int | None = None) -> np.ndarray:
+                   current_capacity: int | None = None, level: float | None = None) -> np.ndarray:
     """K[n, tau]: the capacity of each round of the window in each sample (C everywhere with fixed capacity)."""
     model = platform.capacity
     if model is None:
         return np.full((samples, platform.horizon), platform.C, dtype=np.int64)
     last = platform.C if last_capacity is None else last_capacity
-    return model.paths(platform.seed, round_, last, platform.horizon, samples, current_capacity)
+    return model.at_level(level).paths(platform.seed, round_, last, platform.horizon, samples, current_capacity)
 
 
 def literal_failure(platform: Platform, round_: int, residuals: list[Residual], concurrency: int,
                     start: int, duration: int, samples: int, last_capacity: int | None = None,
-                    current_capacity: int | None = None) -> float:
+                    current_capacity: int | None = None, level: float | None = None) -> float:
     """Fraction of samples in which a new job (start offset `start`, `duration`) is evicted or cancelled."""
-    cap = capacity_paths(platform, round_, samples, last_capacity, current_capacity)
+    cap = capacity_paths(platform, round_, samples, last_capacity, current_capacity, level)
     idx = sampled_outcomes(platform, round_, residuals, samples)
     k = len(residuals)
     s = np.empty((samples, k + 1), dtype=np.int64)

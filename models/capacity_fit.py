@@ -28,6 +28,9 @@ PERSISTENCE_LAGS = 8  # phi matches the autocorrelation over this many lags (1: 
 CAPACITY_MODELS = ("fixed", "forecast")
 MIN_COMPONENT_WEIGHT = 1e-6  # mixture components lighter than this are dropped (their weights would not be positive)
 MIN_FIT_ROWS = 3
+LEVEL_WEIGHTS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)  # the grid `fit_level_weight` chooses lam from
+LEVEL_HORIZON = PERSISTENCE_LAGS  # its forecast error counts 1..this many steps ahead
+LevelWeight = float | str  # lam in [0, 1), or "fit" (chosen on the fit rows by `fit_level_weight`)
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,44 @@ def fit_capacity_model(capacity: np.ndarray, quantile: float = DEFAULT_QUANTILE,
                          quantile=quantile)
 
 
+def level_path(y: np.ndarray, mean: float, lam: float) -> np.ndarray:
+    """mu[t] for t = 0..n: mu_0 = mean, mu_t = (1 - lam) mu_{t-1} + lam y_{t-1} (the engine's level, unclamped:
+    every y lies in [low, high] on the fit rows)."""
+    mu = np.empty(y.size + 1, dtype=np.float64)
+    mu[0] = mean
+    for t in range(1, y.size + 1):
+        mu[t] = (1.0 - lam) * mu[t - 1] + lam * y[t - 1]
+    return mu
+
+
+def level_forecast_error(y: np.ndarray, mean: float, phi: float, lam: float, horizon: int = LEVEL_HORIZON) -> float:
+    """Mean squared error of the k-step forecasts, k = 1..horizon, from every origin t >= 1 of the rows:
+    C_{t-1+k} is forecast as mu_t + phi^k (y_{t-1} - mu_t), the AR(1)'s conditional mean about the level mu_t."""
+    mu = level_path(y, mean, lam)
+    err = 0.0
+    count = 0
+    for k in range(1, horizon + 1):
+        t = np.arange(1, y.size - k + 1)  # origins whose target y_{t-1+k} exists
+        if t.size == 0:
+            break
+        forecast = mu[t] + phi**k * (y[t - 1] - mu[t])
+        err += float(np.sum((y[t - 1 + k] - forecast) ** 2))
+        count += t.size
+    return err / count if count else 0.0
+
+
+def fit_level_weight(y: np.ndarray, phi: float, grid: tuple[float, ...] = LEVEL_WEIGHTS) -> float:
+    """lam of the grid with the least `level_forecast_error` on the second half of the rows, the level starting
+    there at the first half's mean (the held-out protocol inside the fit rows: scored in-sample, the rows' own mean
+    would always win); the smallest lam on a tie."""
+    y = np.asarray(y, dtype=np.float64)
+    half = y.size // 2
+    if half < 1 or y.size - half < 2:
+        return 0.0
+    errors = [level_forecast_error(y[half:], float(y[:half].mean()), phi, lam) for lam in grid]
+    return grid[int(np.argmin(errors))]
+
+
 def persistence(y: np.ndarray, lags: int) -> float:
     """phi in [0, 0.99] minimising sum_{k=1..lags} (acf(k) - phi^k)^2 (bounded scalar minimisation)."""
     import warnings
@@ -169,16 +210,23 @@ def discretise_mixture(weights: np.ndarray, means: np.ndarray, sds: np.ndarray,
 
 
 def with_capacity(workload: Workload, spec: str, model: str, scale: float | None = None,
-                  quantile: float = DEFAULT_QUANTILE, start: int = 0, fit_rows: int = 0) -> Workload:
+                  quantile: float = DEFAULT_QUANTILE, start: int = 0, fit_rows: int = 0,
+                  level_weight: LevelWeight = 0.0) -> Workload:
     """The workload with realized capacity from the series, and with `forecast` the model fitted to it.
 
     fit_rows = 0 (in-sample): the model is fitted to the whole scaled series, and round t is row start + t,
     wrapping around at the end. fit_rows = F > 0 (held out): the scale makes the mean of rows [0, F) equal C, the
     model is fitted to those rows only, and round t is row F + (start + t) mod (n - F), so the run plays rows the
     fit never saw. `fixed` keeps C (the series' mean, over the same rows the scale uses) in the oracle and prices.
+    level_weight (forecast only): the model's mean tracks the feed with this lam; "fit" chooses lam on the fitted
+    rows (`fit_level_weight`); 0 is the fixed mean.
     """
     if model not in CAPACITY_MODELS:
         raise ValueError(f"--capacity-model {model!r} is not one of {', '.join(CAPACITY_MODELS)}")
+    if isinstance(level_weight, str) and level_weight != "fit":
+        raise ValueError(f"--capacity-level-weight {level_weight!r} is neither a number in [0, 1) nor 'fit'")
+    if not isinstance(level_weight, str) and not 0.0 <= level_weight < 1.0:
+        raise ValueError(f"--capacity-level-weight {level_weight} is outside [0, 1)")
     series = read_series(spec)
     if fit_rows and not MIN_FIT_ROWS <= fit_rows < series.raw.size:
         raise ValueError(f"--capacity-fit-rows {fit_rows}: {spec} has {series.raw.size} rows; fit on "
@@ -192,6 +240,10 @@ def with_capacity(workload: Workload, spec: str, model: str, scale: float | None
     platform: Platform = workload.platform
     if model == "forecast":
         fitted = _fit_cached(tuple(int(c) for c in fitted_rows), quantile)
+        lam = _fit_level_cached(tuple(int(c) for c in fitted_rows), fitted.phi) \
+            if level_weight == "fit" else float(level_weight)
+        if lam:
+            fitted = CapacityModel.model_validate({**fitted.model_dump(), "level_weight": lam})
         platform = Platform.model_validate({**platform.model_dump(), "capacity": fitted.model_dump()})
     rolled = np.roll(played, -(start % played.size))
     return replace(workload, platform=platform, capacity=tuple(int(c) for c in rolled))
@@ -200,3 +252,8 @@ def with_capacity(workload: Workload, spec: str, model: str, scale: float | None
 @lru_cache(maxsize=32)
 def _fit_cached(capacity: tuple[int, ...], quantile: float) -> CapacityModel:
     return fit_capacity_model(np.array(capacity, dtype=np.int64), quantile=quantile)
+
+
+@lru_cache(maxsize=32)
+def _fit_level_cached(capacity: tuple[int, ...], phi: float) -> float:
+    return fit_level_weight(np.array(capacity, dtype=np.float64), phi)

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, positive_float, probability
+from cli.args import add_output_arguments, bounded_int, level_weight, positive_float, probability
 from cli.commands.jobs import DEFAULT_ATTEMPTS
 from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
@@ -57,7 +57,8 @@ def register(sub: Any) -> None:
 
 
 def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
-    """--capacity-series, --capacity-model, --capacity-scale, --capacity-quantile (docs/capacity-model.md)."""
+    """--capacity-series, --capacity-model, --capacity-scale, --capacity-quantile, --capacity-level-weight
+    (docs/capacity-model.md)."""
     p.add_argument("--capacity-series", metavar="PATH[:KEY]",
                    help="realized capacity per round from a CSV: KEY is a column of a wide CSV or a VM type "
                         "(Column1) of the long-format Azure capacity files; round t is row t")
@@ -69,6 +70,9 @@ def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--capacity-quantile", type=probability, default=None, metavar="Q",
                    help="with --capacity-model forecast: the quantile of the stationary capacity that replaces C in "
                         "the prices' C' (default 0.3)")
+    p.add_argument("--capacity-level-weight", type=level_weight, default=None, metavar="LAM|fit",
+                   help="with --capacity-model forecast: the model's mean tracks the feed, mu_t = (1 - LAM) mu_{t-1} "
+                        "+ LAM C_{t-1}; 'fit' chooses LAM on the fit rows (default 0: the fixed mean)")
     p.add_argument("--capacity-start", type=bounded_int(0), default=None, metavar="ROW",
                    help="round 0 is this row of the series (default 0; rows wrap around at the end)")
     p.add_argument("--capacity-fit-rows", type=bounded_int(0), default=None, metavar="F",
@@ -81,9 +85,12 @@ def capacity_options(args: argparse.Namespace) -> None:
     if args.capacity_series:
         if args.capacity_quantile is not None and args.capacity_model != "forecast":
             raise ValueError(f"--capacity-quantile {args.capacity_quantile} needs --capacity-model forecast")
+        if args.capacity_level_weight is not None and args.capacity_model != "forecast":
+            raise ValueError(f"--capacity-level-weight {args.capacity_level_weight} needs --capacity-model forecast")
         return
     for flag, value in (("--capacity-model", args.capacity_model), ("--capacity-scale", args.capacity_scale),
                         ("--capacity-quantile", args.capacity_quantile), ("--capacity-start", args.capacity_start),
+                        ("--capacity-level-weight", args.capacity_level_weight),
                         ("--capacity-fit-rows", getattr(args, "capacity_fit_rows", None)),
                         ("--capacity-stride", getattr(args, "capacity_stride", None))):
         if value is not None:
@@ -101,7 +108,8 @@ def apply_capacity(args: argparse.Namespace, workload: Workload, run: int = 0) -
     q = DEFAULT_QUANTILE if args.capacity_quantile is None else args.capacity_quantile
     start = (args.capacity_start or 0) + run * (getattr(args, "capacity_stride", None) or 0)
     return with_capacity(workload, args.capacity_series, args.capacity_model or "fixed", args.capacity_scale, q,
-                         start=start, fit_rows=getattr(args, "capacity_fit_rows", None) or 0)
+                         start=start, fit_rows=getattr(args, "capacity_fit_rows", None) or 0,
+                         level_weight=0.0 if args.capacity_level_weight is None else args.capacity_level_weight)
 
 
 def capacity_summary(workload: Workload, args: argparse.Namespace) -> dict[str, Any] | None:

@@ -52,6 +52,31 @@ def test_capacity_reports_are_logged_and_replayed_to_the_identical_digest(tmp_pa
         again.stop(0)
 
 
+def test_an_adaptive_level_is_rebuilt_by_replay_to_the_identical_digest(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    levelled = {**PLATFORM, "capacity": MODEL.model_copy(update={"level_weight": 0.5}).model_dump(mode="json")}
+    srv = start(store, levelled)
+    try:
+        op, acme = client(srv), client(srv, ACME)
+        acme.submit("j1", sow(concurrency=2))
+        op.report_capacity(0, 4)
+        op.advance()
+        op.report_capacity(1, 3)
+        acme.submit("j2", sow(concurrency=2))
+        op.advance()
+        level = srv.scheduler.engine.capacity_level
+        before = op.status()
+    finally:
+        srv.stop(0)
+    assert level == 0.5 * (0.5 * 8.0 + 0.5 * 4) + 0.5 * 3
+    again = start(store, levelled)
+    try:
+        assert again.scheduler.replayed == 6
+        assert again.scheduler.engine.capacity_level == level and client(again).status() == before
+    finally:
+        again.stop(0)
+
+
 @pytest.mark.parametrize(("round_", "capacity", "code", "match"), [
     (0, -1, "INVALID_ARGUMENT", r"capacity=-1 is outside \[0, 1000000\]"),
     (0, 2_000_000, "INVALID_ARGUMENT", "outside"),

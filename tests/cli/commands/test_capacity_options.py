@@ -33,6 +33,15 @@ def test_simulate_with_held_out_rows_plays_only_the_rows_after_the_fit(capsys: p
     assert result["capacity"]["rows"] == 336 - 168 and result["capacity"]["fitted"]["high"] >= 1
 
 
+@pytest.mark.parametrize(("value", "want"), [("fit", 0.02), ("0.3", 0.3)])  # 2019 t7str's first week fits 0.02
+def test_simulate_with_a_level_weight_reports_it_in_the_fitted_model(value: str, want: float,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--workload", "overload", "--load", "0.3", "--no-offline", "--json",
+                 "--capacity-series", SERIES, "--capacity-model", "forecast", "--capacity-fit-rows", "168",
+                 "--capacity-level-weight", value]) == 0
+    assert json.loads(capsys.readouterr().out)["capacity"]["fitted"]["level_weight"] == want
+
+
 def test_calibrate_json_keeps_its_keys(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["calibrate", "--workload", "overload", "--seeds", "2", "--rounds", "4", "--json",
                  "--capacity-series", SERIES, "--capacity-model", "forecast", "--capacity-stride", "13"]) == 0
@@ -51,6 +60,9 @@ def test_calibrate_json_keeps_its_keys(capsys: pytest.CaptureFixture[str]) -> No
     ("simulate", ["--capacity-series", SERIES, "--capacity-fit-rows", "336"],
      "--capacity-fit-rows 336: .* has 336 rows; fit on 3 to 335 of them"),
     ("calibrate", ["--capacity-series", "/nonexistent.csv:x"], "cannot read"),
+    ("simulate", ["--capacity-level-weight", "0.2"], "--capacity-level-weight 0.2 needs --capacity-series"),
+    ("simulate", ["--capacity-series", SERIES, "--capacity-level-weight", "fit"],
+     "--capacity-level-weight fit needs --capacity-model forecast"),
 ])
 def test_bad_capacity_options_exit_2_with_one_line(command: str, flags: list[str], match: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
@@ -66,6 +78,13 @@ def test_a_quantile_outside_0_1_is_refused_by_the_parser(value: str, capsys: pyt
     with pytest.raises(SystemExit) as info:
         main(["simulate", "--workload", "toy", "--capacity-quantile", value])
     assert info.value.code == 2 and "--capacity-quantile" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["1", "-0.1", "x"])
+def test_a_level_weight_outside_0_1_is_refused_by_the_parser(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", "--workload", "toy", "--capacity-level-weight", value])
+    assert info.value.code == 2 and "--capacity-level-weight" in capsys.readouterr().err
 
 
 def test_a_written_workload_file_replays_the_capacity_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

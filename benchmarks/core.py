@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from cli.args import bounded_int, int_list
+from cli.args import bounded_int, int_list, level_weight
 from mechanism.capacity import CapacityModel
 from mechanism.engine import Engine
 from mechanism.failure_literal import literal_failure
@@ -31,6 +31,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the random SoWs and of the platform")
     p.add_argument("--no-capacity", action="store_true",
                    help="skip the quote-latency run with a forecast capacity model (at the largest --jobs)")
+    p.add_argument("--capacity-level-weight", type=fixed_level_weight, default=0.0,
+                   help="the forecast capacity model's adaptive level weight lam in [0, 1) (default 0: a fixed mean)")
+
+
+def fixed_level_weight(text: str) -> float:
+    """An argparse type: lam in [0, 1) (no series here to fit it on)."""
+    value = level_weight(text)
+    if isinstance(value, str):
+        raise argparse.ArgumentTypeError("'fit' needs a capacity series; give lam in [0, 1)")
+    return value
 
 
 def bench_platform(seed: int, samples: int | None) -> Platform:
@@ -38,9 +48,10 @@ def bench_platform(seed: int, samples: int | None) -> Platform:
                     samples=samples)
 
 
-def forecast_capacity(p: Platform) -> Platform:
+def forecast_capacity(p: Platform, level_weight: float = 0.0) -> Platform:
     """The bench platform with an AR(1) capacity model around C: phi 0.8, a 24-point error law of two normal
-    components (sd 8 nodes w.p. 0.9, a drop of about 40 nodes w.p. 0.1), capacity at most C + 100."""
+    components (sd 8 nodes w.p. 0.9, a drop of about 40 nodes w.p. 0.1), capacity at most C + 100; with
+    `level_weight` > 0 its mean is a level that tracks the realized capacity (docs/model.md 10.1)."""
     from scipy.special import ndtri
 
     z = ndtri((np.arange(12) + 0.5) / 12)
@@ -48,7 +59,7 @@ def forecast_capacity(p: Platform) -> Platform:
     weights = [0.9 / 12 if e > -25 else 0.1 / 12 for e in errors]  # the two components barely overlap
     weights[-1] = 1.0 - sum(weights[:-1])
     model = CapacityModel(mean=float(p.C), phi=0.8, errors=tuple(float(e) for e in errors), weights=tuple(weights),
-                          high=p.C + 100)
+                          high=p.C + 100, level_weight=level_weight)
     return p.model_copy(update={"capacity": model})
 
 
@@ -203,10 +214,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     big = max(runs, key=lambda r: r["active_jobs"])
     capacity: dict[str, Any] = {}
     if not getattr(args, "no_capacity", False):
-        q = forecast_capacity(p)
+        q = forecast_capacity(p, float(getattr(args, "capacity_level_weight", 0.0)))
         warm_up(q, args.seed)
         c = quote_latency(q, big["active_jobs"], args.quotes, args.seed)
-        capacity = {"capacity_run": c, "capacity_quote_p50_ms": c["quote_p50_ms"],
+        lam = q.capacity.level_weight if q.capacity else 0.0
+        capacity = {"capacity_run": c, "capacity_level_weight": lam, "capacity_quote_p50_ms": c["quote_p50_ms"],
                     "capacity_quote_p99_ms": c["quote_p99_ms"],
                     "capacity_p50_ratio": c["quote_p50_ms"] / big["quote_p50_ms"]}
     lit = literal_speedup(p, args.literal_jobs, args.literal_candidates, args.seed)
@@ -229,7 +241,8 @@ def table(r: dict[str, Any]) -> str:
         lines.append(f"{x['active_jobs']:>12} {x['quote_p50_ms']:>13.1f} {x['quote_p99_ms']:>13.1f} "
                      f"{x['oracle_prepare_ms']:>15.1f} {x['round_advance_ms']:>11.1f} "
                      f"{x['state_pickle_ms']:>16.1f} {x['state_pickle_bytes'] / 1024:>11.0f}   forecast capacity "
-                     f"(AR(1), 24 error points): quote p50 {r['capacity_p50_ratio']:.2f}x fixed C")
+                     f"(AR(1), 24 error points, lam {r['capacity_level_weight']:g}): "
+                     f"quote p50 {r['capacity_p50_ratio']:.2f}x fixed C")
     lines.append(f"literal App. F ({r['literal_jobs']} jobs, {r['literal_candidates_timed']} candidates timed): "
                  f"{r['literal_per_candidate_s']:.2f} s per (s, d); all {96 * 48} candidates ~"
                  f"{r['literal_all_candidates_s_extrapolated']:.0f} s vs {r['fast_all_candidates_s']:.3f} s fast "

@@ -48,3 +48,18 @@ def test_bench_capacity_with_a_level_weight_changes_only_the_forecast_runs() -> 
     assert levelled["rows"][0]["welfares"] == base["rows"][0]["welfares"]  # fixed C: the same runs
     assert levelled["rows"][1]["d_welfare"] == [
         b - a for a, b in zip(levelled["rows"][0]["welfares"], levelled["rows"][1]["welfares"], strict=True)]
+
+
+def test_bench_core_times_quotes_with_an_adaptive_capacity_level() -> None:
+    args = argparse.Namespace(jobs="20", quotes=3, literal_jobs=5, literal_candidates=1, samples=300, seed=1,
+                              no_capacity=False, capacity_level_weight=0.3)
+    r = core.run(args)
+    assert r["capacity_level_weight"] == 0.3 and r["capacity_run"]["active_jobs"] == 20
+    assert "lam 0.3" in core.table(r)
+
+
+def test_bench_core_refuses_a_level_weight_to_fit_or_out_of_bounds() -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="'fit' needs a capacity series"):
+        core.fixed_level_weight("fit")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"1.0 must lie in \[0, 1\)"):
+        core.fixed_level_weight("1")

@@ -176,6 +176,11 @@ def test_truthful_plan_is_never_beaten_by_a_misreport_under_per_round_capacity_p
         if rng.random() < 0.3:
             e.advance()
     e.report_capacity(e.now, drop)
+    assert_no_misreport_wins(e, p, rng)
+
+
+def assert_no_misreport_wins(e: Engine, p: Platform, rng: np.random.Generator) -> None:
+    """A random true SoW's plan earns, at its true law, at least what a random misreport's plan earns."""
     truth = random_sow(rng, p, max_outcomes=4)
     lie = random_sow(rng, p, max_outcomes=4, concurrency=int(rng.integers(1, truth.concurrency + 1)))
     menu = e.current_menu()

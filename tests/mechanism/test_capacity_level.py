@@ -14,13 +14,10 @@ from mechanism.engine import Engine
 from mechanism.failure import MonteCarloOracle
 from mechanism.failure_exact import ExactOracle
 from mechanism.failure_literal import literal_failure
-from mechanism.launch_plan import FailureEstimates, LaunchPlan, choose_plan
 from mechanism.platform import Platform, hoeffding_radius
-from mechanism.sow import SoW
 from tests.conftest import random_sow, small_platform
-from tests.mechanism.test_capacity import exact_quantiles, model
+from tests.mechanism.test_capacity import assert_no_misreport_wins, exact_quantiles, model
 from tests.mechanism.test_failure import random_residuals
-from tests.mechanism.test_truthfulness import true_utility
 
 
 def levelled(lam: float = 0.5, **kw: object) -> CapacityModel:
@@ -196,13 +193,4 @@ def test_truthful_plan_is_never_beaten_by_a_misreport_with_an_adaptive_level(see
             e.report_capacity(e.now, int(rng.integers(0, 7)))
             e.advance()
     e.report_capacity(e.now, drop)
-    truth = random_sow(rng, p, max_outcomes=4)
-    lie = random_sow(rng, p, max_outcomes=4, concurrency=int(rng.integers(1, truth.concurrency + 1)))
-    menu = e.current_menu()
-
-    def plan_for(sow: SoW) -> LaunchPlan:
-        est = FailureEstimates.from_raw(e._current_oracle().estimates(sow.concurrency), p.failure_threshold)
-        return choose_plan(sow, e.now, menu, est)
-
-    honest = true_utility(plan_for(truth), truth, truth, e, menu)
-    assert honest >= true_utility(plan_for(lie), lie, truth, e, menu) - 1e-9 * max(1.0, abs(honest))
+    assert_no_misreport_wins(e, p, rng)

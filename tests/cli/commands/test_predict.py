@@ -68,12 +68,17 @@ def test_hpc_prediction_driven_schedulers(scheduler: str, tmp_path: Path, capsys
     assert out["scheduler"] == scheduler and out["jobs"] == 40 and out["cleaning"] == "predictsim"
 
 
-def test_hpc_refuses_a_risk_out_of_bounds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--risk", "2", "2.0 is outside the bounds [0, 1]"),
+    ("--window", "5", "argument --window: 5 is below the bound 10"),
+])
+def test_hpc_refuses_an_easy_learned_option_out_of_bounds(option: str, value: str, message: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
     trace = write_trace(tmp_path)
     with pytest.raises(SystemExit) as exc:
-        main(["hpc", "--trace", str(trace), "--scheduler", "easy-learned", "--risk", "2"])
+        main(["hpc", "--trace", str(trace), "--scheduler", "easy-learned", option, value])
     assert exc.value.code == 2
-    assert "2.0 is outside the bounds [0, 1]" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
 
 
 def test_hpc_window_sets_the_engines_training_window(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -82,10 +87,3 @@ def test_hpc_window_sets_the_engines_training_window(tmp_path: Path, capsys: pyt
     out = json.loads(capsys.readouterr().out)
     assert out["details"]["engine"]["window"] == 20
 
-
-def test_hpc_refuses_a_window_below_ten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    trace = write_trace(tmp_path)
-    with pytest.raises(SystemExit) as exc:
-        main(["hpc", "--trace", str(trace), "--scheduler", "easy-learned", "--window", "5"])
-    assert exc.value.code == 2
-    assert "--window" in capsys.readouterr().err

@@ -14,9 +14,8 @@ from mechanism.platform import Platform
 def unit_price(y: np.ndarray | float, platform: Platform, capacity: np.ndarray | None = None) -> np.ndarray:
     """p(y) = (4 H D_m)^(y / C') / (2 D_m)   (eq. 7); `capacity` gives C' per round (docs/model.md 10.4)."""
     log_base = math.log(4.0 * platform.H * platform.D_m)
-    if capacity is not None:
-        return np.exp(np.asarray(y, dtype=np.float64) * (log_base / capacity)) / (2.0 * platform.D_m)
-    return np.exp(np.asarray(y, dtype=np.float64) * (log_base / platform.sim_capacity)) / (2.0 * platform.D_m)
+    c_prime = platform.sim_capacity if capacity is None else capacity
+    return np.exp(np.asarray(y, dtype=np.float64) * (log_base / c_prime)) / (2.0 * platform.D_m)
 
 
 class PriceMenu(Protocol):

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from scipy import stats
 
-FloatArray = NDArray[np.float64]
+from models.arrays import FloatArray
 
 
 @runtime_checkable

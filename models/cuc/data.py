@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
+from models.arrays import FloatArray
+
 COLUMNS = ("TimeStamp", "Column1", "TotalCores")
 
 

@@ -9,10 +9,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from models.arrays import IntArray
 from models.cuc.problem import UNSCHEDULED, Jobs
 from models.highs import quiet_highs
-
-IntArray = NDArray[np.int64]
 
 
 @dataclass(frozen=True)

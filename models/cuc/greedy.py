@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from models.arrays import IntArray
 from models.cuc.problem import UNSCHEDULED, Jobs
 
-IntArray = NDArray[np.int64]
 ORDERS = ("ratio", "value")  # Alg. 3 line 1 as the seed writes it (c_i / d_i), or by the utility c_i d_i
 
 

@@ -15,12 +15,11 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.typing import NDArray
 
+from models.arrays import FloatArray
 from models.cuc.jobs import JobConfig, generate_jobs
 from models.cuc.problem import Jobs
 
-FloatArray = NDArray[np.float64]
 FORECASTERS = ("tsdec", "ar1")
 ERROR_SETS = ("full", "newest")  # the law's errors: whole inner windows (o' + T <= o), or per step the newest seen
 PERIOD = 24  # hours: the daily season of the capacity series

@@ -10,15 +10,15 @@ from typing import Any
 
 import numpy as np
 
+from models.arrays import FloatArray, IntArray
 from models.cuc.exact import solve_exact
 from models.cuc.greedy import ORDERS, greedy_schedule
 from models.cuc.jobs import JobConfig
-from models.cuc.problem import IntArray, utility, utility_ratio, violation_rate
+from models.cuc.problem import utility, utility_ratio, violation_rate
 from models.cuc.protocol import (
     ERROR_SETS,
     FORECASTERS,
     ErrorLaw,
-    FloatArray,
     ForecastBank,
     Sample,
     Split,

@@ -7,13 +7,11 @@ from dataclasses import dataclass
 from typing import Self
 
 import numpy as np
-from numpy.typing import NDArray
 
+from models.arrays import FloatArray, IntArray
 from models.forecast.errors import ErrorModel, NormalErrors
-from models.forecast.series import FloatArray, Series
+from models.forecast.series import Series
 from models.predictive import Predictive
-
-IntArray = NDArray[np.int64]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Protocol, Self
 import numpy as np
 from scipy import stats
 
-from models.forecast.series import FloatArray
+from models.arrays import FloatArray
 from models.predictive import Empirical, Mixture, Normal, Predictive, SkewNormal
 
 

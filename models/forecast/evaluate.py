@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.arrays import FloatArray
 from models.forecast.base import Ahead, Forecaster, LocationScale
 from models.forecast.registry import ModelSpec
 from models.forecast.scores import Score, adjust, survival, utilization
-from models.forecast.series import FloatArray, Series, aggregate
+from models.forecast.series import Series, aggregate
 
 TRAIN_POLICIES = ("offline", "online")
 ONLINE_SIZES = ("fixed", "growing")

@@ -13,8 +13,9 @@ from typing import Self
 
 import numpy as np
 
-from models.forecast.base import Ahead, Forecaster, IntArray
-from models.forecast.series import FloatArray, Series
+from models.arrays import FloatArray, IntArray
+from models.forecast.base import Ahead, Forecaster
+from models.forecast.series import Series
 from models.predictive import Discrete, Predictive
 
 PARTITIONS = ("quantile", "fixed")

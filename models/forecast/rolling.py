@@ -5,11 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
-from models.forecast.series import FloatArray
-
-IntArray = NDArray[np.int64]
+from models.arrays import FloatArray, IntArray
 
 
 @dataclass(frozen=True)

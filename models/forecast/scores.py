@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from models.forecast.series import FloatArray
+from models.arrays import FloatArray
 
 
 def _rooms(u: ArrayLike, actual: ArrayLike, granularity: float) -> tuple[FloatArray, FloatArray]:

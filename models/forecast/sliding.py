@@ -6,9 +6,10 @@ from typing import Self
 
 import numpy as np
 
-from models.forecast.base import Ahead, Forecaster, IntArray
+from models.arrays import FloatArray, IntArray
+from models.forecast.base import Ahead, Forecaster
 from models.forecast.errors import ErrorModel, GMMErrors
-from models.forecast.series import FloatArray, Series
+from models.forecast.series import Series
 from models.predictive import Predictive
 
 

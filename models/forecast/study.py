@@ -7,9 +7,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from models.arrays import FloatArray
 from models.forecast.evaluate import Protocol, evaluate
 from models.forecast.registry import ModelSpec
-from models.forecast.series import FloatArray
 from models.forecast.tradeoff import curve_points, dominated_area, plot_curves, rank, reference_ok
 
 

@@ -12,9 +12,10 @@ from typing import Self
 
 import numpy as np
 
-from models.forecast.base import Ahead, IntArray, LocationScale
+from models.arrays import FloatArray, IntArray
+from models.forecast.base import Ahead, LocationScale
 from models.forecast.errors import ErrorModel
-from models.forecast.series import FloatArray, Series
+from models.forecast.series import Series
 
 DECOMPOSITIONS = ("stl", "classical")
 

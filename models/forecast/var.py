@@ -7,10 +7,11 @@ from typing import Self
 
 import numpy as np
 
-from models.forecast.base import Ahead, IntArray, LocationScale
+from models.arrays import FloatArray, IntArray
+from models.forecast.base import Ahead, LocationScale
 from models.forecast.errors import ErrorModel, NormalErrors
 from models.forecast.rolling import rolling_ols
-from models.forecast.series import FloatArray, Series
+from models.forecast.series import Series
 from models.predictive import Normal, Predictive
 
 

@@ -30,7 +30,8 @@ import numpy as np
 from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
-from models.planning.history import Estimator, IntArray, estimates, pair_samples
+from models.arrays import IntArray
+from models.planning.history import Estimator, estimates, pair_samples
 from models.planning.plan import Plan, SolveParams, Status, peak_load, relative_gap
 from models.planning.problem import Problem
 

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from models.planning.history import IntArray, pair_samples
+from models.arrays import IntArray
+from models.planning.history import pair_samples
 from models.planning.plan import Plan, peak_load
 from models.planning.problem import Problem
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from numpy.typing import NDArray
 
+from models.arrays import IntArray
 from models.planning.problem import Problem
 from models.predictive import Discrete
 
 Estimator = Literal["p50", "p75", "p100", "mode"]
 ESTIMATORS: tuple[Estimator, ...] = ("p50", "p75", "p100", "mode")
-IntArray = NDArray[np.int64]
 
 
 def empirical(histories: list[tuple[int, ...]]) -> Discrete:

@@ -27,8 +27,9 @@ from typing import Any
 import highspy
 import numpy as np
 
+from models.arrays import IntArray
 from models.highs import quiet_highs
-from models.planning.history import Estimator, IntArray, estimates
+from models.planning.history import Estimator, estimates
 from models.planning.plan import Plan, SolveParams, Status, peak_load, relative_gap
 from models.planning.problem import Problem
 

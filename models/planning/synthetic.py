@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.planning.history import IntArray
+from models.arrays import IntArray
 from models.planning.problem import Job, Problem
 
 DURATION = (10, 30)

@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from models.arrays import IntArray
 from models.planning import cpsat
 from models.planning.execution import Evaluation, evaluate, execute
-from models.planning.history import IntArray, pair_samples
+from models.planning.history import pair_samples
 from models.planning.plan import Plan, SolveParams
 from models.planning.problem import Job, Problem
 from models.simulation import Workload, WorkloadJob

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-FloatArray = NDArray[np.float64]
+from models.arrays import FloatArray
 
 
 def quantile_edges(durations: ArrayLike, bins: int) -> FloatArray:

@@ -7,12 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from numpy.typing import NDArray
 
+from models.arrays import IntArray
 from models.hpc.jobs import Workload
 from models.hpc.swf import SwfRecord, clean_records, read_swf
-
-IntArray = NDArray[np.int64]
 
 
 @dataclass(frozen=True)

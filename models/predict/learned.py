@@ -19,7 +19,8 @@ from typing import Any, Literal, Self
 import numpy as np
 from numpy.typing import NDArray
 
-from models.predict.bins import FloatArray, check_edges, discretise, quantile_edges, within_bin_atoms
+from models.arrays import FloatArray
+from models.predict.bins import check_edges, discretise, quantile_edges, within_bin_atoms
 from models.predict.history import History
 from models.predict.jobs import JobTable
 from models.predictive import Discrete

@@ -111,7 +111,7 @@ def aggregate(jobs: Jobs) -> Jobs:
     sum_t y_kt <= sum_i c_i splits back proportionally), and it has at most 6 x 24 x 24 columns whatever N."""
     key = (jobs.d * (jobs.T + 1) + jobs.e) * (jobs.T + 1) + jobs.last_start
     _, first, cls = np.unique(key, return_index=True, return_inverse=True)
-    c = np.bincount(cls.ravel(), weights=jobs.c, minlength=first.size)
+    c = np.bincount(cls.ravel(), weights=jobs.c, minlength=first.size).astype(np.float64)
     return Jobs(c=c, d=jobs.d[first], e=jobs.e[first], l=jobs.l[first], T=jobs.T)
 
 

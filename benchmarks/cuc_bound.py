@@ -11,8 +11,17 @@ DEFAULT_CAPACITY = "../shared/data/azure-capacity/capacity_azure2017.csv"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--capacity", default=DEFAULT_CAPACITY, help="capacity CSV (default Azure 2017)")
     parser.add_argument("--vm-type", default="t1str", help="VM type (default t1str)")
+    parser.add_argument("--max-share", type=float, help="the generator's largest job as a share of the capacity "
+                        "(default: the generator's)")
     parser.add_argument("--every", type=int, default=12, help="every k-th test origin (default 12: 3 samples)")
     parser.add_argument("--time-limit", type=float, default=20.0, help="HiGHS MILP seconds per sample (default 20)")
+
+
+def _jobs(args: argparse.Namespace) -> Any:
+    from models.cuc.jobs import JobConfig
+
+    share = getattr(args, "max_share", None)
+    return JobConfig() if share is None else JobConfig(max_share=share)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -22,7 +31,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from models.cuc.data import load_capacity
     from models.cuc.exact import solve_exact
     from models.cuc.greedy import greedy_schedule
-    from models.cuc.jobs import JobConfig
     from models.cuc.problem import utility
     from models.cuc.protocol import Split, make_samples
 
@@ -31,7 +39,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     y = load_capacity(args.capacity).of(args.vm_type)
     split = Split(len(y))
     rows = []
-    for s in make_samples(y, split.test_origins, split.T, JobConfig(), 0)[::args.every]:
+    for s in make_samples(y, split.test_origins, split.T, _jobs(args), 0)[::args.every]:
         lp = solve_exact(s.jobs, s.truth, relax=True).bound
         ratio = greedy_schedule(s.jobs, s.truth, "ratio")
         milp = solve_exact(s.jobs, s.truth, time_limit=args.time_limit, hint=ratio, mip_rel_gap=1e-4)
@@ -40,6 +48,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                      "greedy_ratio_over_lp": utility(s.jobs, ratio) / lp,
                      "greedy_value_over_lp": utility(s.jobs, greedy_schedule(s.jobs, s.truth, "value")) / lp})
     return {"capacity": args.capacity, "vm_type": args.vm_type, "time_limit_s": args.time_limit, "rows": rows,
+            "max_share": _jobs(args).max_share,
             "jobs": "generated"}
 
 

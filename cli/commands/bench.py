@@ -18,6 +18,7 @@ BENCHMARKS: dict[str, str] = {
     "cli": "benchmarks.cli",
     "cuc": "benchmarks.cuc",
     "cuc_bound": "benchmarks.cuc_bound",
+    "cuc_jobs": "benchmarks.cuc_jobs",
     "forecast": "benchmarks.forecast",
     "planning": "benchmarks.planning",
     "predict": "benchmarks.predict",

@@ -19,8 +19,8 @@ DEFAULT_FILES = ("capacity_azure2017.csv", "capacity_azure2019.csv")
 def _generator(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--demand-multiple", type=positive_float, default=1.5,
                         help="generated jobs' total demand over the scope's capacity-hours (default 1.5)")
-    parser.add_argument("--max-share", type=probability, default=0.05,
-                        help="largest job demand as a share of the hourly capacity (default 0.05)")
+    parser.add_argument("--max-share", type=probability, default=0.002,
+                        help="largest job demand as a share of the hourly capacity (default 0.002)")
     parser.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the jobs, the GMM and BO")
     parser.add_argument("--objective", choices=("sample", "mean", "ucb"), default="sample",
                         help="BO's violation error: per sample (the seed's text), the mean rate, or its 95 %% UCB")

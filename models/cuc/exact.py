@@ -104,6 +104,24 @@ def solve_exact(jobs: Jobs, capacity: ArrayLike, time_limit: float = 30.0, mip_r
     return _extract(h, jobs, m, elapsed)
 
 
+def aggregate(jobs: Jobs) -> Jobs:
+    """One job per class of equal (d_i, e_i, ST_i), its demand the class's sum of c_i: problem (1)'s LP relaxation
+    has the same value on it (y_it = c_i X_it turns a job's columns into its class's, summed; the class's row
+    sum_t y_kt <= sum_i c_i splits back proportionally), and it has at most 6 x 24 x 24 columns whatever N."""
+    key = (jobs.d * (jobs.T + 1) + jobs.e) * (jobs.T + 1) + jobs.last_start
+    _, first, cls = np.unique(key, return_index=True, return_inverse=True)
+    c = np.bincount(cls.ravel(), weights=jobs.c, minlength=first.size).astype(np.float64)
+    return Jobs(c=c, d=jobs.d[first], e=jobs.e[first], l=jobs.l[first], T=jobs.T)
+
+
+def lp_bound(jobs: Jobs, capacity: ArrayLike) -> float:
+    """The LP bound of u* (problem (1) relaxed, HiGHS), solved on the aggregated classes: the value of
+    solve_exact(jobs, capacity, relax=True), in time independent of the number of jobs."""
+    if len(jobs) == 0:
+        return 0.0
+    return solve_exact(aggregate(jobs), capacity, relax=True).bound
+
+
 def _set_start(h: Any, m: _Model, start: NDArray[np.int64]) -> None:
     """The MIP start X_it = 1 where the hint starts job i at t."""
     x = (start[m.job] == m.hour).astype(np.float64)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from models.arrays import FloatArray, IntArray
-from models.cuc.exact import solve_exact
+from models.cuc.exact import lp_bound, solve_exact
 from models.cuc.greedy import ORDERS, greedy_schedule
 from models.cuc.jobs import JobConfig
 from models.cuc.problem import utility, utility_ratio, violation_rate
@@ -184,7 +184,7 @@ class Evaluator:
     def bound(self, sample: Sample) -> float:
         """u*_s bounded by the LP relaxation of problem (1) under the true capacity (HiGHS)."""
         if sample.origin not in self.bounds:
-            self.bounds[sample.origin] = solve_exact(sample.jobs, sample.truth, relax=True).bound
+            self.bounds[sample.origin] = lp_bound(sample.jobs, sample.truth)
         return self.bounds[sample.origin]
 
     def greedy(self, theta: Theta, samples: list[Sample], p: float, uncertain: bool = True) -> Outcome:

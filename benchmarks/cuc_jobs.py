@@ -1,0 +1,101 @@
+"""Benchmark: CUC's generated job size (max_share) against problem (1)'s size, the LP bound's and Alg. 3's time."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_FILES = ("../shared/data/azure-capacity/capacity_azure2017.csv",
+                 "../shared/data/azure-capacity/capacity_azure2019.csv")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--capacity", action="append", help="capacity CSV, repeatable (default: Azure 2017 and 2019)")
+    parser.add_argument("--vm-types", help="comma-separated VM types (default: every type of each file)")
+    parser.add_argument("--shares", default="0.05,0.01,0.005,0.002", help="max_share values (default 0.05,...,0.002)")
+    parser.add_argument("--hours", type=int, help="use the series' first N hours (264 with --train-hours 72: the "
+                        "hold-out's test origins; default: the whole series, the study's test origins)")
+    parser.add_argument("--train-hours", type=int, default=144, help="training origins (default 144)")
+    parser.add_argument("--per-job-samples", type=int, default=3,
+                        help="samples of the first type on which the per-job relaxation is timed (default 3)")
+
+
+def _shares(text: str) -> list[float]:
+    shares = []
+    for part in text.split(","):
+        value = float(part)
+        if not 0 < value <= 1:
+            raise ValueError(f"--shares={text!r}: {value} must lie in (0, 1]")
+        shares.append(value)
+    return shares
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Per (file, max_share), over the test samples of every VM type under the TRUE capacity: jobs and X_it per
+    sample, seconds of the LP bound by classes (`lp_bound`) and per job (`solve_exact(relax=True)`, on a few
+    samples), milliseconds of Alg. 3, Alg. 3's share of the LP bound (line 1 by c_i/d_i and by c_i d_i), and the
+    largest certified gap 24 max_i c_i d_i / LP (u* >= LP - 24 max_i c_i d_i, docs/cuc.md "Util's denominator")."""
+    import numpy as np
+
+    from models.cuc.data import load_capacity
+    from models.cuc.exact import lp_bound, solve_exact
+    from models.cuc.greedy import greedy_schedule
+    from models.cuc.jobs import JobConfig
+    from models.cuc.problem import utility
+    from models.cuc.protocol import Split, make_samples
+
+    shares = _shares(args.shares)
+    rows = []
+    for path in args.capacity or list(DEFAULT_FILES):
+        cap = load_capacity(path)
+        types = [t for t in args.vm_types.split(",") if t] if args.vm_types else None
+        for share in shares:
+            acc: dict[str, list[float]] = {k: [] for k in ("jobs", "cols", "lp_s", "greedy_ms", "ratio", "value",
+                                                            "gap", "lp_job_s")}
+            for k, vm in enumerate(types or cap.vm_types):
+                y = cap.of(vm)[:args.hours] if args.hours else cap.of(vm)
+                split = Split(len(y), train_hours=args.train_hours)
+                samples = make_samples(y, split.test_origins, split.T, JobConfig(max_share=share), 0)
+                greedy_schedule(samples[0].jobs, samples[0].truth, "ratio")  # numba compile: not timed
+                for j, s in enumerate(samples):
+                    tick = time.perf_counter()
+                    lp = lp_bound(s.jobs, s.truth)
+                    acc["lp_s"].append(time.perf_counter() - tick)
+                    tick = time.perf_counter()
+                    start = greedy_schedule(s.jobs, s.truth, "ratio")
+                    acc["greedy_ms"].append(1000 * (time.perf_counter() - tick))
+                    acc["jobs"].append(len(s.jobs))
+                    acc["cols"].append(float(np.maximum(s.jobs.last_start - s.jobs.e + 1, 0).sum()))
+                    acc["ratio"].append(utility(s.jobs, start) / lp)
+                    acc["value"].append(utility(s.jobs, greedy_schedule(s.jobs, s.truth, "value")) / lp)
+                    acc["gap"].append(24 * float(s.jobs.value().max()) / lp)
+                    if k == 0 and j < args.per_job_samples:
+                        tick = time.perf_counter()
+                        solve_exact(s.jobs, s.truth, relax=True)
+                        acc["lp_job_s"].append(time.perf_counter() - tick)
+            row: dict[str, Any] = {"dataset": Path(path).name.split(".")[0], "max_share": share,
+                                   "samples": len(acc["jobs"])}
+            row.update({k: float(np.mean(v)) if v else None for k, v in acc.items() if k != "gap"})
+            row["certified_gap_max"] = float(max(acc["gap"]))
+            rows.append(row)
+    return {"rows": rows, "hours": args.hours, "train_hours": args.train_hours, "jobs": "generated"}
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = ["| dataset | max_share | jobs / sample | X_it / sample | LP by classes (s) | LP per job (s) | "
+             "Alg. 3 (ms) | Alg. 3 / LP (c/d) | Alg. 3 / LP (c d) | certified gap, max |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in result["rows"]:
+        per_job = "-" if r["lp_job_s"] is None else f"{r['lp_job_s']:.3f}"
+        lines.append(f"| {r['dataset']} | {r['max_share']:g} | {r['jobs']:.0f} | {r['cols']:.0f} | {r['lp_s']:.3f} | "
+                     f"{per_job} | {r['greedy_ms']:.2f} | {100 * r['ratio']:.2f} % | {100 * r['value']:.2f} % | "
+                     f"{100 * r['certified_gap_max']:.2f} % |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    add_arguments(parser)
+    print(table(run(parser.parse_args())))

@@ -1,0 +1,26 @@
+"""The job-size benchmark on a small series: more, smaller jobs as max_share falls; ratios bounded by the LP."""
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from benchmarks import cuc_jobs
+from tests.models.cuc.test_cli import tiny_file
+
+
+def test_smaller_shares_give_more_jobs_under_the_same_bound(tmp_path: Path) -> None:
+    args = argparse.Namespace(capacity=[str(tiny_file(tmp_path))], vm_types=None, shares="0.05,0.02", hours=None,
+                              train_hours=144, per_job_samples=2)
+    out = cuc_jobs.run(args)
+    big, small = out["rows"]
+    assert (big["max_share"], small["max_share"]) == (0.05, 0.02)
+    assert small["jobs"] > 2 * big["jobs"] and small["cols"] > 2 * big["cols"]
+    for r in out["rows"]:
+        assert r["samples"] == 25
+        assert 0 < r["ratio"] <= 1 + 1e-9 and 0 < r["value"] <= 1 + 1e-9  # Alg. 3 never beats the LP bound
+        assert 0 < r["certified_gap_max"] < 1 and r["lp_job_s"] is not None
+    assert small["certified_gap_max"] < big["certified_gap_max"]  # smaller jobs: a tighter certified gap
+    assert "certified gap" in cuc_jobs.table(out)
+    with pytest.raises(ValueError, match=r"--shares='0\.05,2': 2\.0 must lie in \(0, 1\]"):
+        cuc_jobs.run(argparse.Namespace(**{**vars(args), "shares": "0.05,2"}))

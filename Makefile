@@ -47,6 +47,7 @@ bench: setup
 	$(BIN)/sowsched bench forecast --out bench-forecast.json
 	$(BIN)/sowsched bench cuc --out bench-cuc.json
 	$(BIN)/sowsched bench cuc_bound --out bench-cuc-bound.json
+	$(BIN)/sowsched bench cuc_jobs --out bench-cuc-jobs.json
 	$(BIN)/sowsched bench planning --out bench-planning.json
 
 lint: setup

@@ -21,10 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _jobs(args: argparse.Namespace) -> Any:
-    from models.cuc.jobs import JobConfig
+    from models.cuc.jobs import job_config
 
-    share = getattr(args, "max_share", None)
-    return JobConfig() if share is None else JobConfig(max_share=share)
+    return job_config(max_share=args.max_share)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -48,9 +48,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     shares = _shares(args.shares)
     rows = []
+    types = [t for t in args.vm_types.split(",") if t] if args.vm_types else None
     for path in args.capacity or list(DEFAULT_FILES):
         cap = load_capacity(path)
-        types = [t for t in args.vm_types.split(",") if t] if args.vm_types else None
         for share in shares:
             acc: dict[str, list[float]] = {k: [] for k in ("jobs", "cols", "lp_s", "greedy_ms", "ratio", "value",
                                                             "gap", "lp_job_s")}
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     acc["cols"].append(float(np.maximum(s.jobs.last_start - s.jobs.e + 1, 0).sum()))
                     acc["ratio"].append(utility(s.jobs, start) / lp)
                     acc["value"].append(utility(s.jobs, greedy_schedule(s.jobs, s.truth, "value")) / lp)
-                    acc["gap"].append(24 * float(s.jobs.value().max()) / lp)
+                    acc["gap"].append(s.jobs.T * float(s.jobs.value().max()) / lp)
                     if k == 0 and j < args.per_job_samples:
                         tick = time.perf_counter()
                         solve_exact(s.jobs, s.truth, relax=True)

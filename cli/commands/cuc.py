@@ -17,10 +17,11 @@ DEFAULT_FILES = ("capacity_azure2017.csv", "capacity_azure2019.csv")
 
 
 def _generator(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--demand-multiple", type=positive_float, default=1.5,
-                        help="generated jobs' total demand over the scope's capacity-hours (default 1.5)")
-    parser.add_argument("--max-share", type=probability, default=0.002,
-                        help="largest job demand as a share of the hourly capacity (default 0.002)")
+    parser.add_argument("--demand-multiple", type=positive_float,
+                        help="generated jobs' total demand over the scope's capacity-hours (default: the generator's, "
+                        "1.5)")
+    parser.add_argument("--max-share", type=probability,
+                        help="largest job demand as a share of the hourly capacity (default: the generator's, 0.002)")
     parser.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the jobs, the GMM and BO")
     parser.add_argument("--objective", choices=("sample", "mean", "ucb"), default="sample",
                         help="BO's violation error: per sample (the seed's text), the mean rate, or its 95 %% UCB")
@@ -78,9 +79,9 @@ def _refusing(body: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
 
 
 def _jobs(args: argparse.Namespace) -> Any:
-    from models.cuc.jobs import JobConfig
+    from models.cuc.jobs import job_config
 
-    return JobConfig(demand_multiple=args.demand_multiple, max_share=args.max_share)
+    return job_config(args.demand_multiple, args.max_share)
 
 
 def cuc(args: argparse.Namespace) -> int:

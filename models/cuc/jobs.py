@@ -33,6 +33,12 @@ class JobConfig:
             raise ValueError(f"durations [{self.min_duration}, {self.max_duration}] must satisfy 1 <= min <= max")
 
 
+
+def job_config(demand_multiple: float | None = None, max_share: float | None = None) -> JobConfig:
+    """A JobConfig with the fields given and JobConfig's own defaults for those left None (the commands' options)."""
+    default = JobConfig()
+    return JobConfig(demand_multiple=default.demand_multiple if demand_multiple is None else demand_multiple,
+                     max_share=default.max_share if max_share is None else max_share)
 def generate_jobs(reference_capacity: float, T: int, config: JobConfig, rng: np.random.Generator) -> Jobs:
     """Draw requests for one scope whose total demand reaches config.demand_multiple times T * capacity."""
     if not np.isfinite(reference_capacity) or reference_capacity <= 0:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from models.cuc.jobs import JobConfig, generate_jobs
+from models.cuc.jobs import JobConfig, generate_jobs, job_config
 
 
 def test_total_demand_reaches_the_multiple_and_stops_there() -> None:
@@ -56,3 +56,11 @@ def test_generator_refuses_bad_capacity_and_scope() -> None:
         generate_jobs(0.0, 24, JobConfig(), np.random.default_rng(0))
     with pytest.raises(ValueError, match="max_duration"):
         generate_jobs(100.0, 4, JobConfig(), np.random.default_rng(0))
+
+
+def test_job_config_keeps_the_generator_defaults_for_options_not_given() -> None:
+    assert job_config() == JobConfig()
+    assert job_config(max_share=0.05) == JobConfig(max_share=0.05)
+    assert job_config(2.0, 0.01) == JobConfig(demand_multiple=2.0, max_share=0.01)
+    with pytest.raises(ValueError, match="max_share=2"):
+        job_config(max_share=2.0)

@@ -6,6 +6,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import signal
 import sys
 import threading
@@ -360,33 +361,44 @@ def _bind(grpc_server: grpc.Server, options: ServerOptions) -> int:
 def serve_until_signalled(config: ServerConfig, options: ServerOptions, port_file: Path | None = None,
                           reload: Callable[[], ServerConfig] | None = None) -> int:
     """Run until SIGTERM or SIGINT, then shut down cleanly (the command in flight completes and is logged). With
-    `reload` (it re-reads platform.toml), SIGHUP swaps in the configuration it returns (RunningServer.reload)."""
-    done, wake, reload_asked = threading.Event(), threading.Event(), threading.Event()
+    `reload` (it re-reads platform.toml), SIGHUP swaps in the configuration it returns (RunningServer.reload).
 
-    def on_hangup(signum: int, frame: object) -> None:
-        reload_asked.set()
-        wake.set()
+    Signals reach the loop through a wake-up pipe that the interpreter writes at C level (signal.set_wakeup_fd); the
+    Python handlers do nothing. A handler that took a lock (threading.Event.set) could interrupt the main thread
+    while it held that very lock, and the loop would never wake again."""
+    readable, writable = os.pipe()
+    os.set_blocking(writable, False)  # set_wakeup_fd's requirement: a burst of signals must never block the writer
+    previous = signal.set_wakeup_fd(writable, warn_on_full_buffer=False)  # a full pipe is unread data, not loss
+    try:
+        return _serve(config, options, port_file, reload, readable)
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(readable)
+        os.close(writable)
 
+
+def _ignore(signum: int, frame: object) -> None:
+    """A Python handler that does nothing: the signal's number is already in the wake-up pipe."""
+
+
+def _serve(config: ServerConfig, options: ServerOptions, port_file: Path | None,
+           reload: Callable[[], ServerConfig] | None, wakeups: int) -> int:
     if reload is not None:  # before the replay: a SIGHUP during it is served after, not the default (terminate)
-        signal.signal(signal.SIGHUP, on_hangup)
+        signal.signal(signal.SIGHUP, _ignore)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP})  # held by the CLI until now (cli/main.py)
     running = start_server(config, options)
     if port_file is not None:
         tmp = port_file.with_suffix(port_file.suffix + ".tmp")
         tmp.write_text(str(running.port))
         tmp.replace(port_file)
-
-    def on_stop(signum: int, frame: object) -> None:
-        done.set()
-        wake.set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_stop)
-    while not done.is_set():
-        wake.wait(1.0)
-        wake.clear()
-        if reload_asked.is_set() and not done.is_set() and reload is not None:
-            reload_asked.clear()
+    stops = {signal.SIGTERM, signal.SIGINT}
+    for sig in stops:
+        signal.signal(sig, _ignore)
+    while True:
+        caught = set(os.read(wakeups, 512))  # blocks until a signal's number is written; several at once in a burst
+        if caught & stops:
+            break
+        if signal.SIGHUP in caught and reload is not None:  # one reload serves a burst of SIGHUPs
             running.reload(reload)
     log.info("signal received: shutting down", extra={"fields": {"grace_s": options.grace_seconds}})
     running.stop()

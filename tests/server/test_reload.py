@@ -394,6 +394,27 @@ def test_sighup_during_startup_in_a_row_with_bad_files_and_before_sigterm_never_
     assert "configuration reload refused" in text and "Traceback" not in text
 
 
+def test_a_burst_of_sighups_never_wedges_the_loop_the_next_reload_and_sigterm_are_still_served(
+        tmp_path: Path) -> None:
+    """A signal handler that took a lock (threading.Event.set) could interrupt the main thread while it held that
+    lock, and no reload or shutdown would ever be served again; a burst makes that interleaving likely."""
+    proc = ServerProcess(tmp_path, None, "--log-level", "info")
+    server_log = tmp_path / "server.log"
+    try:
+        port = proc.start()
+        assert proc.proc is not None
+        for _ in range(2000):
+            proc.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "configuration reloaded" in server_log.read_text())
+        proc.config.write_text("[[tenants]\n")  # broken TOML: only a reload served after the burst logs it
+        proc.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "not valid TOML" in server_log.read_text())
+        assert client(port, ACME).status().own_active_jobs == 0
+        assert proc.terminate() == 0
+    finally:
+        proc.close()
+
+
 def test_a_sighup_during_the_cli_imports_is_held_and_served_once_the_server_runs(tmp_path: Path) -> None:
     """`sowsched serve` blocks SIGHUP before importing the server (about a second), so a reload asked for then
     neither kills the process (SIGHUP's default) nor is lost."""

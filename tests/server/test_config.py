@@ -204,7 +204,7 @@ def test_a_token_file_that_is_not_a_regular_file_is_refused_at_once(tmp_path: Pa
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    reader.join(2)
+    reader.join(30)  # returns at once unless the read blocks
     if reader.is_alive():  # release the blocked open before failing
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         reader.join(2)

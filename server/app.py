@@ -364,11 +364,11 @@ def serve_until_signalled(config: ServerConfig, options: ServerOptions, port_fil
     `reload` (it re-reads platform.toml), SIGHUP swaps in the configuration it returns (RunningServer.reload).
 
     Signals reach the loop through a wake-up pipe that the interpreter writes at C level (signal.set_wakeup_fd); the
-    Python handlers do nothing. A handler that took a lock (threading.Event.set) could interrupt the main thread
-    while it held that very lock, and the loop would never wake again."""
+    Python handlers only note the signal in a dict. A handler that took a lock (threading.Event.set) could interrupt
+    the main thread while it held that very lock, and the loop would never wake again."""
     readable, writable = os.pipe()
     os.set_blocking(writable, False)  # set_wakeup_fd's requirement: a burst of signals must never block the writer
-    previous = signal.set_wakeup_fd(writable, warn_on_full_buffer=False)  # a full pipe is unread data, not loss
+    previous = signal.set_wakeup_fd(writable, warn_on_full_buffer=False)  # _Caught keeps what a full pipe drops
     try:
         return _serve(config, options, port_file, reload, readable)
     finally:
@@ -377,14 +377,27 @@ def serve_until_signalled(config: ServerConfig, options: ServerOptions, port_fil
         os.close(writable)
 
 
-def _ignore(signum: int, frame: object) -> None:
-    """A Python handler that does nothing: the signal's number is already in the wake-up pipe."""
+class _Caught:
+    """Which signals the Python handlers saw since the loop last looked: a dict written by plain item assignment,
+    which takes no lock. The pipe's bytes wake the loop; this record keeps a signal whose byte a full pipe dropped."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, bool] = {}
+
+    def handler(self, signum: int, frame: object) -> None:
+        self._seen[signum] = True
+
+    def take(self, wakeups: int) -> set[int]:
+        """Block until a signal's number is in the pipe; the signals it and the handlers reported (each once)."""
+        caught = set(os.read(wakeups, 512))  # several at once in a burst
+        return caught | {sig for sig in list(self._seen) if self._seen.pop(sig, False)}
 
 
 def _serve(config: ServerConfig, options: ServerOptions, port_file: Path | None,
            reload: Callable[[], ServerConfig] | None, wakeups: int) -> int:
+    caught = _Caught()
     if reload is not None:  # before the replay: a SIGHUP during it is served after, not the default (terminate)
-        signal.signal(signal.SIGHUP, _ignore)
+        signal.signal(signal.SIGHUP, caught.handler)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP})  # held by the CLI until now (cli/main.py)
     running = start_server(config, options)
     if port_file is not None:
@@ -393,12 +406,12 @@ def _serve(config: ServerConfig, options: ServerOptions, port_file: Path | None,
         tmp.replace(port_file)
     stops = {signal.SIGTERM, signal.SIGINT}
     for sig in stops:
-        signal.signal(sig, _ignore)
+        signal.signal(sig, caught.handler)
     while True:
-        caught = set(os.read(wakeups, 512))  # blocks until a signal's number is written; several at once in a burst
-        if caught & stops:
+        signals = caught.take(wakeups)
+        if signals & stops:
             break
-        if signal.SIGHUP in caught and reload is not None:  # one reload serves a burst of SIGHUPs
+        if signal.SIGHUP in signals and reload is not None:  # one reload serves a burst of SIGHUPs
             running.reload(reload)
     log.info("signal received: shutting down", extra={"fields": {"grace_s": options.grace_seconds}})
     running.stop()

@@ -1,16 +1,19 @@
-"""Server assembly: structured logs go to the stderr of the moment; the wall clock keeps its pace."""
+"""Server assembly: structured logs go to the stderr of the moment; the wall clock keeps its pace; no signal is
+lost on its way to the serve loop."""
 
 from __future__ import annotations
 
 import json
 import logging
 import math
+import os
+import signal
 import time
 from pathlib import Path
 
 import pytest
 
-from server.app import ServerOptions, StartupError, WallClock, setup_logging, start_server
+from server.app import ServerOptions, StartupError, WallClock, _Caught, setup_logging, start_server
 from server.config import CLOCK
 from tests.grpc_support import config
 
@@ -90,3 +93,18 @@ def test_a_round_length_the_clock_cannot_wait_is_refused_at_start_naming_the_bou
         start_server(config(), ServerOptions(store=str(tmp_path / "x.db"), listen="127.0.0.1:0", clock="wall",
                                              round_seconds=seconds))
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_signal_whose_wakeup_byte_a_full_pipe_dropped_is_still_reported_once() -> None:
+    readable, writable = os.pipe()
+    try:
+        caught = _Caught()
+        os.write(writable, bytes([signal.SIGHUP]))
+        caught.handler(signal.SIGHUP, None)
+        caught.handler(signal.SIGTERM, None)  # its byte was dropped: the pipe was full
+        assert caught.take(readable) == {signal.SIGHUP, signal.SIGTERM}
+        os.write(writable, bytes([signal.SIGHUP]))
+        assert caught.take(readable) == {signal.SIGHUP}  # each signal is reported once
+    finally:
+        os.close(readable)
+        os.close(writable)

@@ -825,8 +825,8 @@ def test_a_graceful_stop_ends_a_following_stream_at_once_with_unavailable_and_wh
                                               metadata=(("authorization", f"Bearer {OP}"),))
     time.sleep(0.3)  # the stream is open and waiting
     started = time.monotonic()
-    s.stop(10.0)
-    assert time.monotonic() - started < 5.0
+    s.stop(120.0)
+    assert time.monotonic() - started < 60.0  # far below the grace period: the open stream does not hold the stop
     events = []
     with pytest.raises(grpc.RpcError) as info:
         events.extend(stream)

@@ -57,6 +57,10 @@ def register(sub: Any) -> None:
                    help="HiGHS seconds per sample for the X+HiGHS baselines (default 0.5)")
     s.add_argument("--vm-types", help="comma-separated VM types (default: every type of each file)")
     s.add_argument("--p-levels", help="comma-separated p values for Table 3 (default 0.001,...,0.1)")
+    s.add_argument("--processes", type=bounded_int(1), default=None,
+                   help="local processes over the VM types (default: every core; 1 runs in this process); the "
+                   "pooled numbers do not depend on it")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     _generator(s)
     s.set_defaults(func=_refusing(cuc_study))
 
@@ -142,7 +146,7 @@ def cuc_study(args: argparse.Namespace) -> int:
                       exact_time_limit=args.exact_time_limit, p_levels=p_levels, vm_types=vm_types,
                       objective=args.objective, order=args.order, refit_every=args.refit_every,
                       errors=args.errors)
-    results = run_study(cfg)
+    results = run_study(cfg, processes=args.processes, progress=not args.no_progress)
     if args.json:
         print(json.dumps({"results": results, "jobs": "generated", "bo_steps": args.bo_steps, "seed": args.seed,
                           "p_levels": list(p_levels), "datasets": datasets,

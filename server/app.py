@@ -364,7 +364,7 @@ def serve_until_signalled(config: ServerConfig, options: ServerOptions, port_fil
     `reload` (it re-reads platform.toml), SIGHUP swaps in the configuration it returns (RunningServer.reload).
 
     Signals reach the loop through a wake-up pipe that the interpreter writes at C level (signal.set_wakeup_fd); the
-    Python handlers only note the signal in a dict. A handler that took a lock (threading.Event.set) could interrupt
+    Python handlers only note the signal in a set. A handler that took a lock (threading.Event.set) could interrupt
     the main thread while it held that very lock, and the loop would never wake again."""
     readable, writable = os.pipe()
     os.set_blocking(writable, False)  # set_wakeup_fd's requirement: a burst of signals must never block the writer
@@ -378,19 +378,21 @@ def serve_until_signalled(config: ServerConfig, options: ServerOptions, port_fil
 
 
 class _Caught:
-    """Which signals the Python handlers saw since the loop last looked: a dict written by plain item assignment,
-    which takes no lock. The pipe's bytes wake the loop; this record keeps a signal whose byte a full pipe dropped."""
+    """Which signals the Python handlers saw since the loop last looked: a set changed by single C calls, which
+    take no lock. The pipe's bytes wake the loop; this record keeps a signal whose byte a full pipe dropped."""
 
     def __init__(self) -> None:
-        self._seen: dict[int, bool] = {}
+        self._seen: set[int] = set()
 
     def handler(self, signum: int, frame: object) -> None:
-        self._seen[signum] = True
+        self._seen.add(signum)
 
     def take(self, wakeups: int) -> set[int]:
         """Block until a signal's number is in the pipe; the signals it and the handlers reported (each once)."""
         caught = set(os.read(wakeups, 512))  # several at once in a burst
-        return caught | {sig for sig in list(self._seen) if self._seen.pop(sig, False)}
+        noted = set(self._seen)
+        self._seen -= noted  # a signal noted in between stays for the next take
+        return caught | noted
 
 
 def _serve(config: ServerConfig, options: ServerOptions, port_file: Path | None,

@@ -49,6 +49,10 @@ class Cell:
         self.outcomes.append(outcome)
         self.time_s += seconds
 
+    def extend(self, other: Cell) -> None:
+        self.outcomes.extend(other.outcomes)
+        self.time_s += other.time_s
+
     def summary(self) -> dict[str, float]:
         u = np.concatenate([o.utility for o in self.outcomes])
         b = np.concatenate([o.bound for o in self.outcomes])
@@ -123,17 +127,11 @@ def run_study(cfg: StudyConfig, processes: int | None = 1,
             data.of(vm_type)  # an unknown type is refused before any runs
             tasks.append(TypeTask(name, path, vm_type, cfg))
     per_type = run_tasks(type_cells, tasks, processes=processes, progress=progress, desc="VM types")
-    results: dict[str, dict[str, dict[str, float]]] = {}
-    for name in cfg.datasets:
-        pooled: dict[str, Cell] = {}
-        for task, cells in zip(tasks, per_type, strict=True):
-            if task.dataset == name:
-                for method, cell in cells.items():
-                    into = pooled.setdefault(method, Cell())
-                    into.outcomes.extend(cell.outcomes)
-                    into.time_s += cell.time_s
-        results[name] = {method: cell.summary() for method, cell in pooled.items()}
-    return results
+    pooled: dict[str, dict[str, Cell]] = {name: {} for name in cfg.datasets}
+    for task, cells in zip(tasks, per_type, strict=True):
+        for method, cell in cells.items():
+            pooled[task.dataset].setdefault(method, Cell()).extend(cell)
+    return {name: {method: cell.summary() for method, cell in cells.items()} for name, cells in pooled.items()}
 
 
 def _table(results: dict[str, dict[str, dict[str, float]]], methods: list[str], title: str,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mechanism.capacity import DEFAULT_QUANTILE, CapacityModel
+from mechanism.capacity import DEFAULT_QUANTILE, MAX_CAPACITY, CapacityModel
 from mechanism.platform import Platform
 from models.simulation import Workload
 
@@ -30,6 +30,7 @@ MIN_COMPONENT_WEIGHT = 1e-6  # mixture components lighter than this are dropped 
 MIN_FIT_ROWS = 3
 LEVEL_WEIGHTS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)  # the grid `fit_level_weight` chooses lam from
 LEVEL_HORIZON = PERSISTENCE_LAGS  # its forecast error counts 1..this many steps ahead
+HIGH_SDS = 5.0  # `high` reaches this many stationary standard deviations above the mean (at least the rows' maximum)
 LevelWeight = float | str  # lam in [0, 1), or "fit" (chosen on the fit rows by `fit_level_weight`)
 
 
@@ -133,8 +134,17 @@ def fit_capacity_model(capacity: np.ndarray, quantile: float = DEFAULT_QUANTILE,
     keep = gmm.weights_ > MIN_COMPONENT_WEIGHT  # a constant stretch leaves components of weight ~1e-17
     points, weights = discretise_mixture(gmm.weights_[keep] / gmm.weights_[keep].sum(), gmm.means_.ravel()[keep],
                                          np.sqrt(gmm.covariances_.ravel()[keep]), levels)
-    return CapacityModel(mean=mean, phi=phi, errors=points, weights=weights, low=0, high=int(y.max()),
-                         quantile=quantile)
+    return CapacityModel(mean=mean, phi=phi, errors=points, weights=weights, low=0,
+                         high=upper_bound(y, mean, phi, np.asarray(points), np.asarray(weights)), quantile=quantile)
+
+
+def upper_bound(y: np.ndarray, mean: float, phi: float, errors: np.ndarray, weights: np.ndarray) -> int:
+    """`high`: max(rows' maximum, ceil(mean + HIGH_SDS sd)), sd the stationary standard deviation of the AR(1),
+    sqrt(Var e / (1 - phi^2)). The rows' maximum alone would clamp every later capacity above it, though a
+    stationary process exceeds the maximum of one stretch in the next about half the time."""
+    var_e = float(weights @ errors**2 - (weights @ errors) ** 2)
+    sd = math.sqrt(max(var_e, 0.0) / (1.0 - phi * phi))
+    return max(int(y.max()), min(math.ceil(mean + HIGH_SDS * sd - 1e-9), MAX_CAPACITY))
 
 
 def level_path(y: np.ndarray, mean: float, lam: float) -> np.ndarray:

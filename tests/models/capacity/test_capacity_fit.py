@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from models.capacity_fit import discretise_mixture, fit_capacity_model, persistence, read_series, with_capacity
+from models.capacity_fit import (
+    discretise_mixture,
+    fit_capacity_model,
+    persistence,
+    read_series,
+    upper_bound,
+    with_capacity,
+)
 from models.offline.brute import solve_brute
 from models.offline.cpsat import CpSatParams, solve_cpsat
 from models.offline.greedy import density_greedy
@@ -126,11 +133,28 @@ def test_held_out_rows_scale_and_fit_on_the_prefix_and_play_the_rest(tmp_path: P
     scaled = [int(np.floor(v * 16 / prefix_mean + 0.5)) for v in raw]
     assert held.capacity == tuple(scaled[8 + (5 + t) % 4] for t in range(4))  # rows 8.. only, wrapping within them
     assert held.platform.capacity == fit_capacity_model(np.array(scaled[:8]))  # fitted on the prefix alone
-    assert held.platform.capacity.high == max(scaled[:8])
+    m = held.platform.capacity
+    assert m.high == upper_bound(np.array(scaled[:8]), m.mean, m.phi, m.error_array, np.array(m.weights))
     assert with_capacity(w, str(path), "fixed", fit_rows=8).platform == w.platform
     for bad in (2, 12):
         with pytest.raises(ValueError, match=f"--capacity-fit-rows {bad}: .* has 12 rows; fit on 3 to 11 of them"):
             with_capacity(w, str(path), "forecast", fit_rows=bad)
+
+
+def test_high_is_five_stationary_sds_above_the_mean_and_at_least_the_rows_maximum() -> None:
+    errors, weights = np.array([-1.0, 1.0]), np.array([0.5, 0.5])  # Var e = 1; phi = 0.6: sd = 1 / 0.8 = 1.25
+    assert upper_bound(np.array([9, 12]), 10.0, 0.6, errors, weights) == 17  # ceil(10 + 6.25)
+    assert upper_bound(np.array([9, 20]), 10.0, 0.6, errors, weights) == 20  # the rows' maximum is higher
+    assert upper_bound(np.array([16, 16]), 16.0, 0.0, np.array([0.0]), np.array([1.0])) == 16  # no spread
+
+
+def test_a_later_capacity_above_the_fitted_rows_maximum_is_read_unclamped() -> None:
+    series = read_series(f"{AZURE.with_name('capacity_azure2019.csv')}:t7str")
+    scaled = series.scaled(16, None, 168)  # the held-out protocol at C = 16: fit on the first week, play the second
+    m = fit_capacity_model(scaled[:168])
+    fitted, played = int(scaled[:168].max()), int(scaled[168:].max())
+    assert (fitted, played) == (22, 24)  # the second week rises above the first's maximum
+    assert m.clamp(played) == played
 
 
 def test_a_constant_prefix_fits_a_law_without_empty_components() -> None:

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.args import bounded_int, level_weight, positive_float
 from mechanism.capacity import DEFAULT_QUANTILE
 from models.data import AZURE_CAPACITY
+
+if TYPE_CHECKING:  # the fit's module loads numpy and scikit-learn; the command line does not need them to parse
+    from models.capacity_fit import LevelWeight
 
 MODELS = ("fixed", "forecast")
 FILES = ("capacity_azure2017.csv", "capacity_azure2019.csv")
@@ -50,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level-weight", type=level_weight, default=0.0, metavar="LAM|fit",
                         help="forecast: the model's mean tracks the feed with weight LAM in [0, 1), or 'fit' (chosen "
                              "on the fit rows; docs/capacity-model.md); default %(default)s: the fixed mean")
+    parser.add_argument("--processes", type=bounded_int(1), default=None,
+                        help="local processes over the (workload, series) pairs (default: every core; 1 runs in "
+                             "this process); the numbers do not depend on it")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def default_series() -> list[str]:
@@ -57,36 +65,64 @@ def default_series() -> list[str]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from models.sweep import run_tasks
+
+    series = args.series.split(",") if args.series else default_series()
+    settings = _Settings(seeds=args.seeds, rounds=args.rounds, load=getattr(args, "load", 1.0), stride=args.stride,
+                         fit_rows=_fit_rows(args), quantile=args.quantile,
+                         level_weight=getattr(args, "level_weight", 0.0), offline_seeds=args.offline_seeds,
+                         offline_time_limit=args.offline_time_limit)
+    tasks = [(workload, spec, settings) for workload in args.workloads.split(",") for spec in series]
+    # Every run is a pure function of (workload, series, seed): the rows do not depend on the number of processes.
+    per_task = run_tasks(_series_rows, tasks, processes=getattr(args, "processes", 1),
+                         progress=not getattr(args, "no_progress", True), desc="series")
+    rows = [row for pair in per_task for row in pair]
+    return {"seeds": args.seeds, "rounds": args.rounds, "load": getattr(args, "load", 1.0), "stride": args.stride,
+            "fit_rows": _fit_rows(args), "quantile": args.quantile,
+            "level_weight": getattr(args, "level_weight", 0.0),
+            "offline_seeds": args.offline_seeds, "rows": rows, "pooled": _pooled(rows)}
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """What a (workload, series) task needs of the command line (picklable, unlike the parsed namespace)."""
+
+    seeds: int
+    rounds: int
+    load: float
+    stride: int
+    fit_rows: int
+    quantile: float
+    level_weight: LevelWeight
+    offline_seeds: int
+    offline_time_limit: float
+
+
+def _series_rows(task: tuple[str, str, _Settings]) -> list[dict[str, Any]]:
+    """The fixed and forecast rows of one (workload, series): every seed simulated under both models."""
     from models.calibration import calibrate
     from models.capacity_fit import with_capacity
     from models.simulation import run_simulation
     from models.workloads import make_workload
 
-    series = args.series.split(",") if args.series else default_series()
-    rows: list[dict[str, Any]] = []
-    for workload in args.workloads.split(","):
-        for spec in series:
-            runs: dict[str, list[Any]] = {m: [] for m in MODELS}
-            ratios: dict[str, list[float]] = {m: [] for m in MODELS}
-            for seed in range(args.seeds):
-                base = make_workload(workload, seed=seed, load=getattr(args, "load", 1.0), rounds=args.rounds)
-                optimum = None
-                for m in MODELS:
-                    w = with_capacity(base, spec, m, quantile=args.quantile, start=seed * args.stride,
-                                      fit_rows=_fit_rows(args), level_weight=getattr(args, "level_weight", 0.0))
-                    result = run_simulation(w)
-                    runs[m].append(result)
-                    if seed < args.offline_seeds:
-                        optimum = optimum if optimum is not None else _optimum(w, result, args.offline_time_limit)
-                        if result.welfare > 0:
-                            ratios[m].append(optimum / result.welfare)
-            for m in MODELS:
-                rows.append(_row(workload, spec, m, runs[m], ratios[m], calibrate(runs[m])))
-            rows[-1].update(_paired(rows[-2], rows[-1]))
-    return {"seeds": args.seeds, "rounds": args.rounds, "load": getattr(args, "load", 1.0), "stride": args.stride,
-            "fit_rows": _fit_rows(args), "quantile": args.quantile,
-            "level_weight": getattr(args, "level_weight", 0.0),
-            "offline_seeds": args.offline_seeds, "rows": rows, "pooled": _pooled(rows)}
+    workload, spec, args = task
+    runs: dict[str, list[Any]] = {m: [] for m in MODELS}
+    ratios: dict[str, list[float]] = {m: [] for m in MODELS}
+    for seed in range(args.seeds):
+        base = make_workload(workload, seed=seed, load=args.load, rounds=args.rounds)
+        optimum = None
+        for m in MODELS:
+            w = with_capacity(base, spec, m, quantile=args.quantile, start=seed * args.stride,
+                              fit_rows=args.fit_rows, level_weight=args.level_weight)
+            result = run_simulation(w)
+            runs[m].append(result)
+            if seed < args.offline_seeds:
+                optimum = optimum if optimum is not None else _optimum(w, result, args.offline_time_limit)
+                if result.welfare > 0:
+                    ratios[m].append(optimum / result.welfare)
+    rows = [_row(workload, spec, m, runs[m], ratios[m], calibrate(runs[m])) for m in MODELS]
+    rows[-1].update(_paired(rows[-2], rows[-1]))
+    return rows
 
 
 def _fit_rows(args: argparse.Namespace) -> int:

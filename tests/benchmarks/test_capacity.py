@@ -63,3 +63,14 @@ def test_bench_core_refuses_a_level_weight_to_fit_or_out_of_bounds() -> None:
         core.fixed_level_weight("fit")
     with pytest.raises(argparse.ArgumentTypeError, match=r"1.0 must lie in \[0, 1\)"):
         core.fixed_level_weight("1")
+
+
+def test_bench_capacity_rows_do_not_depend_on_the_number_of_processes() -> None:
+    both = ",".join(f"{AZURE_CAPACITY / f}:t7str" for f in ("capacity_azure2017.csv", "capacity_azure2019.csv"))
+    common = {"workloads": "overload", "series": both, "seeds": 2, "rounds": 3, "stride": 13, "offline_seeds": 0,
+              "offline_time_limit": 1.0, "quantile": 0.3}
+    alone = capacity.run(argparse.Namespace(**common, processes=1))
+    pooled = capacity.run(argparse.Namespace(**common, processes=2))
+    assert [r["series"] for r in pooled["rows"]] == ["capacity_azure2017.csv:t7str"] * 2 + [
+        "capacity_azure2019.csv:t7str"] * 2  # in task order, whatever finishes first
+    assert pooled == alone

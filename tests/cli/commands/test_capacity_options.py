@@ -97,3 +97,14 @@ def test_a_written_workload_file_replays_the_capacity_run(tmp_path: Path, capsys
     assert {k: again[k] for k in ("welfare", "evicted", "cancelled")} == {k: first[k] for k in
                                                                           ("welfare", "evicted", "cancelled")}
     assert again["capacity"]["model"] == "forecast" and again["capacity"]["rows"] == 336
+
+
+def test_bench_capacity_on_a_process_pool_prints_what_one_process_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    both = f"{AZURE.with_name('capacity_azure2017.csv')}:t7str,{SERIES}"
+    common = ["bench", "capacity", "--workloads", "overload", "--series", both, "--seeds", "2", "--rounds", "3",
+              "--offline-seeds", "0", "--no-progress", "--json"]
+    assert main([*common, "--processes", "2"]) == 0  # the parsed options reach the workers (spawned: pickled)
+    pooled = json.loads(capsys.readouterr().out)
+    assert main([*common, "--processes", "1"]) == 0
+    assert json.loads(capsys.readouterr().out) == pooled
+    assert [r["series"] for r in pooled["rows"]][::2] == ["capacity_azure2017.csv:t7str", "capacity_azure2019.csv:t7str"]

@@ -107,4 +107,5 @@ def test_bench_capacity_on_a_process_pool_prints_what_one_process_prints(capsys:
     pooled = json.loads(capsys.readouterr().out)
     assert main([*common, "--processes", "1"]) == 0
     assert json.loads(capsys.readouterr().out) == pooled
-    assert [r["series"] for r in pooled["rows"]][::2] == ["capacity_azure2017.csv:t7str", "capacity_azure2019.csv:t7str"]
+    series = [r["series"] for r in pooled["rows"]][::2]
+    assert series == ["capacity_azure2017.csv:t7str", "capacity_azure2019.csv:t7str"]

@@ -9,7 +9,8 @@ estimates (models/calibration.py), evictions + cancellations, welfare and revenu
 clairvoyant optimum (which knows the realized capacity) to the welfare, on the first `--offline-seeds` seeds; per
 (workload, series) and pooled, the paired differences forecast - fixed of welfare and of evictions +
 cancellations, with standard errors over the seeds (the job realizations), each seed's difference averaged over
-the series first when pooled.
+the series first when pooled; per series also C and the mean capacity of the rows the runs play, and pooled the
+least-squares line of the series' welfare differences on that level minus C (`level_fit`).
 """
 
 from __future__ import annotations
@@ -122,6 +123,9 @@ def _series_rows(task: tuple[str, str, _Settings]) -> list[dict[str, Any]]:
                     ratios[m].append(optimum / result.welfare)
     rows = [_row(workload, spec, m, runs[m], ratios[m], calibrate(runs[m])) for m in MODELS]
     rows[-1].update(_paired(rows[-2], rows[-1]))
+    played = w.capacity or (w.platform.C,)  # every seed plays the same rows, from its own start
+    for row in rows:  # the level the runs play against the C that `fixed` assumes
+        row.update({"C": w.platform.C, "played_mean": sum(played) / len(played)})
     return rows
 
 
@@ -197,7 +201,24 @@ def _pooled(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "ratio": _mean(ratios) if ratios else None})
             if model == MODELS[-1]:
                 out[-1].update(_pooled_paired(sel))
+                out[-1].update(_level_fit(sel))
     return out
+
+
+def _level_fit(sel: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over the series (3 or more), the least-squares line of the mean paired welfare difference on the played
+    level minus C, and their correlation: how much of forecast - fixed the capacity the runs meet explains."""
+    if len(sel) < 3:
+        return {}
+    import numpy as np
+
+    level = np.array([r["played_mean"] - r["C"] for r in sel])
+    dw = np.array([_mean(r["d_welfare"]) for r in sel])
+    if float(np.ptp(level)) == 0.0 or float(np.ptp(dw)) == 0.0:
+        return {}
+    slope, intercept = np.polyfit(level, dw, 1)
+    return {"level_fit": {"slope": float(slope), "intercept": float(intercept),
+                          "correlation": float(np.corrcoef(level, dw)[0, 1]), "series": len(sel)}}
 
 
 def _pooled_paired(sel: list[dict[str, Any]]) -> dict[str, Any]:
@@ -238,13 +259,13 @@ def table(result: dict[str, Any]) -> str:
                      f"{r['estimate']:.3f} | {r['realized']:.3f} | {r['gap']:+.3f} ({r['gap_se']:.3f}) | "
                      f"{r['evicted_cancelled']:.2f} | {r['welfare']:.1f} | {r['revenue']:.1f} | "
                      f"{_fmt(r['ratio'])} |")
-    lines += ["", "| workload | series | runs | welfare forecast - fixed (se) | evict+cancel forecast - fixed (se) |",
-              "| --- | --- | ---: | ---: | ---: |"]
+    lines += ["", "| workload | series | C | played mean | runs | welfare forecast - fixed (se) | "
+              "evict+cancel forecast - fixed (se) |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in result["rows"]:
         if "d_welfare" in r:
             (dw, dw_se), (df, df_se) = paired_mean(r["d_welfare"]), paired_mean(r["d_failed"])
-            lines.append(f"| {r['workload']} | {r['series']} | {r['runs']} | {dw:+.1f} ({dw_se:.1f}) | "
-                         f"{df:+.2f} ({df_se:.2f}) |")
+            lines.append(f"| {r['workload']} | {r['series']} | {r['C']} | {r['played_mean']:.2f} | {r['runs']} | "
+                         f"{dw:+.1f} ({dw_se:.1f}) | {df:+.2f} ({df_se:.2f}) |")
     lines += ["", "| workload | model | runs | gap (se) | evict+cancel | welfare | revenue | ratio | "
               "welfare forecast - fixed (se) | evict+cancel forecast - fixed (se) |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -260,6 +281,12 @@ def table(result: dict[str, Any]) -> str:
         if "d_parts" in r:
             cells = " | ".join(f"{m:+.2f} ({se:.2f})" for m, se in (r["d_parts"][k] for k in PARTS))
             lines.append(f"| {r['workload']} | all series | {cells} |")
+    for r in result["pooled"]:
+        if "level_fit" in r:
+            f = r["level_fit"]
+            lines += ["", f"{r['workload']}: per series, welfare forecast - fixed = {f['intercept']:+.1f} "
+                          f"{f['slope']:+.1f} x (played mean - C) by least squares over {f['series']} series "
+                          f"(correlation {f['correlation']:+.2f})"]
     return "\n".join(lines)
 
 

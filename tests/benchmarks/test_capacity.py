@@ -74,3 +74,18 @@ def test_bench_capacity_rows_do_not_depend_on_the_number_of_processes() -> None:
     assert [r["series"] for r in pooled["rows"]] == ["capacity_azure2017.csv:t7str"] * 2 + [
         "capacity_azure2019.csv:t7str"] * 2  # in task order, whatever finishes first
     assert pooled == alone
+
+
+def test_bench_capacity_reports_the_played_level_and_fits_the_welfare_line_by_hand() -> None:
+    from models.capacity_fit import read_series
+
+    spec = f"{AZURE_CAPACITY / 'capacity_azure2017.csv'}:t7str"
+    args = argparse.Namespace(workloads="overload", series=spec, seeds=1, rounds=2, stride=13, offline_seeds=0,
+                              offline_time_limit=1.0, quantile=0.3)
+    fixed, forecast = capacity.run(args)["rows"]
+    played = read_series(spec).scaled(16, None, capacity.FIT_ROWS)[capacity.FIT_ROWS:]  # the second week at C = 16
+    assert fixed["C"] == forecast["C"] == 16 and forecast["played_mean"] == pytest.approx(float(played.mean()))
+    rows = [{"played_mean": 16 + x, "C": 16, "d_welfare": [10.0 * x + 2.0, 10.0 * x - 2.0]} for x in (-1, 0, 1)]
+    assert capacity._level_fit(rows)["level_fit"] == pytest.approx(
+        {"slope": 10.0, "intercept": 0.0, "correlation": 1.0, "series": 3})
+    assert capacity._level_fit(rows[:2]) == {}  # fewer than 3 series: no line

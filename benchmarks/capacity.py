@@ -78,10 +78,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     per_task = run_tasks(_series_rows, tasks, processes=getattr(args, "processes", 1),
                          progress=not getattr(args, "no_progress", True), desc="series")
     rows = [row for pair in per_task for row in pair]
-    return {"seeds": args.seeds, "rounds": args.rounds, "load": getattr(args, "load", 1.0), "stride": args.stride,
-            "fit_rows": _fit_rows(args), "quantile": args.quantile,
-            "level_weight": getattr(args, "level_weight", 0.0),
-            "offline_seeds": args.offline_seeds, "rows": rows, "pooled": _pooled(rows)}
+    echoed = {k: getattr(settings, k) for k in ("seeds", "rounds", "load", "stride", "fit_rows", "quantile",
+                                               "level_weight", "offline_seeds")}
+    return {**echoed, "rows": rows, "pooled": _pooled(rows)}
 
 
 @dataclass(frozen=True)
@@ -123,7 +122,7 @@ def _series_rows(task: tuple[str, str, _Settings]) -> list[dict[str, Any]]:
                     ratios[m].append(optimum / result.welfare)
     rows = [_row(workload, spec, m, runs[m], ratios[m], calibrate(runs[m])) for m in MODELS]
     rows[-1].update(_paired(rows[-2], rows[-1]))
-    played = w.capacity or (w.platform.C,)  # every seed plays the same rows, from its own start
+    played = w.capacity or (w.platform.C,)  # the last seed's rows: every seed plays the same rows, from its own start
     for row in rows:  # the level the runs play against the C that `fixed` assumes
         row.update({"C": w.platform.C, "played_mean": sum(played) / len(played)})
     return rows

@@ -10,7 +10,9 @@ clairvoyant optimum (which knows the realized capacity) to the welfare, on the f
 (workload, series) and pooled, the paired differences forecast - fixed of welfare and of evictions +
 cancellations, with standard errors over the seeds (the job realizations), each seed's difference averaged over
 the series first when pooled; per series also C and the mean capacity of the rows the runs play, and pooled the
-least-squares line of the series' welfare differences on that level minus C (`level_fit`).
+least-squares line of the series' welfare differences on that level minus C (`level_fit`). With `--against
+BASE.json`, also this run's forecast runs minus those of an earlier result on the same realizations
+(benchmarks/capacity_against.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cli.args import bounded_int, level_weight, positive_float
+from benchmarks.paired import mean, paired_mean, per_seed, std
+from cli.args import bounded_int, level_weight, positive_float, probability
 from mechanism.capacity import DEFAULT_QUANTILE
 from models.data import AZURE_CAPACITY
 
@@ -50,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seeds per series with the clairvoyant optimum (CP-SAT)")
     parser.add_argument("--offline-time-limit", type=positive_float, default=2.0,
                         help="CP-SAT deterministic time per optimum")
-    parser.add_argument("--quantile", type=float, default=DEFAULT_QUANTILE,
+    parser.add_argument("--quantile", type=probability, default=DEFAULT_QUANTILE,
                         help="capacity quantile for C' (forecast; default %(default)s)")
     parser.add_argument("--level-weight", type=level_weight, default=0.0, metavar="LAM|fit",
                         help="forecast: the model's mean tracks the feed with weight LAM in [0, 1), or 'fit' (chosen "
@@ -59,6 +62,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="local processes over the (workload, series) pairs (default: every core; 1 runs in "
                              "this process); the numbers do not depend on it")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--against", metavar="BASE.json", default=None,
+                        help="also pair this run's forecast runs, seed by seed, with those of an earlier result "
+                             "(--out or --json) of the same workloads, series, seeds, rounds, load, stride and fit "
+                             "rows (another --quantile or --level-weight): this - base per series and pooled")
 
 
 def default_series() -> list[str]:
@@ -74,13 +81,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                          level_weight=getattr(args, "level_weight", 0.0), offline_seeds=args.offline_seeds,
                          offline_time_limit=args.offline_time_limit)
     tasks = [(workload, spec, settings) for workload in args.workloads.split(",") for spec in series]
+    echoed = {k: getattr(settings, k) for k in ("seeds", "rounds", "load", "stride", "fit_rows", "quantile",
+                                               "level_weight", "offline_seeds")}
+    against = getattr(args, "against", None)
+    if against:  # checked before anything runs
+        from benchmarks.capacity_against import read_base
+
+        base = read_base(against, echoed, [(w, Path(spec).name) for w, spec, _ in tasks])
     # Every run is a pure function of (workload, series, seed): the rows do not depend on the number of processes.
     per_task = run_tasks(_series_rows, tasks, processes=getattr(args, "processes", 1),
                          progress=not getattr(args, "no_progress", True), desc="series")
     rows = [row for pair in per_task for row in pair]
-    echoed = {k: getattr(settings, k) for k in ("seeds", "rounds", "load", "stride", "fit_rows", "quantile",
-                                               "level_weight", "offline_seeds")}
-    return {**echoed, "rows": rows, "pooled": _pooled(rows)}
+    result = {**echoed, "rows": rows, "pooled": _pooled(rows)}
+    if against:
+        from benchmarks.capacity_against import against as pair_with
+
+        result["against"] = pair_with(result, base, against)
+    return result
 
 
 @dataclass(frozen=True)
@@ -191,13 +208,13 @@ def _pooled(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for model in MODELS:
             sel = [r for r in rows if r["workload"] == workload and r["model"] == model]
             gaps = [g for r in sel for g in r["gaps"]]
-            se = float(_std(gaps) / math.sqrt(len(gaps))) if len(gaps) > 1 else math.nan
+            se = float(std(gaps) / math.sqrt(len(gaps))) if len(gaps) > 1 else math.nan
             ratios = [r["ratio"] for r in sel if r["ratio"] is not None]
             out.append({"workload": workload, "model": model, "runs": len(gaps),
                         "gap": sum(gaps) / len(gaps) if gaps else math.nan, "gap_se": se,
-                        "evicted_cancelled": _mean([r["evicted_cancelled"] for r in sel]),
-                        "welfare": _mean([r["welfare"] for r in sel]), "revenue": _mean([r["revenue"] for r in sel]),
-                        "ratio": _mean(ratios) if ratios else None})
+                        "evicted_cancelled": mean([r["evicted_cancelled"] for r in sel]),
+                        "welfare": mean([r["welfare"] for r in sel]), "revenue": mean([r["revenue"] for r in sel]),
+                        "ratio": mean(ratios) if ratios else None})
             if model == MODELS[-1]:
                 out[-1].update(_pooled_paired(sel))
                 out[-1].update(_level_fit(sel))
@@ -212,7 +229,7 @@ def _level_fit(sel: list[dict[str, Any]]) -> dict[str, Any]:
     import numpy as np
 
     level = np.array([r["played_mean"] - r["C"] for r in sel])
-    dw = np.array([_mean(r["d_welfare"]) for r in sel])
+    dw = np.array([mean(r["d_welfare"]) for r in sel])
     if float(np.ptp(level)) == 0.0 or float(np.ptp(dw)) == 0.0:
         return {}
     slope, intercept = np.polyfit(level, dw, 1)
@@ -225,28 +242,9 @@ def _pooled_paired(sel: list[dict[str, Any]]) -> dict[str, Any]:
     jobs, so the seeds are the independent units), with their mean and standard error over the seeds."""
     out: dict[str, Any] = {}
     for key in ("d_welfare", "d_failed"):
-        out[key], out[f"{key}_se"] = paired_mean(_per_seed([r[key] for r in sel]))
-    out["d_parts"] = {k: paired_mean(_per_seed([r["d_parts"][k] for r in sel])) for k in PARTS}
+        out[key], out[f"{key}_se"] = paired_mean(per_seed([r[key] for r in sel]))
+    out["d_parts"] = {k: paired_mean(per_seed([r["d_parts"][k] for r in sel])) for k in PARTS}
     return out
-
-
-def _per_seed(series: list[list[float]]) -> list[float]:
-    """Seed k's difference averaged over the series."""
-    return [_mean(list(xs)) for xs in zip(*series, strict=True)]
-
-
-def paired_mean(xs: list[float]) -> tuple[float, float]:
-    """Mean and standard error of paired differences (nan se for one)."""
-    return _mean(xs), (_std(xs) / math.sqrt(len(xs)) if len(xs) > 1 else math.nan)
-
-
-def _mean(xs: list[float]) -> float:
-    return sum(xs) / len(xs) if xs else math.nan
-
-
-def _std(xs: list[float]) -> float:
-    m = _mean(xs)
-    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
 def table(result: dict[str, Any]) -> str:
@@ -286,6 +284,10 @@ def table(result: dict[str, Any]) -> str:
             lines += ["", f"{r['workload']}: per series, welfare forecast - fixed = {f['intercept']:+.1f} "
                           f"{f['slope']:+.1f} x (played mean - C) by least squares over {f['series']} series "
                           f"(correlation {f['correlation']:+.2f})"]
+    if "against" in result:
+        from benchmarks.capacity_against import table as against_table
+
+        lines += ["", against_table(result["against"])]
     return "\n".join(lines)
 
 

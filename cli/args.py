@@ -6,6 +6,10 @@ import argparse
 from collections.abc import Callable
 
 
+class BenchInputError(ValueError):
+    """Bad input to a benchmark found before it runs (an unreadable or mismatched file): one line on stderr, exit 2."""
+
+
 def bounded_int(low: int, high: int | None = None) -> Callable[[str], int]:
     """An argparse type: an integer >= `low` (and <= `high` when given)."""
     def parse(text: str) -> int:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments
+from cli.args import BenchInputError, add_output_arguments
 from cli.verbs import add_verb
 
 # Each benchmark module exposes `add_arguments(parser)`, `run(args) -> dict` and `table(result) -> str`.
@@ -50,7 +50,11 @@ def _runner(module: Any) -> Any:
         if problem:  # refuse before the benchmark runs, not after
             print(f"sowsched bench: --out {args.out}: {problem}", file=sys.stderr)
             return 2
-        result = module.run(args)
+        try:
+            result = module.run(args)
+        except BenchInputError as e:
+            print(f"sowsched bench {args.target}: {e}", file=sys.stderr)
+            return 2
         text = json.dumps(result, indent=2, sort_keys=True)
         if args.out and not getattr(args, "out_is_dir", False):  # a benchmark may take --out as its DIR
             with open(args.out, "w", encoding="utf-8") as fh:

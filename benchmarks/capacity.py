@@ -58,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level-weight", type=level_weight, default=0.0, metavar="LAM|fit",
                         help="forecast: the model's mean tracks the feed with weight LAM in [0, 1), or 'fit' (chosen "
                              "on the fit rows; docs/capacity-model.md); default %(default)s: the fixed mean")
+    parser.add_argument("--price-floor", action="store_true",
+                        help="forecast: each round's capacity quantile in the prices is at least C (the failure "
+                             "estimates still follow the model)")
     parser.add_argument("--processes", type=bounded_int(1), default=None,
                         help="local processes over the (workload, series) pairs (default: every core; 1 runs in "
                              "this process); the numbers do not depend on it")
@@ -78,11 +81,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     series = args.series.split(",") if args.series else default_series()
     settings = _Settings(seeds=args.seeds, rounds=args.rounds, load=getattr(args, "load", 1.0), stride=args.stride,
                          fit_rows=_fit_rows(args), quantile=args.quantile,
-                         level_weight=getattr(args, "level_weight", 0.0), offline_seeds=args.offline_seeds,
+                         level_weight=getattr(args, "level_weight", 0.0),
+                         price_floor=bool(getattr(args, "price_floor", False)), offline_seeds=args.offline_seeds,
                          offline_time_limit=args.offline_time_limit)
     tasks = [(workload, spec, settings) for workload in args.workloads.split(",") for spec in series]
     echoed = {k: getattr(settings, k) for k in ("seeds", "rounds", "load", "stride", "fit_rows", "quantile",
-                                               "level_weight", "offline_seeds")}
+                                               "level_weight", "price_floor", "offline_seeds")}
     against = getattr(args, "against", None)
     if against:  # checked before anything runs
         from benchmarks.capacity_against import read_base
@@ -111,6 +115,7 @@ class _Settings:
     fit_rows: int
     quantile: float
     level_weight: LevelWeight
+    price_floor: bool
     offline_seeds: int
     offline_time_limit: float
 
@@ -130,7 +135,7 @@ def _series_rows(task: tuple[str, str, _Settings]) -> list[dict[str, Any]]:
         optimum = None
         for m in MODELS:
             w = with_capacity(base, spec, m, quantile=args.quantile, start=seed * args.stride,
-                              fit_rows=args.fit_rows, level_weight=args.level_weight)
+                              fit_rows=args.fit_rows, level_weight=args.level_weight, price_floor=args.price_floor)
             result = run_simulation(w)
             runs[m].append(result)
             if seed < args.offline_seeds:

@@ -18,7 +18,7 @@ from benchmarks.paired import paired_mean, per_seed
 from cli.args import BenchInputError
 
 SAME = ("seeds", "rounds", "load", "stride", "fit_rows")  # the settings that fix the realizations
-OPTIONS = ("quantile", "level_weight", "offline_seeds")  # echoed for both results: what the pairing compares
+OPTIONS = ("quantile", "level_weight", "price_floor", "offline_seeds")  # what the pairing compares
 
 
 def read_base(path: str, settings: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:

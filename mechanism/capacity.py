@@ -11,6 +11,10 @@ e_{t+i} from the counter-based stream `capacity_key(seed, t, i)` (mechanism/rng.
 Optionally the mean is a level that tracks the feed (`level_weight` lam > 0): mu_t = clamp((1 - lam) mu_{t-1} +
 lam C_{t-1}, low, high) from mu_0 = mean, and round t's paths and C' quantiles use the model with mean mu_t
 (`at_level`). lam = 0 (the default) is the fixed mean, and such a model dumps as it did before the field existed.
+
+Optionally the prices' capacity has a floor (`price_floor` > 0, in nodes): C_q,tau = max(quantile, floor), so
+prices never assume less capacity than the floor (the nominal C, say) while the failure estimates still follow the
+model. price_floor = 0 (the default) is no floor and dumps without the field.
 """
 
 from __future__ import annotations
@@ -58,16 +62,20 @@ class CapacityModel(BaseModel):
                             description="C' = this quantile of the stationary capacity times (1 - epsilon/10)")
     level_weight: float = Field(default=0.0, ge=0.0, lt=1.0,
                                 description="lam: the mean tracks the feed, mu_t = (1 - lam) mu_{t-1} + lam C_{t-1}")
+    price_floor: float = Field(default=0.0, ge=0.0, le=MAX_CAPACITY,
+                               description="the prices' capacity quantile C_q is at least this (nodes); 0: no floor")
 
-    _numbers = field_validator("mean", "phi", "low", "high", "quantile", "level_weight", mode="before")(number)
+    _numbers = field_validator("mean", "phi", "low", "high", "quantile", "level_weight", "price_floor",
+                               mode="before")(number)
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        """A fixed-mean model (lam = 0) dumps without `level_weight`: its platform, and so its digests, stay as
-        they were."""
+        """A fixed-mean model (lam = 0) dumps without `level_weight`, one without a price floor without
+        `price_floor`: its platform, and so its digests, stay as they were."""
         out: dict[str, object] = handler(self)
-        if self.level_weight == 0.0:
-            out.pop("level_weight", None)
+        for key in ("level_weight", "price_floor"):
+            if getattr(self, key) == 0.0:
+                out.pop(key, None)
         return out
 
     @field_validator("errors", "weights", mode="before")
@@ -166,13 +174,14 @@ class CapacityModel(BaseModel):
         return paths
 
     def price_capacity(self) -> float:
-        """The `quantile` of the stationary capacity law (sampled on its own fixed stream, from the mean)."""
+        """The `quantile` of the stationary capacity law (sampled on its own fixed stream, from the mean), at least
+        `price_floor`."""
         return _stationary_quantile(self)
 
     def price_capacities(self, last: int, horizon: int, current: int | None = None) -> np.ndarray:
         """C_q of rounds t, ..., t + horizon - 1: the `quantile` of C_{t+i} given C_{t-1} = last, or given C_t =
-        current when that is known (C_q of round t is then current itself). Sampled on the stationary quantile's
-        stream, so a pure function of (model, start, horizon); read-only (cached)."""
+        current when that is known (C_q of round t is then current itself), each at least `price_floor`. Sampled on
+        the stationary quantile's stream, so a pure function of (model, start, horizon); read-only (cached)."""
         if current is None:
             return _conditional_quantiles(self, self.clamp(last), False, horizon)
         return _conditional_quantiles(self, self.clamp(current), True, horizon)
@@ -214,6 +223,7 @@ def _conditional_quantiles(model: CapacityModel, start: int, known: bool, horizo
         c = np.clip(np.floor(model.mean + model.phi**k * (start - model.mean) + s + 0.5), model.low, model.high)
         out[first + k - 1] = np.quantile(c, model.quantile, method="inverted_cdf")
     out[first + steps:] = out[first + steps - 1] if steps else start
+    np.maximum(out, model.price_floor, out=out)  # prices never assume less than the floor
     out.setflags(write=False)
     return out
 
@@ -232,4 +242,4 @@ def _stationary_quantile(model: CapacityModel) -> float:
         e = err[np.minimum(np.searchsorted(cdf, u, side="right"), cdf.size - 1)]
         x = model.mean + model.phi * (x - model.mean) + e
     c = np.clip(np.floor(x + 0.5), model.low, model.high)
-    return float(np.quantile(c, model.quantile, method="inverted_cdf"))
+    return max(float(np.quantile(c, model.quantile, method="inverted_cdf")), model.price_floor)

@@ -221,7 +221,7 @@ def discretise_mixture(weights: np.ndarray, means: np.ndarray, sds: np.ndarray,
 
 def with_capacity(workload: Workload, spec: str, model: str, scale: float | None = None,
                   quantile: float = DEFAULT_QUANTILE, start: int = 0, fit_rows: int = 0,
-                  level_weight: LevelWeight = 0.0) -> Workload:
+                  level_weight: LevelWeight = 0.0, price_floor: bool = False) -> Workload:
     """The workload with realized capacity from the series, and with `forecast` the model fitted to it.
 
     fit_rows = 0 (in-sample): the model is fitted to the whole scaled series, and round t is row start + t,
@@ -229,7 +229,8 @@ def with_capacity(workload: Workload, spec: str, model: str, scale: float | None
     model is fitted to those rows only, and round t is row F + (start + t) mod (n - F), so the run plays rows the
     fit never saw. `fixed` keeps C (the series' mean, over the same rows the scale uses) in the oracle and prices.
     level_weight (forecast only): the model's mean tracks the feed with this lam; "fit" chooses lam on the fitted
-    rows (`fit_level_weight`); 0 is the fixed mean.
+    rows (`fit_level_weight`); 0 is the fixed mean. price_floor (forecast only): the prices' capacity quantile is
+    at least the platform's C (`CapacityModel.price_floor`).
     """
     if model not in CAPACITY_MODELS:
         raise ValueError(f"--capacity-model {model!r} is not one of {', '.join(CAPACITY_MODELS)}")
@@ -252,8 +253,9 @@ def with_capacity(workload: Workload, spec: str, model: str, scale: float | None
         fitted = _fit_cached(tuple(int(c) for c in fitted_rows), quantile)
         lam = _fit_level_cached(tuple(int(c) for c in fitted_rows), fitted.phi) \
             if level_weight == "fit" else float(level_weight)
-        if lam:
-            fitted = CapacityModel.model_validate({**fitted.model_dump(), "level_weight": lam})
+        if lam or price_floor:
+            fitted = CapacityModel.model_validate({**fitted.model_dump(), "level_weight": lam,
+                                                   "price_floor": float(platform.C) if price_floor else 0.0})
         platform = Platform.model_validate({**platform.model_dump(), "capacity": fitted.model_dump()})
     rolled = np.roll(played, -(start % played.size))
     return replace(workload, platform=platform, capacity=tuple(int(c) for c in rolled))

@@ -57,8 +57,8 @@ def register(sub: Any) -> None:
 
 
 def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
-    """--capacity-series, --capacity-model, --capacity-scale, --capacity-quantile, --capacity-level-weight
-    (docs/capacity-model.md)."""
+    """--capacity-series, --capacity-model, --capacity-scale, --capacity-quantile, --capacity-level-weight,
+    --capacity-price-floor (docs/capacity-model.md)."""
     p.add_argument("--capacity-series", metavar="PATH[:KEY]",
                    help="realized capacity per round from a CSV: KEY is a column of a wide CSV or a VM type "
                         "(Column1) of the long-format Azure capacity files; round t is row t")
@@ -73,6 +73,9 @@ def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--capacity-level-weight", type=level_weight, default=None, metavar="LAM|fit",
                    help="with --capacity-model forecast: the model's mean tracks the feed, mu_t = (1 - LAM) mu_{t-1} "
                         "+ LAM C_{t-1}; 'fit' chooses LAM on the fit rows (default 0: the fixed mean)")
+    p.add_argument("--capacity-price-floor", action="store_true", default=None,
+                   help="with --capacity-model forecast: prices never assume less than C (each round's capacity "
+                        "quantile is at least C) while the failure estimates follow the model")
     p.add_argument("--capacity-start", type=bounded_int(0), default=None, metavar="ROW",
                    help="round 0 is this row of the series (default 0; rows wrap around at the end)")
     p.add_argument("--capacity-fit-rows", type=bounded_int(0), default=None, metavar="F",
@@ -87,14 +90,17 @@ def capacity_options(args: argparse.Namespace) -> None:
             raise ValueError(f"--capacity-quantile {args.capacity_quantile} needs --capacity-model forecast")
         if args.capacity_level_weight is not None and args.capacity_model != "forecast":
             raise ValueError(f"--capacity-level-weight {args.capacity_level_weight} needs --capacity-model forecast")
+        if args.capacity_price_floor and args.capacity_model != "forecast":
+            raise ValueError("--capacity-price-floor needs --capacity-model forecast")
         return
     for flag, value in (("--capacity-model", args.capacity_model), ("--capacity-scale", args.capacity_scale),
                         ("--capacity-quantile", args.capacity_quantile), ("--capacity-start", args.capacity_start),
                         ("--capacity-level-weight", args.capacity_level_weight),
+                        ("--capacity-price-floor", args.capacity_price_floor),
                         ("--capacity-fit-rows", getattr(args, "capacity_fit_rows", None)),
                         ("--capacity-stride", getattr(args, "capacity_stride", None))):
         if value is not None:
-            raise ValueError(f"{flag} {value} needs --capacity-series")
+            raise ValueError(f"{flag}{'' if value is True else f' {value}'} needs --capacity-series")
 
 
 def apply_capacity(args: argparse.Namespace, workload: Workload, run: int = 0) -> Workload:
@@ -109,7 +115,8 @@ def apply_capacity(args: argparse.Namespace, workload: Workload, run: int = 0) -
     start = (args.capacity_start or 0) + run * (getattr(args, "capacity_stride", None) or 0)
     return with_capacity(workload, args.capacity_series, args.capacity_model or "fixed", args.capacity_scale, q,
                          start=start, fit_rows=getattr(args, "capacity_fit_rows", None) or 0,
-                         level_weight=0.0 if args.capacity_level_weight is None else args.capacity_level_weight)
+                         level_weight=0.0 if args.capacity_level_weight is None else args.capacity_level_weight,
+                         price_floor=bool(args.capacity_price_floor))
 
 
 def capacity_summary(workload: Workload, args: argparse.Namespace) -> dict[str, Any] | None:

@@ -42,6 +42,15 @@ def test_simulate_with_a_level_weight_reports_it_in_the_fitted_model(value: str,
     assert json.loads(capsys.readouterr().out)["capacity"]["fitted"]["level_weight"] == want
 
 
+def test_simulate_with_a_price_floor_puts_c_in_the_fitted_model(capsys: pytest.CaptureFixture[str]) -> None:
+    common = ["simulate", "--workload", "overload", "--load", "0.3", "--no-offline", "--json", "--capacity-series",
+              SERIES, "--capacity-model", "forecast", "--capacity-fit-rows", "168"]
+    assert main([*common, "--capacity-price-floor"]) == 0
+    assert json.loads(capsys.readouterr().out)["capacity"]["fitted"]["price_floor"] == 16.0  # overload's C
+    assert main(common) == 0
+    assert "price_floor" not in json.loads(capsys.readouterr().out)["capacity"]["fitted"]
+
+
 def test_calibrate_json_keeps_its_keys(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["calibrate", "--workload", "overload", "--seeds", "2", "--rounds", "4", "--json",
                  "--capacity-series", SERIES, "--capacity-model", "forecast", "--capacity-stride", "13"]) == 0
@@ -63,6 +72,9 @@ def test_calibrate_json_keeps_its_keys(capsys: pytest.CaptureFixture[str]) -> No
     ("simulate", ["--capacity-level-weight", "0.2"], "--capacity-level-weight 0.2 needs --capacity-series"),
     ("simulate", ["--capacity-series", SERIES, "--capacity-level-weight", "fit"],
      "--capacity-level-weight fit needs --capacity-model forecast"),
+    ("simulate", ["--capacity-price-floor"], "--capacity-price-floor needs --capacity-series"),
+    ("calibrate", ["--capacity-series", SERIES, "--capacity-price-floor"],
+     "--capacity-price-floor needs --capacity-model forecast"),
 ])
 def test_bad_capacity_options_exit_2_with_one_line(command: str, flags: list[str], match: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:

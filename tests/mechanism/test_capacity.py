@@ -170,13 +170,19 @@ def test_truthful_plan_is_never_beaten_by_a_misreport_under_per_round_capacity_p
     # The menu depends on the feed only (exogenous), so the truthfulness check of test_truthfulness holds with it.
     p = capped(C=4, samples=300, seed=seed % 1000)
     rng = np.random.default_rng(seed)
+    e = busy_engine(p, rng)
+    e.report_capacity(e.now, drop)
+    assert_no_misreport_wins(e, p, rng)
+
+
+def busy_engine(p: Platform, rng: np.random.Generator) -> Engine:
+    """An engine with 0-4 random SoWs submitted, some rounds played between them."""
     e = Engine(p)
     for i in range(int(rng.integers(0, 5))):
         e.submit(f"bg{i}", random_sow(rng, p))
         if rng.random() < 0.3:
             e.advance()
-    e.report_capacity(e.now, drop)
-    assert_no_misreport_wins(e, p, rng)
+    return e
 
 
 def assert_no_misreport_wins(e: Engine, p: Platform, rng: np.random.Generator) -> None:

@@ -13,8 +13,8 @@ from pydantic import ValidationError
 
 from mechanism.engine import Engine
 from mechanism.platform import Platform
-from tests.conftest import random_sow, small_platform
-from tests.mechanism.test_capacity import assert_no_misreport_wins, capped, exact_quantiles, model
+from tests.conftest import small_platform
+from tests.mechanism.test_capacity import assert_no_misreport_wins, busy_engine, capped, exact_quantiles, model
 
 
 def dropping(floor: float = 0.0) -> Engine:
@@ -77,10 +77,6 @@ def test_truthful_plan_is_never_beaten_by_a_misreport_with_a_price_floor(seed: i
     # The floor is a constant of the model: the menu still depends on the feed only, so truthfulness holds.
     p = capped(C=4, samples=300, seed=seed % 1000, cap=model(mean=4.0, price_floor=floor))
     rng = np.random.default_rng(seed)
-    e = Engine(p)
-    for i in range(int(rng.integers(0, 5))):
-        e.submit(f"bg{i}", random_sow(rng, p))
-        if rng.random() < 0.3:
-            e.advance()
+    e = busy_engine(p, rng)
     e.report_capacity(e.now, drop)
     assert_no_misreport_wins(e, p, rng)

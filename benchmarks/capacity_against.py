@@ -48,14 +48,13 @@ def read_base(path: str, settings: dict[str, Any], pairs: list[tuple[str, str]])
 
 def against(result: dict[str, Any], base: dict[str, Any], path: str) -> dict[str, Any]:
     """This result's forecast runs minus the base's, per (workload, series) and pooled per workload."""
-    old = _index(base["rows"])
+    old, now = _index(base["rows"]), _index(result["rows"])
     rows = []
     for r in result["rows"]:
         if r["model"] != "forecast":
             continue
         b = old[(r["workload"], r["series"], "forecast")]
-        fixed_now = next(x for x in result["rows"] if (x["workload"], x["series"], x["model"]) ==
-                         (r["workload"], r["series"], "fixed"))
+        fixed_now = now[(r["workload"], r["series"], "fixed")]
         dw = [x - y for x, y in zip(r["welfares"], b["welfares"], strict=True)]
         df = [float(x - y) for x, y in zip(r["failed"], b["failed"], strict=True)]
         rows.append({"workload": r["workload"], "series": r["series"], "d_welfare": dw, "d_failed": df,

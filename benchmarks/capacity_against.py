@@ -19,6 +19,7 @@ from cli.args import BenchInputError
 
 SAME = ("seeds", "rounds", "load", "stride", "fit_rows")  # the settings that fix the realizations
 OPTIONS = ("quantile", "level_weight", "price_floor", "offline_seeds")  # what the pairing compares
+ABSENT = {"price_floor": False}  # an option a result written before it existed ran with
 
 
 def read_base(path: str, settings: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
@@ -66,7 +67,7 @@ def against(result: dict[str, Any], base: dict[str, Any], path: str) -> dict[str
         for key in ("d_welfare", "d_failed"):
             out[key], out[f"{key}_se"] = paired_mean(per_seed([r[key] for r in sel]))
         pooled.append({**out, "fixed_equal": all(r["fixed_equal"] for r in sel)})
-    return {"file": path, "base": {k: base.get(k) for k in OPTIONS}, "rows": rows, "pooled": pooled}
+    return {"file": path, "base": {k: base.get(k, ABSENT.get(k)) for k in OPTIONS}, "rows": rows, "pooled": pooled}
 
 
 def table(pairing: dict[str, Any]) -> str:

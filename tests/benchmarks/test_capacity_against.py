@@ -105,3 +105,9 @@ def test_the_quantile_option_is_a_probability(capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit) as e:
         main(["bench", "capacity", "--quantile", "1.5"])
     assert e.value.code == 2 and "argument --quantile: 1.5 must lie strictly between 0 and 1" in capsys.readouterr().err
+
+
+def test_a_base_written_before_the_price_floor_existed_reads_as_without_it(base: tuple[str, dict[str, Any]]) -> None:
+    path, old = base
+    older = {k: v for k, v in old.items() if k != "price_floor"}
+    assert capacity_against.against(old, older, path)["base"]["price_floor"] is False

@@ -6,7 +6,8 @@ series' mean (`fixed`). The protocol holds out: the series is scaled and the mod
 `--fit-rows` rows, and run k plays rows fit_rows + (k * stride + t) mod (rows - fit_rows) (`--fit-rows 0`: fitted
 on and playing the whole series). Reported per (workload, series, model): the calibration of the raw failure
 estimates (models/calibration.py), evictions + cancellations, welfare and revenue per run, and the ratio of the
-clairvoyant optimum (which knows the realized capacity) to the welfare, on the first `--offline-seeds` seeds; per
+clairvoyant optimum (which knows the realized capacity) to the welfare, on the first `--offline-seeds` seeds (of
+`--first-seed`, ..., `--first-seed` + `--seeds` - 1); per
 (workload, series) and pooled, the paired differences forecast - fixed of welfare and of evictions +
 cancellations, with standard errors over the seeds (the job realizations), each seed's difference averaged over
 the series first when pooled; per series also C and the mean capacity of the rows the runs play, and pooled the
@@ -42,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--series", default=None,
                         help="comma-separated PATH:KEY (default: every VM type of both Azure capacity files)")
     parser.add_argument("--seeds", type=bounded_int(1), default=40, help="runs per series and model")
+    parser.add_argument("--first-seed", type=bounded_int(0), default=0,
+                        help="the runs use seeds FIRST_SEED, ..., FIRST_SEED + SEEDS - 1 (default %(default)s): a "
+                             "later range replicates a result on job realizations it has not seen")
     parser.add_argument("--rounds", type=bounded_int(1), default=20, help="rounds of jobs per run")
     parser.add_argument("--load", type=positive_float, default=1.0, help="scale the workloads' job rate")
     parser.add_argument("--stride", type=bounded_int(0), default=13,
@@ -67,8 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--against", metavar="BASE.json", default=None,
                         help="also pair this run's forecast runs, seed by seed, with those of an earlier result "
-                             "(--out or --json) of the same workloads, series, seeds, rounds, load, stride and fit "
-                             "rows (another --quantile or --level-weight): this - base per series and pooled")
+                             "(--out or --json) of the same workloads, series, seeds, first seed, rounds, load, stride "
+                             "and fit rows (another --quantile or --level-weight): this - base per series and pooled")
 
 
 def default_series() -> list[str]:
@@ -79,14 +83,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from models.sweep import run_tasks
 
     series = args.series.split(",") if args.series else default_series()
-    settings = _Settings(seeds=args.seeds, rounds=args.rounds, load=getattr(args, "load", 1.0), stride=args.stride,
+    settings = _Settings(seeds=args.seeds, first_seed=getattr(args, "first_seed", 0), rounds=args.rounds,
+                         load=getattr(args, "load", 1.0), stride=args.stride,
                          fit_rows=_fit_rows(args), quantile=args.quantile,
                          level_weight=getattr(args, "level_weight", 0.0),
                          price_floor=bool(getattr(args, "price_floor", False)), offline_seeds=args.offline_seeds,
                          offline_time_limit=args.offline_time_limit)
     tasks = [(workload, spec, settings) for workload in args.workloads.split(",") for spec in series]
-    echoed = {k: getattr(settings, k) for k in ("seeds", "rounds", "load", "stride", "fit_rows", "quantile",
-                                               "level_weight", "price_floor", "offline_seeds")}
+    echoed = {k: getattr(settings, k) for k in ("seeds", "first_seed", "rounds", "load", "stride", "fit_rows",
+                                               "quantile", "level_weight", "price_floor", "offline_seeds")}
     against = getattr(args, "against", None)
     if against:  # checked before anything runs
         from benchmarks.capacity_against import read_base
@@ -109,6 +114,7 @@ class _Settings:
     """What a (workload, series) task needs of the command line (picklable, unlike the parsed namespace)."""
 
     seeds: int
+    first_seed: int
     rounds: int
     load: float
     stride: int
@@ -130,7 +136,7 @@ def _series_rows(task: tuple[str, str, _Settings]) -> list[dict[str, Any]]:
     workload, spec, args = task
     runs: dict[str, list[Any]] = {m: [] for m in MODELS}
     ratios: dict[str, list[float]] = {m: [] for m in MODELS}
-    for seed in range(args.seeds):
+    for k, seed in enumerate(range(args.first_seed, args.first_seed + args.seeds)):
         base = make_workload(workload, seed=seed, load=args.load, rounds=args.rounds)
         optimum = None
         for m in MODELS:
@@ -138,7 +144,7 @@ def _series_rows(task: tuple[str, str, _Settings]) -> list[dict[str, Any]]:
                               fit_rows=args.fit_rows, level_weight=args.level_weight, price_floor=args.price_floor)
             result = run_simulation(w)
             runs[m].append(result)
-            if seed < args.offline_seeds:
+            if k < args.offline_seeds:
                 optimum = optimum if optimum is not None else _optimum(w, result, args.offline_time_limit)
                 if result.welfare > 0:
                     ratios[m].append(optimum / result.welfare)

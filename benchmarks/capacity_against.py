@@ -1,12 +1,12 @@
 """`bench capacity --against BASE.json`: this run's forecast runs minus those of an earlier result, seed by seed.
 
-Two `bench capacity` results over the same workloads, series, seeds, rounds, load, stride and fit rows simulate the
-same job realizations on the same capacity rows; they may differ in what the forecast model is told (the quantile
-q, the level weight). Run k of one and run k of the other are then a pair, and the difference of their forecast
-runs isolates the option. Per (workload, series) and pooled (each seed's difference averaged over the series
-first, as `bench capacity` pools forecast - fixed), the mean and standard error over the seeds of the differences
-of welfare and of evictions + cancellations. `fixed_equal` says whether the fixed-C runs of both results are equal
-run for run, the check that the realizations are the same.
+Two `bench capacity` results over the same workloads, series, seeds (first seed and count), rounds, load, stride
+and fit rows simulate the same job realizations on the same capacity rows; they may differ in what the forecast
+model is told (the quantile q, the level weight, the price floor). Run k of one and run k of the other are then a
+pair, and the difference of their forecast runs isolates the option. Per (workload, series) and pooled (each seed's
+difference averaged over the series first, as `bench capacity` pools forecast - fixed), the mean and standard error
+over the seeds of the differences of welfare and of evictions + cancellations. `fixed_equal` says whether the
+fixed-C runs of both results are equal run for run, the check that the realizations are the same.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 from benchmarks.paired import paired_mean, per_seed
 from cli.args import BenchInputError
 
-SAME = ("seeds", "rounds", "load", "stride", "fit_rows")  # the settings that fix the realizations
+SAME = ("seeds", "first_seed", "rounds", "load", "stride", "fit_rows")  # the settings that fix the realizations
 OPTIONS = ("quantile", "level_weight", "price_floor", "offline_seeds")  # what the pairing compares
-ABSENT = {"price_floor": False}  # an option a result written before it existed ran with
+ABSENT = {"price_floor": False, "first_seed": 0}  # what a result written before the key existed ran with
 
 
 def read_base(path: str, settings: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
@@ -33,8 +33,9 @@ def read_base(path: str, settings: dict[str, Any], pairs: list[tuple[str, str]])
     if not isinstance(base, dict) or not isinstance(base.get("rows"), list):
         raise BenchInputError(f"--against {path}: not a `bench capacity --json` result (no 'rows' list)")
     for key in SAME:
-        if base.get(key) != settings[key]:
-            raise BenchInputError(f"--against {path}: {key} is {base.get(key)!r} there and {settings[key]!r} here; "
+        there = base.get(key, ABSENT.get(key))
+        if there != settings[key]:
+            raise BenchInputError(f"--against {path}: {key} is {there!r} there and {settings[key]!r} here; "
                                   f"the runs must share {', '.join(SAME)}")
     rows = _index(base["rows"])
     for workload, series in pairs:

@@ -30,6 +30,16 @@ def test_bench_capacity_compares_both_models_on_the_same_realizations() -> None:
     assert "forecast - fixed per run (se over seeds)" in text
 
 
+def test_bench_capacity_first_seed_runs_the_later_seeds_of_a_longer_run() -> None:
+    common = {"workloads": "overload", "series": f"{AZURE_CAPACITY / 'capacity_azure2017.csv'}:t7str", "rounds": 3,
+              "stride": 13, "offline_seeds": 0, "offline_time_limit": 1.0, "quantile": 0.3}
+    longer = capacity.run(argparse.Namespace(**common, seeds=3))
+    later = capacity.run(argparse.Namespace(**common, seeds=2, first_seed=1))
+    assert (longer["first_seed"], later["first_seed"]) == (0, 1)
+    for whole, tail in zip(longer["rows"], later["rows"], strict=True):
+        assert tail["welfares"] == whole["welfares"][1:] and tail["failed"] == whole["failed"][1:]
+
+
 def test_bench_core_times_quotes_with_a_forecast_capacity_model() -> None:
     args = argparse.Namespace(jobs="20", quotes=3, literal_jobs=5, literal_candidates=1, samples=300, seed=1,
                               no_capacity=False)

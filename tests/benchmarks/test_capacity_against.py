@@ -60,14 +60,16 @@ def test_against_itself_every_difference_is_zero(base: tuple[str, dict[str, Any]
 
 
 @pytest.mark.parametrize(("change", "match"), [
-    ({"seeds": 4}, r"seeds is 3 there and 4 here; the runs must share seeds, rounds, load, stride, fit_rows"),
+    ({"seeds": 4}, r"seeds is 3 there and 4 here; the runs must share seeds, first_seed, rounds, load, stride, "
+                   r"fit_rows"),
+    ({"first_seed": 3}, r"first_seed is 0 there and 3 here"),
     ({"rounds": 4}, r"rounds is 3 there and 4 here"),
     ({"fit_rows": 0}, r"fit_rows is 168 there and 0 here"),
 ])
 def test_a_base_of_other_realizations_is_refused(base: tuple[str, dict[str, Any]], change: dict[str, int],
                                                  match: str) -> None:
     path, _ = base
-    settings = {"seeds": 3, "rounds": 3, "load": 1.0, "stride": 13, "fit_rows": 168} | change
+    settings = {"seeds": 3, "first_seed": 0, "rounds": 3, "load": 1.0, "stride": 13, "fit_rows": 168} | change
     with pytest.raises(BenchInputError, match=match):
         capacity_against.read_base(path, settings, [("overload", "capacity_azure2017.csv:t7str")])
 
@@ -75,7 +77,7 @@ def test_a_base_of_other_realizations_is_refused(base: tuple[str, dict[str, Any]
 def test_a_base_without_the_series_or_not_a_result_is_refused(base: tuple[str, dict[str, Any]],
                                                                tmp_path: Path) -> None:
     path, _ = base
-    settings = {"seeds": 3, "rounds": 3, "load": 1.0, "stride": 13, "fit_rows": 168}
+    settings = {"seeds": 3, "first_seed": 0, "rounds": 3, "load": 1.0, "stride": 13, "fit_rows": 168}
     with pytest.raises(BenchInputError, match=r"no fixed row of 3 runs for overload capacity_azure2017.csv:t1str"):
         capacity_against.read_base(path, settings, [("overload", "capacity_azure2017.csv:t1str")])
     with pytest.raises(BenchInputError, match=r"no fixed row of 3 runs for pipelines capacity_azure2017.csv:t7str"):
@@ -98,7 +100,7 @@ def test_the_command_refuses_a_mismatched_base_before_running_with_one_line(
                  "3", "--against", path, "--json"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err == (f"sowsched bench capacity: --against {path}: seeds is 3 there and 9 here; "
-                                 "the runs must share seeds, rounds, load, stride, fit_rows\n")
+                                 "the runs must share seeds, first_seed, rounds, load, stride, fit_rows\n")
 
 
 def test_the_quantile_option_is_a_probability(capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,7 +109,12 @@ def test_the_quantile_option_is_a_probability(capsys: pytest.CaptureFixture[str]
     assert e.value.code == 2 and "argument --quantile: 1.5 must lie strictly between 0 and 1" in capsys.readouterr().err
 
 
-def test_a_base_written_before_the_price_floor_existed_reads_as_without_it(base: tuple[str, dict[str, Any]]) -> None:
+def test_a_base_written_before_the_price_floor_and_first_seed_reads_as_without_them(
+        base: tuple[str, dict[str, Any]]) -> None:
     path, old = base
-    older = {k: v for k, v in old.items() if k != "price_floor"}
+    older = {k: v for k, v in old.items() if k not in ("price_floor", "first_seed")}
     assert capacity_against.against(old, older, path)["base"]["price_floor"] is False
+    older_path = Path(path).with_name("older.json")
+    older_path.write_text(json.dumps(older))
+    settings = {k: old[k] for k in capacity_against.SAME}
+    assert capacity_against.read_base(str(older_path), settings, [("overload", "capacity_azure2017.csv:t7str")])

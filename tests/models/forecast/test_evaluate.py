@@ -110,7 +110,19 @@ def test_loaders_read_csv_and_gzip_alike_and_refuse_bad_files(tmp_path: Path) ->
         plain.column("vm9")
     bad = tmp_path / "bad.csv"
     bad.write_text("window,a\n1,120\n")
-    with pytest.raises(ValueError, match=r"\[0, 100\]"):
+    with pytest.raises(ValueError, match=r"bad.csv: column 'a', data row 1: 120 is outside \[0, 100\] percent"):
+        load_table(str(bad))
+    bad.write_text("a,b\n1,2\n3,t1str\n")  # e.g. a long-format capacity file given as a VM table
+    with pytest.raises(ValueError, match=r"bad.csv: column 'b', data row 2: 't1str' is not a finite number"):
+        load_table(str(bad))
+    bad.write_text("a,b\n1,\n")
+    with pytest.raises(ValueError, match=r"column 'b', data row 1: a missing value is not a finite"):
+        load_table(str(bad))
+    bad.write_text("a\ninf\n")
+    with pytest.raises(ValueError, match=r"column 'a', data row 1: inf is not a finite number"):
+        load_table(str(bad))
+    bad.write_text("window\n1\n")
+    with pytest.raises(ValueError, match=r"bad.csv: no VM column or no row"):
         load_table(str(bad))
 
 
@@ -140,6 +152,19 @@ def test_cli_evaluate_refuses_bad_input(tmp_path: Path, capsys: pytest.CaptureFi
     code = main(["forecast", "evaluate", "--series", str(m), *pick, "--cutoff", "0.01", *extra])
     err = capsys.readouterr().err
     assert code == 2 and match in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_evaluate_names_the_column_and_row_of_a_file_that_is_not_a_vm_table(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capacity = tmp_path / "capacity.csv"  # the long format of the Azure capacity files, not one column per VM
+    capacity.write_text("TimeStamp,Column1,TotalCores\n2019-08-06 00:00,t1str,59516\n")
+    code = main(["forecast", "evaluate", "--series", str(capacity), "--all", "--model", "ar1", "--cutoff", "0.01"])
+    err = capsys.readouterr().err
+    assert code == 2 and err == (f"sowsched forecast evaluate: {capacity}: column 'Column1', data row 1: 't1str' is "
+                                 "not a finite number (one column per VM id, CPU in percent)\n")
+    code = main(["forecast", "evaluate", "--series", str(tmp_path / "missing.csv"), "--all", "--model", "ar1",
+                 "--cutoff", "0.01"])
+    assert code == 2 and "No such file" in capsys.readouterr().err
 
 
 def test_cli_compare_ranks_models_and_writes_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

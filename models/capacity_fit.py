@@ -10,7 +10,9 @@ probability. That discrete law is what the mechanism samples and the exact oracl
 from __future__ import annotations
 
 import csv
+import io
 import math
+import zlib
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -19,9 +21,10 @@ import numpy as np
 
 from mechanism.capacity import DEFAULT_QUANTILE, MAX_CAPACITY, CapacityModel
 from mechanism.platform import Platform
+from models.data import AZURE_CAPACITY_COLUMNS as LONG_COLUMNS
+from models.data import read_text
 from models.simulation import Workload
 
-LONG_COLUMNS = ("TimeStamp", "Column1", "TotalCores")  # the Azure capacity files: one row per (hour, VM type)
 DEFAULT_LEVELS = 8  # points per mixture component
 DEFAULT_COMPONENTS = 3
 PERSISTENCE_LAGS = 8  # phi matches the autocorrelation over this many lags (1: one-step least squares)
@@ -65,10 +68,11 @@ def read_series(spec: str) -> CapacitySeries:
     """
     path, key = split_spec(spec)
     try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            rows = list(csv.reader(fh))
+        rows = list(csv.reader(io.StringIO(read_text(path), newline="")))
     except OSError as exc:
         raise ValueError(f"--capacity-series {spec}: cannot read {path}: {exc.strerror or exc}") from None
+    except (EOFError, UnicodeDecodeError, zlib.error) as exc:
+        raise ValueError(f"--capacity-series {spec}: {path} is not a UTF-8 CSV or gzip CSV ({exc})") from None
     if len(rows) < 2:
         raise ValueError(f"--capacity-series {spec}: {path} has no data rows")
     header, body = rows[0], [r for r in rows[1:] if r]

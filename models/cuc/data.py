@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from models.arrays import FloatArray
-
-COLUMNS = ("TimeStamp", "Column1", "TotalCores")
+from models.data import AZURE_CAPACITY_COLUMNS as COLUMNS
+from models.data import read_text
 
 
 @dataclass(frozen=True)
@@ -33,17 +32,10 @@ class CapacityData:
         return self.series[vm_type]
 
 
-def _read_text(path: Path) -> str:
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    return raw.decode("utf-8-sig")
-
-
 def load_capacity(path: str | Path) -> CapacityData:
     """Read `TimeStamp,Column1,TotalCores` rows (CSV or gzip CSV) into one hourly series per VM type."""
     path = Path(path)
-    reader = csv.DictReader(io.StringIO(_read_text(path)))
+    reader = csv.DictReader(io.StringIO(read_text(path)))
     missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
         raise ValueError(f"{path}: missing column(s) {', '.join(missing)} (need {', '.join(COLUMNS)})")

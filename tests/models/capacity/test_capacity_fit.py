@@ -3,6 +3,7 @@ estimates, and the hindsight optimum with per-round capacity against brute force
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +52,19 @@ def test_wide_format_selects_a_column_or_its_only_one(tmp_path: Path) -> None:
         read_series(f"{p}:z")
     one = write(tmp_path, "t,cores\n0,8\n1,9\n2,7\n", "one.csv")
     assert read_series(str(one)).raw.tolist() == [8.0, 9.0, 7.0]
+
+
+def test_a_gzip_series_reads_as_its_plain_csv(tmp_path: Path) -> None:
+    text = "TimeStamp,Column1,TotalCores\n0,a,10\n0,b,7\n1,a,12\n1,b,9\n2,a,14\n2,b,5\n"
+    zipped = tmp_path / "s.csv.gz"
+    zipped.write_bytes(gzip.compress(text.encode("utf-8")))
+    assert read_series(f"{zipped}:b").raw.tolist() == read_series(f"{write(tmp_path, text)}:b").raw.tolist()
+    zipped.write_bytes(gzip.compress(text.encode("utf-8"))[:20])  # cut short
+    with pytest.raises(ValueError, match=r"s.csv.gz is not a UTF-8 CSV or gzip CSV"):
+        read_series(f"{zipped}:b")
+    zipped.write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(ValueError, match=r"s.csv.gz is not a UTF-8 CSV or gzip CSV"):
+        read_series(f"{zipped}:b")
 
 
 @pytest.mark.parametrize(("text", "match"), [

@@ -13,35 +13,53 @@ from typing import Any
 from cli.args import BenchInputError, add_output_arguments
 from cli.verbs import add_verb
 
-# Each benchmark module exposes `add_arguments(parser)`, `run(args) -> dict` and `table(result) -> str`.
-BENCHMARKS: dict[str, str] = {
-    "cli": "benchmarks.cli",
-    "cuc": "benchmarks.cuc",
-    "cuc_bound": "benchmarks.cuc_bound",
-    "cuc_jobs": "benchmarks.cuc_jobs",
-    "forecast": "benchmarks.forecast",
-    "planning": "benchmarks.planning",
-    "predict": "benchmarks.predict",
-    "core": "benchmarks.core",
-    "hpc": "benchmarks.hpc",
-    "grpc": "benchmarks.grpc",
-    "history": "benchmarks.history",
-    "solvers": "benchmarks.solvers",
-    "capacity": "benchmarks.capacity",
-    "welfare": "cli.commands.welfare",
+# Each benchmark module exposes `add_arguments(parser)`, `run(args) -> dict` and `table(result) -> str`; it is
+# imported only when its target is parsed, so `sowsched bench X` loads X's dependencies and no other benchmark's.
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "cli": ("benchmarks.cli", "start-up of the client verbs: --help and a real call to a local server"),
+    "cuc": ("benchmarks.cuc", "one CUC test day (24 hourly decisions of Alg. 4) on a real capacity series"),
+    "cuc_bound": ("benchmarks.cuc_bound", "Util's denominator (the LP bound) and Alg. 3 against problem (1)'s optimum"),
+    "cuc_jobs": ("benchmarks.cuc_jobs", "CUC's generated job size against problem (1)'s size and solve times"),
+    "forecast": ("benchmarks.forecast", "forecaster fit and predict time per VM on the Azure VM CPU series"),
+    "planning": ("benchmarks.planning", "scale of the COS planners (seed 000): size, status and gap in a time limit"),
+    "predict": ("benchmarks.predict", "prediction engine speed; easy-learned vs EASY time on KTH"),
+    "core": ("benchmarks.core", "mechanism core: quote latency (fixed and forecast capacity), App. F, advance"),
+    "hpc": ("benchmarks.hpc", "HPC trace study speed: EASY, conservative and CP-SAT rounds"),
+    "grpc": ("benchmarks.grpc", "gRPC throughput: SoW submissions vs a trivial Echo, 1-32 clients"),
+    "history": ("benchmarks.history", "server memory per ended job, with and without archiving"),
+    "solvers": ("benchmarks.solvers", "offline solvers: CP-SAT against the HiGHS time-indexed MILP"),
+    "capacity": ("benchmarks.capacity", "quoting with a capacity model vs assuming the mean, on real capacity series"),
+    "welfare": ("cli.commands.welfare", "welfare sweep: the mechanism against the offline optimum and baselines"),
 }
+
+
+class _TargetParser(argparse.ArgumentParser):
+    """A target's parser that imports its benchmark module and adds its options when it is first asked to parse
+    (argparse hands a sub-command's words to its parser's parse_known_args)."""
+
+    module_name: str | None = None
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self.load()
+        return super().parse_known_args(args, namespace)
+
+    def load(self) -> None:
+        if self.module_name is None:
+            return
+        module = importlib.import_module(self.module_name)
+        self.module_name = None
+        add_output_arguments(self)
+        self.add_argument("--out", help="also write the JSON result to this file")
+        module.add_arguments(self)
+        self.set_defaults(func=_runner(module))
 
 
 def register(sub: Any) -> None:
     parser = add_verb(sub, "bench")
-    targets = parser.add_subparsers(dest="target", required=True)
-    for name, module_name in BENCHMARKS.items():
-        module = importlib.import_module(module_name)
-        p = targets.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0])
-        add_output_arguments(p)
-        p.add_argument("--out", help="also write the JSON result to this file")
-        module.add_arguments(p)
-        p.set_defaults(func=_runner(module))
+    targets = parser.add_subparsers(dest="target", required=True, parser_class=_TargetParser)
+    for name, (module_name, summary) in BENCHMARKS.items():
+        target = targets.add_parser(name, help=summary, description=summary)
+        target.module_name = module_name
 
 
 def _runner(module: Any) -> Any:

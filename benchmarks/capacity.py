@@ -72,7 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--against", metavar="BASE.json", default=None,
                         help="also pair this run's forecast runs, seed by seed, with those of an earlier result "
                              "(--out or --json) of the same workloads, series, seeds, first seed, rounds, load, stride "
-                             "and fit rows (another --quantile or --level-weight): this - base per series and pooled")
+                             "and fit rows (another --quantile, --level-weight or --price-floor): this - base per "
+                             "series and pooled")
 
 
 def default_series() -> list[str]:

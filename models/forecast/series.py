@@ -105,18 +105,23 @@ def load_table(path: str) -> Table:
     frame = frame.drop(columns=[c for c in frame.columns if str(c).lower() in {"window", "time", "timestamp"}])
     if frame.shape[1] == 0 or frame.shape[0] == 0:
         raise ValueError(f"{path}: no VM column or no row")
-    numeric = frame.apply(pd.to_numeric, errors="coerce")
-    values = numeric.to_numpy(dtype=np.float64)
+    values = frame.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values)
     if bad.any():
-        row, col = (int(i[0]) for i in np.nonzero(bad))
+        row, col = _first(bad)
         cell = frame.iat[row, col]
         what = "a missing value" if pd.isna(cell) else repr(cell) if isinstance(cell, str) else f"{float(cell):g}"
         raise ValueError(f"{path}: column {frame.columns[col]!r}, data row {row + 1}: {what} is not a finite number "
                          "(one column per VM id, CPU in percent)")
     out = (values < 0) | (values > 100)
     if out.any():
-        row, col = (int(i[0]) for i in np.nonzero(out))
+        row, col = _first(out)
         raise ValueError(f"{path}: column {frame.columns[col]!r}, data row {row + 1}: {values[row, col]:g} is outside "
                          "[0, 100] percent")
     return Table(tuple(str(c) for c in frame.columns), values)
+
+
+def _first(mask: np.ndarray) -> tuple[int, int]:
+    """(row, column) of the first True cell of a 2-D mask, in row order."""
+    rows, cols = np.nonzero(mask)
+    return int(rows[0]), int(cols[0])

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     per_task = run_tasks(_series_rows, tasks, processes=getattr(args, "processes", 1),
                          progress=not getattr(args, "no_progress", True), desc="series")
     rows = [row for pair in per_task for row in pair]
-    result = {**echoed, "rows": rows, "pooled": _pooled(rows)}
+    result = {**echoed, "rows": rows, "pooled": pool_rows(rows)}
     if against:
         from benchmarks.capacity_against import against as pair_with
 
@@ -213,7 +213,7 @@ def _run_gaps(runs: list[Any]) -> list[float]:
     return out
 
 
-def _pooled(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def pool_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per workload and model, over every series: the gap of all runs, and the means of the per-run numbers."""
     out = []
     for workload in sorted({r["workload"] for r in rows}):

@@ -61,6 +61,12 @@ def against(result: dict[str, Any], base: dict[str, Any], path: str) -> dict[str
         df = [float(x - y) for x, y in zip(r["failed"], b["failed"], strict=True)]
         rows.append({"workload": r["workload"], "series": r["series"], "d_welfare": dw, "d_failed": df,
                      "fixed_equal": fixed_now["welfares"] == old[(r["workload"], r["series"], "fixed")]["welfares"]})
+    return {"file": path, "base": {k: base.get(k, ABSENT.get(k)) for k in OPTIONS}, "rows": rows,
+            "pooled": pool_pairs(rows)}
+
+
+def pool_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per workload, each seed's differences averaged over the series, then their mean and standard error."""
     pooled = []
     for workload in sorted({r["workload"] for r in rows}):
         sel = [r for r in rows if r["workload"] == workload]
@@ -68,7 +74,7 @@ def against(result: dict[str, Any], base: dict[str, Any], path: str) -> dict[str
         for key in ("d_welfare", "d_failed"):
             out[key], out[f"{key}_se"] = paired_mean(per_seed([r[key] for r in sel]))
         pooled.append({**out, "fixed_equal": all(r["fixed_equal"] for r in sel)})
-    return {"file": path, "base": {k: base.get(k, ABSENT.get(k)) for k in OPTIONS}, "rows": rows, "pooled": pooled}
+    return pooled
 
 
 def table(pairing: dict[str, Any]) -> str:

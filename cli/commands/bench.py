@@ -29,6 +29,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "history": ("benchmarks.history", "server memory per ended job, with and without archiving"),
     "solvers": ("benchmarks.solvers", "offline solvers: CP-SAT against the HiGHS time-indexed MILP"),
     "capacity": ("benchmarks.capacity", "quoting with a capacity model vs assuming the mean, on real capacity series"),
+    "capacity_pool": ("benchmarks.capacity_pool", "bench capacity results of consecutive seed ranges as one"),
     "welfare": ("cli.commands.welfare", "welfare sweep: the mechanism against the offline optimum and baselines"),
 }
 

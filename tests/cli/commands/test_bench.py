@@ -29,7 +29,7 @@ def test_parsing_a_target_imports_its_module_and_no_other_benchmark() -> None:
     assert _loaded_after(["bench", "capacity", "--seeds", "2"]) == ["benchmarks.capacity"]
 
 
-REQUIRED = {"welfare": ["--workload", "toy"]}  # a target's own required options
+REQUIRED = {"welfare": ["--workload", "toy"], "capacity_pool": ["a.json"]}  # a target's own required arguments
 
 
 @pytest.mark.parametrize("target", sorted(BENCHMARKS))

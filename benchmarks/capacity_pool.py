@@ -119,7 +119,9 @@ def _weighted(values: list[float], weights: list[int]) -> float:
 
 
 def _merge_pairings(pairings: list[dict[str, Any]]) -> dict[str, Any]:
-    bases = [{k: p["base"].get(k, ABSENT.get(k)) for k in OPTIONS if k != "offline_seeds"} for p in pairings]
+    # a base written before a key existed echoes it as absent or null: it ran with ABSENT's value
+    bases = [{k: ABSENT.get(k) if p["base"].get(k) is None else p["base"][k] for k in OPTIONS if k != "offline_seeds"}
+             for p in pairings]
     if any(b != bases[0] for b in bases):
         raise BenchInputError(f"the pieces' `against` bases ran with different options: {bases}")
     rows = []
@@ -128,5 +130,5 @@ def _merge_pairings(pairings: list[dict[str, Any]]) -> dict[str, Any]:
                      "d_welfare": [x for r in parts for x in r["d_welfare"]],
                      "d_failed": [x for r in parts for x in r["d_failed"]],
                      "fixed_equal": all(r["fixed_equal"] for r in parts)})
-    return {"file": " + ".join(p["file"] for p in pairings), "base": {**pairings[0]["base"]}, "rows": rows,
+    return {"file": " + ".join(p["file"] for p in pairings), "base": {**pairings[0]["base"], **bases[0]}, "rows": rows,
             "pooled": pool_pairs(rows)}

@@ -99,6 +99,15 @@ def test_pairings_are_pooled_only_when_every_piece_has_one(runs: dict[str, str],
     assert "`against` left out: not every result has one" in capsys.readouterr().err
 
 
+def test_a_base_written_before_the_price_floor_key_pools_with_one_that_has_it(runs: dict[str, str],
+                                                                              tmp_path: Path) -> None:
+    older = json.loads(Path(runs["a_q"]).read_text())
+    older["against"]["base"]["price_floor"] = None  # echoed as null by a result written before the key
+    path = tmp_path / "older.json"
+    path.write_text(json.dumps(older))
+    assert _pool(str(path), runs["b_q"])["against"]["base"]["price_floor"] is False
+
+
 def test_one_piece_pools_to_itself(runs: dict[str, str]) -> None:
     _approx_equal(_pool(runs["union"]), json.loads(Path(runs["union"]).read_text()))
 

@@ -73,6 +73,9 @@ def _read(path: str) -> tuple[str, dict[str, Any]]:
 def _check(pieces: list[tuple[str, dict[str, Any]]]) -> None:
     """Every piece the same settings and rows, the seed ranges consecutive, offline seeds only in the first."""
     (path0, first), keys0 = pieces[0], _keys(pieces[0][1])
+    if len(pieces) > 1 and first["offline_seeds"] > first["seeds"]:
+        raise BenchInputError(f"{path0}: offline_seeds is {first['offline_seeds']}, more than its {first['seeds']} "
+                              "seeds; a run over the union would solve the optimum on seeds it does not have")
     for (before, prev), (path, piece) in itertools.pairwise(pieces):
         for key in SHARED:
             there, here = first.get(key, ABSENT.get(key)), piece.get(key, ABSENT.get(key))

@@ -131,6 +131,8 @@ def test_pieces_that_are_not_one_run_are_refused(runs: dict[str, str], tmp_path:
         _pool(runs["a"], _variant(tmp_path, runs["b"], "rounds.json", rounds=4))
     with pytest.raises(BenchInputError, match=r"offline_seeds is 1; only the piece with the first seeds"):
         _pool(runs["a"], _variant(tmp_path, runs["b"], "offline.json", offline_seeds=1))
+    with pytest.raises(BenchInputError, match=r"offline_seeds is 3, more than its 2 seeds"):
+        _pool(_variant(tmp_path, runs["a"], "many.json", offline_seeds=3), runs["b"])
     rows = json.loads(Path(runs["b"]).read_text())["rows"][:2]
     with pytest.raises(BenchInputError, match=r"rows differ from those of"):
         _pool(runs["a"], _variant(tmp_path, runs["b"], "rows.json", rows=rows))

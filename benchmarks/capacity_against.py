@@ -22,6 +22,12 @@ OPTIONS = ("quantile", "level_weight", "price_floor", "offline_seeds")  # what t
 ABSENT = {"price_floor": False, "first_seed": 0}  # what a result written before the key existed ran with
 
 
+def setting(result: dict[str, Any], key: str) -> Any:
+    """A result's echoed setting; one written before the key existed (absent, or echoed as null) reads as ABSENT's."""
+    value = result.get(key)
+    return ABSENT.get(key) if value is None else value
+
+
 def read_base(path: str, settings: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
     """The earlier result at `path`, checked against this run's settings and (workload, series name) pairs before
     anything runs; BenchInputError names the file and what does not match."""
@@ -33,7 +39,7 @@ def read_base(path: str, settings: dict[str, Any], pairs: list[tuple[str, str]])
     if not isinstance(base, dict) or not isinstance(base.get("rows"), list):
         raise BenchInputError(f"--against {path}: not a `bench capacity --json` result (no 'rows' list)")
     for key in SAME:
-        there = base.get(key, ABSENT.get(key))
+        there = setting(base, key)
         if there != settings[key]:
             raise BenchInputError(f"--against {path}: {key} is {there!r} there and {settings[key]!r} here; "
                                   f"the runs must share {', '.join(SAME)}")
@@ -61,7 +67,7 @@ def against(result: dict[str, Any], base: dict[str, Any], path: str) -> dict[str
         df = [float(x - y) for x, y in zip(r["failed"], b["failed"], strict=True)]
         rows.append({"workload": r["workload"], "series": r["series"], "d_welfare": dw, "d_failed": df,
                      "fixed_equal": fixed_now["welfares"] == old[(r["workload"], r["series"], "fixed")]["welfares"]})
-    return {"file": path, "base": {k: base.get(k, ABSENT.get(k)) for k in OPTIONS}, "rows": rows,
+    return {"file": path, "base": {k: setting(base, k) for k in OPTIONS}, "rows": rows,
             "pooled": pool_pairs(rows)}
 
 

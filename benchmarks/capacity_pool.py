@@ -19,8 +19,8 @@ import sys
 from typing import Any
 
 from benchmarks.capacity import PARTS, pool_rows
-from benchmarks.capacity_against import ABSENT, OPTIONS, pool_pairs
-from benchmarks.paired import mean, std
+from benchmarks.capacity_against import OPTIONS, pool_pairs, setting
+from benchmarks.paired import mean, paired_mean
 from cli.args import BenchInputError
 
 SHARED = ("rounds", "load", "stride", "fit_rows", "quantile", "level_weight", "price_floor")  # equal in every piece
@@ -33,18 +33,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    pieces = sorted((_read(path) for path in args.results), key=lambda p: p[1].get("first_seed", 0))
+    pieces = sorted((_read(path) for path in args.results), key=lambda p: setting(p[1], "first_seed"))
     _check(pieces)
     first = pieces[0][1]
-    result: dict[str, Any] = {key: first.get(key, ABSENT.get(key)) for key in SHARED}
-    result.update({"first_seed": first.get("first_seed", 0), "seeds": sum(p["seeds"] for _, p in pieces),
+    result: dict[str, Any] = {key: setting(first, key) for key in SHARED}
+    result.update({"first_seed": setting(first, "first_seed"), "seeds": sum(p["seeds"] for _, p in pieces),
                    "offline_seeds": first["offline_seeds"], "pooled_from": [path for path, _ in pieces]})
     result["rows"] = [_merge([p["rows"][i] for _, p in pieces]) for i in range(len(first["rows"]))]
     result["pooled"] = pool_rows(result["rows"])
-    pairings = [p.get("against") for _, p in pieces]
-    if all(pairings):
-        result["against"] = _merge_pairings(pairings)  # type: ignore[arg-type]
-    elif any(pairings):
+    pairings = [p["against"] for _, p in pieces if "against" in p]
+    if len(pairings) == len(pieces):
+        result["against"] = _merge_pairings(pairings)
+    elif pairings:
         print("sowsched bench capacity_pool: `against` left out: not every result has one", file=sys.stderr)
     return result
 
@@ -78,15 +78,15 @@ def _check(pieces: list[tuple[str, dict[str, Any]]]) -> None:
                               "seeds; a run over the union would solve the optimum on seeds it does not have")
     for (before, prev), (path, piece) in itertools.pairwise(pieces):
         for key in SHARED:
-            there, here = first.get(key, ABSENT.get(key)), piece.get(key, ABSENT.get(key))
+            there, here = setting(first, key), setting(piece, key)
             if there != here:
                 raise BenchInputError(f"{path}: {key} is {here!r} there and {there!r} in {path0}; the pieces must "
                                       f"share {', '.join(SHARED)}")
         if _keys(piece) != keys0:
             raise BenchInputError(f"{path}: its (workload, series, model) rows differ from those of {path0}")
-        end = prev.get("first_seed", 0) + prev["seeds"]
-        if piece.get("first_seed", 0) != end:
-            raise BenchInputError(f"{path}: its seeds start at {piece.get('first_seed', 0)}, not at {end} where "
+        end = setting(prev, "first_seed") + prev["seeds"]
+        if setting(piece, "first_seed") != end:
+            raise BenchInputError(f"{path}: its seeds start at {setting(piece, 'first_seed')}, not at {end} where "
                                   f"{before}'s end; the seed ranges must follow each other without gap or overlap")
         if piece["offline_seeds"]:
             raise BenchInputError(f"{path}: offline_seeds is {piece['offline_seeds']}; only the piece with the "
@@ -105,12 +105,12 @@ def _merge(rows: list[dict[str, Any]]) -> dict[str, Any]:
             out[key] = [x for r in rows for x in r[key]]
     if "d_parts" in rows[0]:
         out["d_parts"] = {k: [x for r in rows for x in r["d_parts"][k]] for k in PARTS}
-    n, jobs = [r["runs"] for r in rows], [r["jobs"] for r in rows]
-    out.update(runs=sum(n), jobs=sum(jobs), ratio=rows[0]["ratio"],
+    jobs = [r["jobs"] for r in rows]
+    gap, gap_se = paired_mean(out["gaps"])
+    out.update(runs=sum(r["runs"] for r in rows), jobs=sum(jobs), ratio=rows[0]["ratio"],
                estimate=_weighted([r["estimate"] for r in rows], jobs),
                realized=_weighted([r["realized"] for r in rows], jobs),
-               gap=mean(out["gaps"]),
-               gap_se=std(out["gaps"]) / math.sqrt(len(out["gaps"])) if len(out["gaps"]) > 1 else math.nan,
+               gap=gap, gap_se=gap_se,
                evicted_cancelled=mean([float(x) for x in out["failed"]]), welfare=mean(out["welfares"]),
                revenue=mean([p["revenue"] for p in out["parts"]]))
     return out
@@ -122,9 +122,7 @@ def _weighted(values: list[float], weights: list[int]) -> float:
 
 
 def _merge_pairings(pairings: list[dict[str, Any]]) -> dict[str, Any]:
-    # a base written before a key existed echoes it as absent or null: it ran with ABSENT's value
-    bases = [{k: ABSENT.get(k) if p["base"].get(k) is None else p["base"][k] for k in OPTIONS if k != "offline_seeds"}
-             for p in pairings]
+    bases = [{k: setting(p["base"], k) for k in OPTIONS if k != "offline_seeds"} for p in pairings]
     if any(b != bases[0] for b in bases):
         raise BenchInputError(f"the pieces' `against` bases ran with different options: {bases}")
     rows = []

@@ -59,9 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="CP-SAT deterministic time per optimum")
     parser.add_argument("--quantile", type=probability, default=DEFAULT_QUANTILE,
                         help="capacity quantile for C' (forecast; default %(default)s)")
-    parser.add_argument("--level-weight", type=level_weight, default=0.0, metavar="LAM|fit",
+    parser.add_argument("--level-weight", type=level_weight, default=None, metavar="LAM|fit",
                         help="forecast: the model's mean tracks the feed with weight LAM in [0, 1), or 'fit' (chosen "
-                             "on the fit rows; docs/capacity-model.md); default %(default)s: the fixed mean")
+                             "on the fit rows; docs/capacity-model.md); default fit; 0 keeps the fitted mean")
     parser.add_argument("--price-floor", action="store_true",
                         help="forecast: each round's capacity quantile in the prices is at least C (the failure "
                              "estimates still follow the model)")
@@ -76,6 +76,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "series and pooled")
 
 
+def _level_weight(args: argparse.Namespace) -> LevelWeight:
+    from models.capacity_fit import DEFAULT_LEVEL_WEIGHT
+
+    given = getattr(args, "level_weight", None)
+    return DEFAULT_LEVEL_WEIGHT if given is None else given
+
+
 def default_series() -> list[str]:
     return [f"{AZURE_CAPACITY / f}:{k}" for f in FILES for k in VM_TYPES]
 
@@ -87,7 +94,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = _Settings(seeds=args.seeds, first_seed=getattr(args, "first_seed", 0), rounds=args.rounds,
                          load=getattr(args, "load", 1.0), stride=args.stride,
                          fit_rows=_fit_rows(args), quantile=args.quantile,
-                         level_weight=getattr(args, "level_weight", 0.0),
+                         level_weight=_level_weight(args),
                          price_floor=bool(getattr(args, "price_floor", False)), offline_seeds=args.offline_seeds,
                          offline_time_limit=args.offline_time_limit)
     tasks = [(workload, spec, settings) for workload in args.workloads.split(",") for spec in series]

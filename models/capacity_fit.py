@@ -35,6 +35,7 @@ LEVEL_WEIGHTS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)  # the grid `fit_lev
 LEVEL_HORIZON = PERSISTENCE_LAGS  # its forecast error counts 1..this many steps ahead
 HIGH_SDS = 5.0  # `high` reaches this many stationary standard deviations above the mean (at least the rows' maximum)
 LevelWeight = float | str  # lam in [0, 1), or "fit" (chosen on the fit rows by `fit_level_weight`)
+DEFAULT_LEVEL_WEIGHT: LevelWeight = "fit"  # a fitted model's level: chosen on its fit rows (docs/capacity-model.md)
 
 
 @dataclass(frozen=True)
@@ -225,44 +226,63 @@ def discretise_mixture(weights: np.ndarray, means: np.ndarray, sds: np.ndarray,
 
 def with_capacity(workload: Workload, spec: str, model: str, scale: float | None = None,
                   quantile: float = DEFAULT_QUANTILE, start: int = 0, fit_rows: int = 0,
-                  level_weight: LevelWeight = 0.0, price_floor: bool = False) -> Workload:
+                  level_weight: LevelWeight = DEFAULT_LEVEL_WEIGHT, price_floor: bool = False) -> Workload:
     """The workload with realized capacity from the series, and with `forecast` the model fitted to it.
 
     fit_rows = 0 (in-sample): the model is fitted to the whole scaled series, and round t is row start + t,
     wrapping around at the end. fit_rows = F > 0 (held out): the scale makes the mean of rows [0, F) equal C, the
     model is fitted to those rows only, and round t is row F + (start + t) mod (n - F), so the run plays rows the
     fit never saw. `fixed` keeps C (the series' mean, over the same rows the scale uses) in the oracle and prices.
-    level_weight (forecast only): the model's mean tracks the feed with this lam; "fit" chooses lam on the fitted
-    rows (`fit_level_weight`); 0 is the fixed mean. price_floor (forecast only): the prices' capacity quantile is
-    at least the platform's C (`CapacityModel.price_floor`).
+    level_weight and price_floor: as `fitted_model` (forecast only).
     """
     if model not in CAPACITY_MODELS:
         raise ValueError(f"--capacity-model {model!r} is not one of {', '.join(CAPACITY_MODELS)}")
+    check_level_weight(level_weight)
+    platform: Platform = workload.platform
+    fitted_rows, played = scaled_rows(spec, platform.C, scale, fit_rows)
+    if model == "forecast":
+        fitted = fitted_model(fitted_rows, platform.C, quantile, level_weight, price_floor)
+        platform = Platform.model_validate({**platform.model_dump(), "capacity": fitted.model_dump()})
+    rolled = np.roll(played, -(start % played.size))
+    return replace(workload, platform=platform, capacity=tuple(int(c) for c in rolled))
+
+
+def check_level_weight(level_weight: LevelWeight) -> None:
+    """Raise ValueError unless `level_weight` is a number in [0, 1) or "fit"."""
     if isinstance(level_weight, str) and level_weight != "fit":
         raise ValueError(f"--capacity-level-weight {level_weight!r} is neither a number in [0, 1) nor 'fit'")
     if not isinstance(level_weight, str) and not 0.0 <= level_weight < 1.0:
         raise ValueError(f"--capacity-level-weight {level_weight} is outside [0, 1)")
+
+
+def scaled_rows(spec: str, C: int, scale: float | None = None, fit_rows: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The series in nodes (`CapacitySeries.scaled`) split into the rows a model is fitted on and the rows a run
+    plays: rows [0, F) and [F, n) when fit_rows = F > 0, the whole series twice when F = 0."""
     series = read_series(spec)
     if fit_rows and not MIN_FIT_ROWS <= fit_rows < series.raw.size:
         raise ValueError(f"--capacity-fit-rows {fit_rows}: {spec} has {series.raw.size} rows; fit on "
                          f"{MIN_FIT_ROWS} to {series.raw.size - 1} of them")
     if fit_rows and float(series.raw[:fit_rows].mean()) <= 0.0 and scale is None:
         raise ValueError(f"--capacity-fit-rows {fit_rows}: the first {fit_rows} rows of {spec} average 0")
-    capacity = series.scaled(workload.platform.C, scale, fit_rows)
+    capacity = series.scaled(C, scale, fit_rows)
     if int(capacity.max()) < 1:
         raise ValueError(f"--capacity-series {spec}: scaled by {scale} it has no round with a node")
-    fitted_rows, played = (capacity[:fit_rows], capacity[fit_rows:]) if fit_rows else (capacity, capacity)
-    platform: Platform = workload.platform
-    if model == "forecast":
-        fitted = _fit_cached(tuple(int(c) for c in fitted_rows), quantile)
-        lam = _fit_level_cached(tuple(int(c) for c in fitted_rows), fitted.phi) \
-            if level_weight == "fit" else float(level_weight)
-        if lam or price_floor:
-            fitted = CapacityModel.model_validate({**fitted.model_dump(), "level_weight": lam,
-                                                   "price_floor": float(platform.C) if price_floor else 0.0})
-        platform = Platform.model_validate({**platform.model_dump(), "capacity": fitted.model_dump()})
-    rolled = np.roll(played, -(start % played.size))
-    return replace(workload, platform=platform, capacity=tuple(int(c) for c in rolled))
+    return (capacity[:fit_rows], capacity[fit_rows:]) if fit_rows else (capacity, capacity)
+
+
+def fitted_model(rows: np.ndarray, C: int, quantile: float = DEFAULT_QUANTILE,
+                 level_weight: LevelWeight = DEFAULT_LEVEL_WEIGHT, price_floor: bool = False) -> CapacityModel:
+    """The capacity model of a platform of nominal capacity C fitted to `rows` (in nodes): `fit_capacity_model`;
+    level_weight lam > 0 makes its mean track the feed, "fit" chooses lam on the rows (`fit_level_weight`), 0 is
+    the fixed mean; price_floor: the prices' capacity quantile is at least C (`CapacityModel.price_floor`)."""
+    check_level_weight(level_weight)
+    key = tuple(int(c) for c in rows)
+    fitted = _fit_cached(key, quantile)
+    lam = _fit_level_cached(key, fitted.phi) if level_weight == "fit" else float(level_weight)
+    if lam or price_floor:
+        fitted = CapacityModel.model_validate({**fitted.model_dump(), "level_weight": lam,
+                                               "price_floor": float(C) if price_floor else 0.0})
+    return fitted
 
 
 @lru_cache(maxsize=32)

@@ -72,7 +72,7 @@ def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
                         "the prices' C' (default 0.3)")
     p.add_argument("--capacity-level-weight", type=level_weight, default=None, metavar="LAM|fit",
                    help="with --capacity-model forecast: the model's mean tracks the feed, mu_t = (1 - LAM) mu_{t-1} "
-                        "+ LAM C_{t-1}; 'fit' chooses LAM on the fit rows (default 0: the fixed mean)")
+                        "+ LAM C_{t-1}; 'fit' (the default) chooses LAM on the fit rows; 0 keeps the fitted mean")
     p.add_argument("--capacity-price-floor", action="store_true", default=None,
                    help="with --capacity-model forecast: prices never assume less than C (each round's capacity "
                         "quantile is at least C) while the failure estimates follow the model")
@@ -109,13 +109,14 @@ def apply_capacity(args: argparse.Namespace, workload: Workload, run: int = 0) -
     if not args.capacity_series:
         return workload
     from mechanism.capacity import DEFAULT_QUANTILE
-    from models.capacity_fit import with_capacity
+    from models.capacity_fit import DEFAULT_LEVEL_WEIGHT, with_capacity
 
     q = DEFAULT_QUANTILE if args.capacity_quantile is None else args.capacity_quantile
     start = (args.capacity_start or 0) + run * (getattr(args, "capacity_stride", None) or 0)
     return with_capacity(workload, args.capacity_series, args.capacity_model or "fixed", args.capacity_scale, q,
                          start=start, fit_rows=getattr(args, "capacity_fit_rows", None) or 0,
-                         level_weight=0.0 if args.capacity_level_weight is None else args.capacity_level_weight,
+                         level_weight=DEFAULT_LEVEL_WEIGHT if args.capacity_level_weight is None
+                         else args.capacity_level_weight,
                          price_floor=bool(args.capacity_price_floor))
 
 

@@ -33,7 +33,7 @@ def test_against_pairs_the_forecast_runs_seed_by_seed_and_pools_per_seed_first(
     path, old = base
     new = capacity.run(argparse.Namespace(**COMMON, quantile=0.6, against=path))
     pairing = new["against"]
-    assert pairing["base"] == {"quantile": 0.3, "level_weight": 0.0, "price_floor": False, "offline_seeds": 0}
+    assert pairing["base"] == {"quantile": 0.3, "level_weight": "fit", "price_floor": False, "offline_seeds": 0}
     by_hand = []
     for i, series in enumerate(("capacity_azure2017.csv:t7str", "capacity_azure2019.csv:t7str")):
         now, then = new["rows"][2 * i + 1], old["rows"][2 * i + 1]

@@ -33,13 +33,15 @@ def test_simulate_with_held_out_rows_plays_only_the_rows_after_the_fit(capsys: p
     assert result["capacity"]["rows"] == 336 - 168 and result["capacity"]["fitted"]["high"] >= 1
 
 
-@pytest.mark.parametrize(("value", "want"), [("fit", 0.02), ("0.3", 0.3)])  # 2019 t7str's first week fits 0.02
-def test_simulate_with_a_level_weight_reports_it_in_the_fitted_model(value: str, want: float,
+@pytest.mark.parametrize(("value", "want"), [(None, 0.02), ("fit", 0.02), ("0.3", 0.3), ("0", None)])
+def test_simulate_with_a_level_weight_reports_it_in_the_fitted_model(value: str | None, want: float | None,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """2019 t7str's first week fits lam 0.02, the default; lam 0 (the fixed mean) is dumped without the key."""
+    option = [] if value is None else ["--capacity-level-weight", value]
     assert main(["simulate", "--workload", "overload", "--load", "0.3", "--no-offline", "--json",
                  "--capacity-series", SERIES, "--capacity-model", "forecast", "--capacity-fit-rows", "168",
-                 "--capacity-level-weight", value]) == 0
-    assert json.loads(capsys.readouterr().out)["capacity"]["fitted"]["level_weight"] == want
+                 *option]) == 0
+    assert json.loads(capsys.readouterr().out)["capacity"]["fitted"].get("level_weight") == want
 
 
 def test_simulate_with_a_price_floor_puts_c_in_the_fitted_model(capsys: pytest.CaptureFixture[str]) -> None:

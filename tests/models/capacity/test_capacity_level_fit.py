@@ -60,7 +60,9 @@ def test_with_capacity_fits_the_level_on_the_fit_rows_only(tmp_path: Path) -> No
         path.write_text("t,v\n" + "".join(f"{t},{v}\n" for t, v in enumerate(r)), encoding="utf-8")
         models.append(with_capacity(w, str(path), "forecast", fit_rows=10, level_weight="fit").platform.capacity)
         default = with_capacity(w, str(path), "forecast", fit_rows=10).platform.capacity
-        assert default is not None and default.level_weight == 0.0
+        assert default == models[-1]  # the default fits the level
+        mean = with_capacity(w, str(path), "forecast", fit_rows=10, level_weight=0.0).platform.capacity
+        assert mean is not None and mean.level_weight == 0.0
         fixed = with_capacity(w, str(path), "forecast", fit_rows=10, level_weight=0.2).platform.capacity
         assert fixed is not None and fixed.level_weight == 0.2
     assert models[0] == models[1] and models[0] is not None and models[0].level_weight > 0.0

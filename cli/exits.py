@@ -8,8 +8,8 @@ EXIT_UNAVAILABLE = 69  # sysexits EX_UNAVAILABLE: no answer from the server afte
 EXIT_TRY_LATER = 75  # sysexits EX_TEMPFAIL: refused for now (RESOURCE_EXHAUSTED: a limit in use); retry later
 EXIT_INTERRUPTED = 130  # Ctrl-C, the shell's code for SIGINT
 EXIT_BROKEN_PIPE = 141  # stdout's reader went away (`| head`): the shell's code for SIGPIPE
-EPILOG = f"""exit codes of the commands that talk to a server (submit, arrive, complete, job, advance, jobs, watch,
-invoice, status, prices, state-digest --server, simulate --server):
+EPILOG = f"""exit codes of the commands that talk to a server (submit, arrive, complete, job, advance,
+report-capacity, jobs, watch, invoice, status, prices, state-digest --server, simulate --server):
   0    done
   {EXIT_REFUSED}    the server refused the call (its status code and message on stderr)
   {EXIT_USAGE}    usage error: a bad option, file or token, found before any call

@@ -96,6 +96,9 @@ def register(sub: Any) -> None:
     p.add_argument("job", help="the job id")
     _tenant(p, TENANT_HELP)
     _command(sub, "advance", advance, mutating=True)
+    p = _command(sub, "report-capacity", report_capacity, mutating=True)
+    p.add_argument("round", type=int64, help="the round (the current one or a later one)")
+    p.add_argument("capacity", type=int64, help="its capacity in nodes")
 
 
 def _tenant(p: argparse.ArgumentParser, help_text: str) -> None:
@@ -287,6 +290,12 @@ def advance(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]
     out = round_dict(r)
     out["events"] = [{**e, "tenant": t} for e, t in zip(out["events"], tenants, strict=True)]
     return {**out, "text": "\n".join([head, *(event_text(e, t) for e, t in zip(r.events, tenants, strict=True))])}
+
+
+def report_capacity(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    c = client.report_capacity(args.round, args.capacity, request_id=args.request_id)
+    return {"round": c.round, "capacity": c.capacity,
+            "text": f"round {c.round}: capacity {c.capacity} nodes (step 3 of that round evicts against it)"}
 
 
 def round_dict(r: RoundReport) -> dict[str, Any]:

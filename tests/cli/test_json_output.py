@@ -45,7 +45,7 @@ def test_the_job_verbs_print_one_json_document(server: ServerProcess, tmp_path: 
     assert json_of("submit", str(sow), "--job-id", "j2", *conn, "--json")
     assert json_of("arrive", "j1", "--signal", "2", *conn, "--json")  # runs rounds 0 and 1
     for verb in (["status"], ["job", "j1"], ["jobs"], ["watch", "--no-follow"], ["invoice"], ["advance"],
-                 ["complete", "j1"], ["prices", "--length", "4"]):
+                 ["complete", "j1"], ["prices", "--length", "4"], ["report-capacity", "5", "3"]):
         assert isinstance(json_of(*verb, *conn, "-o", "json"), dict), verb
     menu = json_of("prices", *conn, "--json")
     assert isinstance(menu, dict) and len(menu["unit_price"]) == len(menu["expected_usage"]) > 0
@@ -88,6 +88,7 @@ def test_the_server_verbs_print_one_json_document(server: ServerProcess, tmp_pat
     ["capacity-plan", "--synthetic", "--jobs", "6", "--seed", "2", "--method", "cospis", "--samples", "5",
      "--runs", "5", "--time-limit", "5", "--json"],
     ["stochastic", "lp", "--load", "0.5", "--rounds", "4", "--json"],
+    ["capacity-fit", f"{AZURE_CAPACITY / 'capacity_azure2019.csv'}:t7str", "--C", "16", "--json"],
     ["bench", "predict", "--jobs", "300", "--json"],
     ["bench", "forecast", "--vms", "1", "--models", "ar1", "--json"],
     ["bench", "cuc", "--repeats", "1", "--json"],

@@ -1,4 +1,5 @@
-"""`sowsched submit|arrive|complete|advance|jobs|watch|invoice` against a real server, text and --json."""
+"""`sowsched submit|arrive|complete|advance|report-capacity|jobs|watch|invoice` against a real server, text and
+--json."""
 
 from __future__ import annotations
 
@@ -176,7 +177,8 @@ def test_bad_connection_and_watch_options_exit_2_naming_the_bound(
     assert re.search(match, capsys.readouterr().err)
 
 
-@pytest.mark.parametrize("command", ["submit", "arrive", "complete", "advance", "jobs", "watch", "invoice"])
+@pytest.mark.parametrize("command", ["submit", "arrive", "complete", "advance", "report-capacity", "jobs", "watch",
+                                     "invoice"])
 def test_every_argument_has_a_help_text(command: str) -> None:
     assert undocumented_arguments(command) == []
 
@@ -233,7 +235,8 @@ def test_an_unreachable_server_exits_69_not_1(argv: list[str], capsys: pytest.Ca
     assert out == "" and err.startswith(f"sowsched {argv[0]}: UNAVAILABLE") and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("argv", [["submit", "SOW"], ["arrive", "j1"], ["complete", "j1"], ["advance"]])
+@pytest.mark.parametrize("argv", [["submit", "SOW"], ["arrive", "j1"], ["complete", "j1"], ["advance"],
+                                  ["report-capacity", "0", "12"]])
 def test_an_unreachable_server_names_the_generated_request_id_of_a_mutating_command(
         argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "j1.json"
@@ -467,3 +470,32 @@ def test_status_of_a_server_older_than_the_build_fields_says_unknown_and_its_jso
     assert main(["status", "--server", "127.0.0.1:1", "--token", ACME, "--json"]) == 0
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and (json.loads(out)["server_version"], json.loads(out)["code_identity"]) == ("", "")
+
+
+def test_the_operator_reports_a_rounds_capacity_and_a_retry_with_its_request_id_changes_nothing(
+        srv: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = cli(srv, OP, "report-capacity", "2", "12", "--request-id", "cap-2")
+    assert run_json(capsys, argv) == {"round": 2, "capacity": 12}
+    assert run_json(capsys, argv) == {"round": 2, "capacity": 12}  # the logged reply, not a second report
+    assert main(cli(srv, OP, "report-capacity", "3", "11")) == 0
+    assert capsys.readouterr().out == "round 3: capacity 11 nodes (step 3 of that round evicts against it)\n"
+
+
+@pytest.mark.parametrize(("token", "argv", "status"), [
+    (ACME, ["5", "12"], "PERMISSION_DENIED: ReportCapacity needs the operator token"),
+    (OP, ["5", "-1"], r"INVALID_ARGUMENT: capacity=-1 is outside \[0, 1000000\]"),
+    (OP, ["-1", "12"], "round=-1 has been played"),
+])
+def test_a_capacity_report_refused_by_the_server_exits_1_naming_the_status(
+        srv: RunningServer, capsys: pytest.CaptureFixture[str], token: str, argv: list[str], status: str) -> None:
+    assert main(cli(srv, token, "report-capacity", *argv)) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("sowsched report-capacity: ") and re.search(status, err)
+
+
+def test_a_second_report_for_the_same_round_is_refused_and_keeps_the_first(
+        srv: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(cli(srv, OP, "report-capacity", "1", "9")) == 0
+    capsys.readouterr()
+    assert main(cli(srv, OP, "report-capacity", "1", "10")) == 1
+    assert "the capacity of round 1 was already reported (9 nodes)" in capsys.readouterr().err

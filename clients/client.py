@@ -94,6 +94,8 @@ class ServerStatus:
     own_max_active_jobs: int | None = None  # the caller's max_active_jobs; None: no limit
     server_version: str = ""  # the package version the server runs ("" from a server older than the field)
     code_identity: str = ""  # SHA-256 of the server's mechanism and server sources
+    capacity: int = 0  # this round's capacity (nodes) as its step 3 will evict against it
+    capacity_reports: tuple[CapacityView, ...] = ()  # reports for later rounds (the operator's view; tenants: none)
 
     @cached_property
     def platform(self) -> Platform:
@@ -295,7 +297,8 @@ class SchedulerClient:
                             oracle=r.oracle, clock=r.clock, round_seconds=r.round_seconds, now=r.now,
                             events=r.events, active_jobs=r.active_jobs, state_digest=r.state_digest,
                             own_active_jobs=r.own_active_jobs, own_max_active_jobs=r.own_max_active_jobs or None,
-                            server_version=r.server_version, code_identity=r.code_identity)
+                            server_version=r.server_version, code_identity=r.code_identity, capacity=r.capacity,
+                            capacity_reports=tuple(convert.capacity_from_proto(c) for c in r.capacity_reports))
 
     def echo(self, payload: bytes = b"") -> bytes:
         return self._call(self.stub.Echo, pb.EchoRequest(payload=payload)).payload

@@ -281,7 +281,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                                            if namespace.tenant_of(job.id) == p.name)
             info.own_max_active_jobs = self.scheduler.config.max_active_jobs.get(p.name, 0)
             if not p.is_operator:  # platform-wide views are the operator's
-                for name in ("events", "active_jobs", "state_digest"):
+                for name in ("events", "active_jobs", "state_digest", "capacity_reports"):
                     info.ClearField(name)
             return info
         return self._call(context, "GetPlatform", body)
@@ -358,6 +358,9 @@ def platform_info(engine: Engine, clock: Clock) -> pb.PlatformInfo:
         platform_json=pl.model_dump_json(),
         server_version=snapshot.server_version(),
         code_identity=snapshot.code_identity(),
+        capacity=engine.capacity_of(engine.now),
+        capacity_reports=[pb.CapacityReport(round=r, capacity=c) for r, c in sorted(engine.capacity_feed.items())
+                          if r > engine.now],
     )
 
 

@@ -499,3 +499,22 @@ def test_a_second_report_for_the_same_round_is_refused_and_keeps_the_first(
     capsys.readouterr()
     assert main(cli(srv, OP, "report-capacity", "1", "10")) == 1
     assert "the capacity of round 1 was already reported (9 nodes)" in capsys.readouterr().err
+
+
+def test_status_shows_this_rounds_capacity_and_the_operator_the_reports_for_later_rounds(
+        srv: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
+    first = run_json(capsys, cli(srv, OP, "status"))
+    assert first["capacity"] == first["platform"]["C"] and first["capacity_reports"] == []
+    for round_, nodes in ((0, 9), (3, 11), (2, 10)):
+        assert main(cli(srv, OP, "report-capacity", str(round_), str(nodes))) == 0
+    capsys.readouterr()
+    op = run_json(capsys, cli(srv, OP, "status"))
+    assert op["capacity"] == 9 and op["capacity_reports"] == [{"round": 2, "capacity": 10},
+                                                               {"round": 3, "capacity": 11}]
+    tenant = run_json(capsys, cli(srv, ACME, "status"))
+    assert tenant["capacity"] == 9 and "capacity_reports" not in tenant  # the feed ahead is the operator's
+    assert main(cli(srv, OP, "advance")) == 0
+    assert main(cli(srv, OP, "status")) == 0
+    text = capsys.readouterr().out
+    assert "round 1, capacity 9 nodes" in text  # no report for round 1: the last round's capacity stays
+    assert "capacity reported for later rounds: round 2: 10, round 3: 11" in text

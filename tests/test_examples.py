@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from cli.commands.jobs import read_sow
+from mechanism.engine import Engine
 from mechanism.sow import SoW
+from models.capacity_fit import fitted_model, scaled_rows
 from models.simulation import run_simulation
 from models.workloads import load_workload_file, parse_workload
 from server.config import ConfigError, load_config
@@ -22,7 +24,8 @@ TOKENS = {"SOWSCHED_OPERATOR_TOKEN": "operator-example-token", "SOWSCHED_ACME_TO
 
 
 def test_examples_holds_the_files_the_readme_names() -> None:
-    assert sorted(p.name for p in EXAMPLES.iterdir()) == ["W.json", "platform.toml", "sow.json", "tenants.toml"]
+    assert sorted(p.name for p in EXAMPLES.iterdir()) == ["W.json", "capacity.toml", "platform.toml", "sow.json",
+                                                          "tenants.toml"]
 
 
 def test_the_platform_example_loads_open_and_so_only_for_loopback() -> None:
@@ -56,6 +59,22 @@ def test_the_tenants_example_needs_no_token_to_replay_a_store(monkeypatch: pytes
         monkeypatch.delenv(name, raising=False)
     config = load_config(EXAMPLES / "tenants.toml", resolve_tokens=False)
     assert config.tenants == ("acme", "globex") and config.tokens == {}
+
+
+def test_the_capacity_example_is_the_platform_example_with_the_model_capacity_fit_prints() -> None:
+    platform = load_config(EXAMPLES / "capacity.toml").platform
+    series = f"{ROOT.parent / 'shared' / 'data' / 'azure-capacity' / 'capacity_azure2019.csv'}:t7str"
+    rows, _ = scaled_rows(series, 16, fit_rows=168)  # the command in the file's header
+    assert platform.capacity == fitted_model(rows, 16)
+    assert platform.model_copy(update={"capacity": None}) == load_config(EXAMPLES / "platform.toml").platform
+
+
+def test_the_capacity_example_quotes_the_sow_example_and_takes_a_capacity_report() -> None:
+    platform = load_config(EXAMPLES / "capacity.toml").platform
+    engine = Engine(platform)
+    engine.report_capacity(0, 12)
+    quote = engine.submit("etl-1", SoW.parse(read_sow(EXAMPLES / "sow.json"), platform))
+    assert quote.job == "etl-1" and engine.capacity_of(0) == 12
 
 
 def test_the_sow_example_passes_the_cli_check_and_the_platform_bounds() -> None:

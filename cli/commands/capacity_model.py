@@ -64,8 +64,11 @@ def run(args: argparse.Namespace) -> int:
 def toml_table(table: dict[str, Any], args: argparse.Namespace) -> str:
     """The model as platform.toml's `[platform.capacity]` table; floats written in full (repr), so the file reads
     back to the very model that was fitted."""
-    lines = [f"# sowsched capacity-fit {args.series} --C {args.C}: docs/capacity-model.md; [platform] C = {args.C}",
-             "[platform.capacity]"]
+    options = [f"--{name.replace('_', '-')} {getattr(args, name)}" for name in ("scale", "fit_rows", "quantile")
+               if getattr(args, name)] + ([] if args.level_weight == "fit" else [f"--level-weight {args.level_weight}"])
+    options += ["--price-floor"] if args.price_floor else []
+    command = " ".join(["sowsched capacity-fit", args.series, "--C", str(args.C), *options])
+    lines = [f"# {command}: docs/capacity-model.md; [platform] C = {args.C}", "[platform.capacity]"]
     for key, value in table.items():
         lines.append(f"{key} = {_toml_value(value)}")
     return "\n".join(lines)

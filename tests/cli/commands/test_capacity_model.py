@@ -27,7 +27,9 @@ def fit(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 
 
 def test_the_printed_table_reads_back_to_the_very_model_fitted(capsys: pytest.CaptureFixture[str]) -> None:
-    table = tomllib.loads(fit(capsys, "--fit-rows", "168"))["platform"]["capacity"]
+    text = fit(capsys, "--fit-rows", "168")
+    assert text.startswith(f"# sowsched capacity-fit {SERIES} --C 16 --fit-rows 168: ")  # the command, to rerun
+    table = tomllib.loads(text)["platform"]["capacity"]
     rows, _ = scaled_rows(SERIES, 16, fit_rows=168)
     want = fitted_model(rows, 16)  # the default: q 0.3, lam fitted
     assert CapacityModel.model_validate(table) == want

@@ -96,6 +96,7 @@ class ServerStatus:
     code_identity: str = ""  # SHA-256 of the server's mechanism and server sources
     capacity: int = 0  # this round's capacity (nodes) as its step 3 will evict against it
     capacity_reports: tuple[CapacityView, ...] = ()  # reports for later rounds (the operator's view; tenants: none)
+    capacity_level: float | None = None  # the capacity model's level mu_t when it tracks the feed, else None
 
     @cached_property
     def platform(self) -> Platform:
@@ -298,7 +299,8 @@ class SchedulerClient:
                             events=r.events, active_jobs=r.active_jobs, state_digest=r.state_digest,
                             own_active_jobs=r.own_active_jobs, own_max_active_jobs=r.own_max_active_jobs or None,
                             server_version=r.server_version, code_identity=r.code_identity, capacity=r.capacity,
-                            capacity_reports=tuple(convert.capacity_from_proto(c) for c in r.capacity_reports))
+                            capacity_reports=tuple(convert.capacity_from_proto(c) for c in r.capacity_reports),
+                            capacity_level=r.capacity_level if r.HasField("capacity_level") else None)
 
     def echo(self, payload: bytes = b"") -> bytes:
         return self._call(self.stub.Echo, pb.EchoRequest(payload=payload)).payload

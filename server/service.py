@@ -361,6 +361,7 @@ def platform_info(engine: Engine, clock: Clock) -> pb.PlatformInfo:
         capacity=engine.capacity_of(engine.now),
         capacity_reports=[pb.CapacityReport(round=r, capacity=c) for r, c in sorted(engine.capacity_feed.items())
                           if r > engine.now],
+        capacity_level=engine.capacity_level,
     )
 
 

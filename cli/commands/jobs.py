@@ -264,14 +264,15 @@ def status(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
     clock = s.clock if s.clock == "simulated" else f"{s.clock}, {s.round_seconds:g} s a round"
     text = [f"platform C={p['C']} C_m={p['C_m']} D_m={p['D_m']} S_m={p['S_m']} H={p['H']:g}; oracle {s.oracle} with "
             f"{s.samples} "
-            f"samples; clock {clock}; round {s.now}, capacity {s.capacity} nodes",
+            f"samples; clock {clock}; round {s.now}, capacity {s.capacity} nodes"
+            + ("" if s.capacity_level is None else f" (model level {s.capacity_level:.2f})"),
             f"your active jobs: {s.own_active_jobs} ({limit})",
             f"server sowsched {s.server_version or 'unknown'}, code {s.code_identity[:12] or 'unknown'}"]
     out: dict[str, Any] = {"platform": p, "samples": s.samples, "oracle": s.oracle,
                            "clock": s.clock, "round_seconds": s.round_seconds, "round": s.now,
                            "own_active_jobs": s.own_active_jobs, "own_max_active_jobs": s.own_max_active_jobs,
                            "server_version": s.server_version, "code_identity": s.code_identity,
-                           "capacity": s.capacity}
+                           "capacity": s.capacity, "capacity_level": s.capacity_level}
     if s.state_digest:  # the operator's platform-wide view
         text.append(f"platform-wide: {s.active_jobs} active jobs, {s.events} events, state digest {s.state_digest}")
         reports = [{"round": c.round, "capacity": c.capacity} for c in s.capacity_reports]

@@ -69,12 +69,21 @@ def test_an_adaptive_level_is_rebuilt_by_replay_to_the_identical_digest(tmp_path
     finally:
         srv.stop(0)
     assert level == 0.5 * (0.5 * 8.0 + 0.5 * 4) + 0.5 * 3
+    assert before.capacity_level == level  # GetPlatform shows the level this round's quotes use
     again = start(store, levelled)
     try:
         assert again.scheduler.replayed == 6
         assert again.scheduler.engine.capacity_level == level and client(again).status() == before
     finally:
         again.stop(0)
+
+
+def test_a_model_with_a_fixed_mean_shows_no_level(tmp_path: Path) -> None:
+    srv = start(tmp_path / "s.db")  # lam = 0
+    try:
+        assert client(srv).status().capacity_level is None
+    finally:
+        srv.stop(0)
 
 
 @pytest.mark.parametrize(("round_", "capacity", "code", "match"), [

@@ -28,7 +28,7 @@ def register(sub: Any) -> None:
                    help="fit on the first F rows only (default 0: every row)")
     p.add_argument("--quantile", type=probability, default=None, metavar="Q",
                    help="the quantile of the capacity the prices' C' uses (default 0.3)")
-    p.add_argument("--level-weight", type=level_weight, default="fit", metavar="LAM|fit",
+    p.add_argument("--level-weight", type=level_weight, default=None, metavar="LAM|fit",
                    help="the mean tracks the feed, mu_t = (1 - LAM) mu_{t-1} + LAM C_{t-1}; 'fit' (the default) "
                         "chooses LAM on the rows; 0 keeps the fitted mean")
     p.add_argument("--price-floor", action="store_true",
@@ -39,12 +39,13 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mechanism.capacity import DEFAULT_QUANTILE
-    from models.capacity_fit import fitted_model, scaled_rows
+    from models.capacity_fit import DEFAULT_LEVEL_WEIGHT, fitted_model, scaled_rows
 
     quantile = DEFAULT_QUANTILE if args.quantile is None else args.quantile
+    lam = DEFAULT_LEVEL_WEIGHT if args.level_weight is None else args.level_weight
     try:
         rows, _ = scaled_rows(args.series, args.C, args.scale, args.fit_rows)
-        model = fitted_model(rows, args.C, quantile, args.level_weight, args.price_floor)
+        model = fitted_model(rows, args.C, quantile, lam, args.price_floor)
     except (OSError, ValueError) as exc:  # the fit's messages name simulate's options: name this command's
         message = str(exc)
         for theirs, ours in OPTION_NAMES:
@@ -65,7 +66,7 @@ def toml_table(table: dict[str, Any], args: argparse.Namespace) -> str:
     """The model as platform.toml's `[platform.capacity]` table; floats written in full (repr), so the file reads
     back to the very model that was fitted."""
     options = [f"--{name.replace('_', '-')} {getattr(args, name)}" for name in ("scale", "fit_rows", "quantile")
-               if getattr(args, name)] + ([] if args.level_weight == "fit" else [f"--level-weight {args.level_weight}"])
+               if getattr(args, name)] + ([] if args.level_weight is None else [f"--level-weight {args.level_weight}"])
     options += ["--price-floor"] if args.price_floor else []
     command = " ".join(["sowsched capacity-fit", args.series, "--C", str(args.C), *options])
     lines = [f"# {command}: docs/capacity-model.md; [platform] C = {args.C}", "[platform.capacity]"]

@@ -275,7 +275,7 @@ def status(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
                            "capacity": s.capacity, "capacity_level": s.capacity_level}
     if s.state_digest:  # the operator's platform-wide view
         text.append(f"platform-wide: {s.active_jobs} active jobs, {s.events} events, state digest {s.state_digest}")
-        reports = [{"round": c.round, "capacity": c.capacity} for c in s.capacity_reports]
+        reports = [c.to_dict() for c in s.capacity_reports]
         if reports:
             text.append("capacity reported for later rounds: "
                         + ", ".join(f"round {c['round']}: {c['capacity']}" for c in reports))
@@ -300,7 +300,7 @@ def advance(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]
 
 def report_capacity(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
     c = client.report_capacity(args.round, args.capacity, request_id=args.request_id)
-    return {"round": c.round, "capacity": c.capacity,
+    return {**c.to_dict(),
             "text": f"round {c.round}: capacity {c.capacity} nodes (step 3 of that round evicts against it)"}
 
 

@@ -8,6 +8,22 @@ EXIT_UNAVAILABLE = 69  # sysexits EX_UNAVAILABLE: no answer from the server afte
 EXIT_TRY_LATER = 75  # sysexits EX_TEMPFAIL: refused for now (RESOURCE_EXHAUSTED: a limit in use); retry later
 EXIT_INTERRUPTED = 130  # Ctrl-C, the shell's code for SIGINT
 EXIT_BROKEN_PIPE = 141  # stdout's reader went away (`| head`): the shell's code for SIGPIPE
+EXIT_TERMINATED = 143  # SIGTERM (`kill`, `timeout`), the shell's code for it
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread (cli/main.py) so that it unwinds as Ctrl-C does: a study stops its worker
+    processes, a mutating command names its request id; then exit 143 instead of 130."""
+
+
+def stopped(exc: KeyboardInterrupt) -> str:
+    """How an interruption is named on stderr."""
+    return "terminated" if isinstance(exc, Terminated) else "interrupted"
+
+
+def interrupted_code(exc: KeyboardInterrupt) -> int:
+    """The exit code of an interruption: 143 for SIGTERM, 130 for Ctrl-C."""
+    return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
 EPILOG = f"""exit codes of the commands that talk to a server (submit, arrive, complete, job, advance,
 report-capacity, jobs, watch, invoice, status, prices, state-digest --server, simulate --server):
   0    done
@@ -19,4 +35,5 @@ report-capacity, jobs, watch, invoice, status, prices, state-digest --server, si
   {EXIT_TRY_LATER}   refused for now, retry later: a limit is in use (RESOURCE_EXHAUSTED: the tenant's
        max_active_jobs, the server's open event streams)
   {EXIT_INTERRUPTED}  interrupted by Ctrl-C (watch: the normal end of a follow, exit 0)
+  {EXIT_TERMINATED}  stopped by SIGTERM, as by Ctrl-C otherwise (every command but serve, which shuts down cleanly)
   {EXIT_BROKEN_PIPE}  stdout was closed by its reader (`sowsched watch | head -1`): the output stopped there"""

@@ -8,10 +8,11 @@ import importlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from cli.exits import EPILOG, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
+from cli.exits import EPILOG, EXIT_BROKEN_PIPE, Terminated, interrupted_code, stopped
 from cli.verbs import VERBS, listing
 
 
@@ -52,11 +53,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     # here (before the second or so of imports) until the server's handler is in place (server/app.py), so a reload
     # asked for during start-up is served after it instead of killing the server.
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP}) if words[:1] == ["serve"] else None
+    # Every other command unwinds on SIGTERM as on Ctrl-C (`Terminated`), so that a study's worker processes stop
+    # with it instead of running on (`serve` has its own clean shutdown).
+    own_term = words[:1] != ["serve"] and threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if own_term else None
     try:
         return _run(words)
     finally:
         if held is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        if own_term:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated()
 
 
 def _run(argv: Sequence[str]) -> int:
@@ -64,9 +75,9 @@ def _run(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     try:
         code = args.func(args)
-    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, not a traceback
-        print(f"sowsched {args.command}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line and the shell's code, not a traceback
+        print(f"sowsched {args.command}: {stopped(exc)}", file=sys.stderr)
+        return interrupted_code(exc)
     except BrokenPipeError:  # the reader went away: nobody to tell, and the shell's code for SIGPIPE
         _drop_stdout()
         return EXIT_BROKEN_PIPE

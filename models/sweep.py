@@ -45,12 +45,28 @@ def _run_local(fn: Callable[[Any], Any], tasks: Sequence[Any], processes: int, b
         return results
     # spawn, not fork: the parent may already run OpenMP or solver threads, which a fork cannot copy safely.
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(processes, len(tasks)), mp_context=context) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(processes, len(tasks)), mp_context=context)
+    try:
         futures = {pool.submit(fn, task): i for i, task in enumerate(tasks)}
         for fut in as_completed(futures):
             results[futures[fut]] = fut.result()
             bar.update(1)
+    except BaseException:  # a failed task, Ctrl-C or SIGTERM (cli/main.py): stop the workers, not only the queue
+        _terminate_workers(pool)
+        raise
+    pool.shutdown()
     return results
+
+
+def _terminate_workers(pool: ProcessPoolExecutor) -> None:
+    """Stop `pool` at once: cancel what has not started and terminate the workers, whose running tasks would
+    otherwise go on after their parent is gone (Python 3.14's `terminate_workers`)."""
+    workers = list((pool._processes or {}).values())  # 3.11 has no public handle on them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.join(timeout=5)
 
 
 def _run_ray(fn: Callable[[Any], Any], tasks: Sequence[Any], address: str | None, ray_cpus: int | None,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli.args import add_output_arguments
-from cli.exits import EPILOG, EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_TRY_LATER, EXIT_UNAVAILABLE, EXIT_USAGE
+from cli.exits import EPILOG, EXIT_REFUSED, EXIT_TRY_LATER, EXIT_UNAVAILABLE, EXIT_USAGE, interrupted_code, stopped
 from cli.verbs import add_verb
 
 if TYPE_CHECKING:  # imported when a verb runs, not when the parser is built
@@ -154,11 +154,11 @@ def _runner(name: str, body: Callable[[SchedulerClient, argparse.Namespace], Any
         except RpcFailure as exc:
             print(f"sowsched {name}: {exc}{_retry_hint(args, exc) if mutating else ''}", file=sys.stderr)
             return exit_code(exc)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM
             if not mutating:
                 raise
-            print(f"sowsched {name}: interrupted{_retry_hint(args, None)}", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            print(f"sowsched {name}: {stopped(exc)}{_retry_hint(args, None)}", file=sys.stderr)
+            return interrupted_code(exc)
         except BrokenPipeError:  # stdout's reader went away (an OSError, but no usage error): sowsched's main
             raise
         except (OSError, ValueError) as exc:

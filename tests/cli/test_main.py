@@ -1,11 +1,15 @@
-"""The `sowsched` dispatcher: a Ctrl-C anywhere ends with one line and exit code 130; --help lists the exit codes."""
+"""The `sowsched` dispatcher: a Ctrl-C anywhere ends with one line and exit code 130, a SIGTERM with one line and 143;
+--help lists the exit codes."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -27,16 +31,33 @@ def test_ctrl_c_during_a_command_is_one_line_and_exit_130(monkeypatch: pytest.Mo
     assert out == "" and err == "sowsched simulate: interrupted\n"
 
 
+def test_sigterm_during_a_command_is_one_line_and_exit_143_and_the_handler_is_restored(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def terminated(args: argparse.Namespace) -> int:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)  # the signal ends this at once
+        return 0
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(simulate, "run", terminated)
+    started = time.monotonic()
+    assert cli.main(["simulate", "--workload", "toy"]) == 143
+    assert time.monotonic() - started < 20
+    out, err = capsys.readouterr()
+    assert out == "" and err == "sowsched simulate: terminated\n"
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["advance", "--help"], ["watch", "--help"]])
 def test_help_documents_every_exit_code(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit, match=r"^0$"):
         cli.main(argv)
     out = capsys.readouterr().out
     codes = (exits.EXIT_REFUSED, exits.EXIT_USAGE, exits.EXIT_UNAVAILABLE, exits.EXIT_TRY_LATER, exits.EXIT_INTERRUPTED,
-             exits.EXIT_BROKEN_PIPE)
+             exits.EXIT_BROKEN_PIPE, exits.EXIT_TERMINATED)
     for code in (0, *codes):
         assert re.search(rf"^  {code} +\S", out, re.M), f"exit code {code} is not documented"
-    assert codes == (1, 2, 69, 75, 130, 141)
+    assert codes == (1, 2, 69, 75, 130, 141, 143)
 
 
 def test_version_prints_the_package_version_and_the_code_identity_and_exits_0(

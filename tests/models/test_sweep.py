@@ -1,8 +1,14 @@
-"""Sweep backends: results come back in task order, and the local pool and Ray give identical results."""
+"""Sweep backends: results come back in task order, the local pool and Ray give identical results, and a pool that
+stops early (a failed task, a signal) terminates its workers."""
 
 from __future__ import annotations
 
 import operator
+import os
+import signal
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +91,58 @@ def test_other_ray_start_up_errors_and_the_last_timeout_are_raised() -> None:
 def test_a_pool_of_zero_processes_is_refused_not_taken_as_every_core() -> None:
     with pytest.raises(ValueError, match="processes=0 is below the bound 1"):
         run_tasks(_mul, [(1, 2)], processes=0, progress=False)
+
+
+def _sleep_or_fail(task: tuple[str, str]) -> int:
+    """('sleep', PIDFILE): write this worker's pid and sleep; ('fail', PIDFILE): once the sleeper runs, raise."""
+    kind, pidfile = task
+    if kind == "sleep":
+        Path(pidfile).write_text(str(os.getpid()))
+        time.sleep(300)
+        return 0
+    deadline = time.monotonic() + 60
+    while not Path(pidfile).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    raise RuntimeError("this task fails")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class Stop(BaseException):
+    """What cli/main.py raises on SIGTERM, in kind."""
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise Stop
+
+
+def test_a_failed_task_terminates_the_workers_still_running(tmp_path: Path) -> None:
+    pidfile = str(tmp_path / "sleeper.pid")
+    with pytest.raises(RuntimeError, match=r"^this task fails$"):
+        run_tasks(_sleep_or_fail, [("sleep", pidfile), ("fail", pidfile)], processes=2, progress=False)
+    assert not _alive(int(Path(pidfile).read_text()))  # not left to sleep out its 300 s
+
+
+def test_a_signal_that_stops_the_parent_terminates_its_workers(tmp_path: Path) -> None:
+    pidfile = tmp_path / "sleeper.pid"
+
+    def term_once_the_sleeper_runs() -> None:
+        while not pidfile.exists():
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, _raise_stop)
+    try:
+        threading.Thread(target=term_once_the_sleeper_runs, daemon=True).start()
+        with pytest.raises(Stop):
+            run_tasks(_sleep_or_fail, [("sleep", str(pidfile)), ("sleep", str(tmp_path / "other.pid"))],
+                      processes=2, progress=False)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert not _alive(int(pidfile.read_text()))

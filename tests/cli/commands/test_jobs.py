@@ -20,6 +20,7 @@ import grpc
 import pytest
 
 from cli.commands.jobs import event_text, exit_code, quote_text
+from cli.exits import Terminated
 from cli.main import EXIT_BROKEN_PIPE, build_parser, main
 from clients.client import RpcFailure, SchedulerClient, TenantEvent
 from mechanism.engine import RoundReport
@@ -292,16 +293,19 @@ def test_an_advance_past_its_deadline_names_its_request_id_and_a_rerun_with_it_a
     assert run_json(capsys, cli(srv, OP, "advance"))["round"] == 1  # a new id plays the next round
 
 
-def test_ctrl_c_during_a_mutating_command_names_its_request_id_and_exits_130(
-        srv: RunningServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("stop", "word", "code"), [(KeyboardInterrupt, "interrupted", 130),
+                                                     (Terminated, "terminated", 143)])
+def test_ctrl_c_or_sigterm_during_a_mutating_command_names_its_request_id_and_exits_130_or_143(
+        srv: RunningServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        stop: type[KeyboardInterrupt], word: str, code: int) -> None:
     def interrupted(self: SchedulerClient, *, request_id: str | None = None) -> tuple[RoundReport, tuple[str, ...]]:
-        raise KeyboardInterrupt
+        raise stop
 
     monkeypatch.setattr(SchedulerClient, "advance_tenants", interrupted)
-    assert main(cli(srv, OP, "advance", "--request-id", "r1")) == 130
+    assert main(cli(srv, OP, "advance", "--request-id", "r1")) == code
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
-    assert err.startswith("sowsched advance: interrupted; the outcome is unknown") and "--request-id r1 " in err
+    assert err.startswith(f"sowsched advance: {word}; the outcome is unknown") and "--request-id r1 " in err
 
 
 class WatchUntilStopped:

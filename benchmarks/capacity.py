@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.paired import mean, paired_mean, per_seed, std
-from cli.args import bounded_int, level_weight, positive_float, probability
+from cli.args import bounded_int, level_weight, nonempty, positive_float, probability
 from mechanism.capacity import DEFAULT_QUANTILE
 from models.data import AZURE_CAPACITY
 
@@ -40,7 +40,7 @@ VM_TYPES = ("t1str", "t2str", "t3str", "t5str", "t6str", "t7str")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workloads", default="overload,pipelines", help="comma-separated (default %(default)s)")
-    parser.add_argument("--series", default=None,
+    parser.add_argument("--series", type=nonempty, default=None,
                         help="comma-separated PATH:KEY (default: every VM type of both Azure capacity files)")
     parser.add_argument("--seeds", type=bounded_int(1), default=40, help="runs per series and model")
     parser.add_argument("--first-seed", type=bounded_int(0), default=0,
@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="local processes over the (workload, series) pairs (default: every core; 1 runs in "
                              "this process); the numbers do not depend on it")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    parser.add_argument("--against", metavar="BASE.json", default=None,
+    parser.add_argument("--against", type=nonempty, metavar="BASE.json", default=None,
                         help="also pair this run's forecast runs, seed by seed, with those of an earlier result "
                              "(--out or --json) of the same workloads, series, seeds, first seed, rounds, load, stride "
                              "and fit rows (another --quantile, --level-weight or --price-floor): this - base per "

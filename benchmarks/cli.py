@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.grpc import PLATFORM, TOKEN, BenchServer
+from cli.args import bounded_int
 
 # In the order they are timed: arrive and complete act on jobs submitted earlier, advance then plays the round.
 VERBS = ("submit", "job", "jobs", "watch", "status", "invoice", "prices", "arrive", "complete", "report-capacity",
@@ -22,7 +23,7 @@ SOW = {"concurrency": 1, "signal_mode": "duration", "value_steps": [[1, 50.0]], 
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runs", type=int, default=7, help="runs per command (the median is reported)")
+    p.add_argument("--runs", type=bounded_int(1), default=7, help="runs per command (the median is reported)")
 
 
 def sowsched() -> str:

@@ -7,6 +7,8 @@ import statistics
 import time
 from typing import Any
 
+from cli.args import bounded_int, probability
+
 DEFAULT_CAPACITY = "../shared/data/azure-capacity/capacity_azure2017.csv"
 TARGET_S = 1.0
 
@@ -14,10 +16,10 @@ TARGET_S = 1.0
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--capacity", default=DEFAULT_CAPACITY, help="capacity CSV (default Azure 2017)")
     parser.add_argument("--vm-type", default="t1str", help="VM type (default t1str)")
-    parser.add_argument("--max-share", type=float, help="the generator's largest job as a share of the capacity "
+    parser.add_argument("--max-share", type=probability, help="the generator's largest job as a share of the capacity "
                         "(default: the generator's)")
-    parser.add_argument("--p", type=float, default=0.001, help="violation level p (default 0.001)")
-    parser.add_argument("--repeats", type=int, default=3, help="days timed, each from a cold forecast cache")
+    parser.add_argument("--p", type=probability, default=0.001, help="violation level p (default 0.001)")
+    parser.add_argument("--repeats", type=bounded_int(1), default=3, help="days timed, each from a cold forecast cache")
 
 
 def _jobs(args: argparse.Namespace) -> Any:

@@ -5,16 +5,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from cli.args import bounded_int, positive_float, probability
+
 DEFAULT_CAPACITY = "../shared/data/azure-capacity/capacity_azure2017.csv"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--capacity", default=DEFAULT_CAPACITY, help="capacity CSV (default Azure 2017)")
     parser.add_argument("--vm-type", default="t1str", help="VM type (default t1str)")
-    parser.add_argument("--max-share", type=float, help="the generator's largest job as a share of the capacity "
+    parser.add_argument("--max-share", type=probability, help="the generator's largest job as a share of the capacity "
                         "(default: the generator's)")
-    parser.add_argument("--every", type=int, default=12, help="every k-th test origin (default 12: 3 samples)")
-    parser.add_argument("--time-limit", type=float, default=20.0, help="HiGHS MILP seconds per sample (default 20)")
+    parser.add_argument("--every", type=bounded_int(1), default=12,
+                        help="every k-th test origin (default 12: 3 samples)")
+    parser.add_argument("--time-limit", type=positive_float, default=20.0,
+                        help="HiGHS MILP seconds per sample (default 20)")
 
 
 def _jobs(args: argparse.Namespace) -> Any:
@@ -33,8 +37,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from models.cuc.problem import utility
     from models.cuc.protocol import Split, make_samples
 
-    if args.every < 1 or not args.time_limit > 0:
-        raise ValueError(f"every={args.every} must be >= 1 and time_limit={args.time_limit} > 0")
     y = load_capacity(args.capacity).of(args.vm_type)
     split = Split(len(y))
     rows = []

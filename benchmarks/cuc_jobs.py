@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cli.args import BenchInputError, bounded_int
+
 DEFAULT_FILES = ("../shared/data/azure-capacity/capacity_azure2017.csv",
                  "../shared/data/azure-capacity/capacity_azure2019.csv")
 
@@ -14,20 +16,26 @@ DEFAULT_FILES = ("../shared/data/azure-capacity/capacity_azure2017.csv",
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--capacity", action="append", help="capacity CSV, repeatable (default: Azure 2017 and 2019)")
     parser.add_argument("--vm-types", help="comma-separated VM types (default: every type of each file)")
-    parser.add_argument("--shares", default="0.05,0.01,0.005,0.002", help="max_share values (default 0.05,...,0.002)")
-    parser.add_argument("--hours", type=int, help="use the series' first N hours (264 with --train-hours 72: the "
+    parser.add_argument("--shares", type=_shares, default=[0.05, 0.01, 0.005, 0.002],
+                        help="max_share values (default 0.05,...,0.002)")
+    parser.add_argument("--hours", type=bounded_int(1),
+                        help="use the series' first N hours (264 with --train-hours 72: the "
                         "hold-out's test origins; default: the whole series, the study's test origins)")
-    parser.add_argument("--train-hours", type=int, default=144, help="training origins (default 144)")
-    parser.add_argument("--per-job-samples", type=int, default=3,
+    parser.add_argument("--train-hours", type=bounded_int(1), default=144, help="training origins (default 144)")
+    parser.add_argument("--per-job-samples", type=bounded_int(1), default=3,
                         help="samples of the first type on which the per-job relaxation is timed (default 3)")
 
 
 def _shares(text: str) -> list[float]:
+    """An argparse type: comma-separated max_share values, each in (0, 1]."""
     shares = []
-    for part in text.split(","):
-        value = float(part)
+    for part in (p.strip() for p in text.split(",")):
+        try:
+            value = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a number") from None
         if not 0 < value <= 1:
-            raise ValueError(f"--shares={text!r}: {value} must lie in (0, 1]")
+            raise argparse.ArgumentTypeError(f"{value} must lie in (0, 1]")
         shares.append(value)
     return shares
 
@@ -46,7 +54,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from models.cuc.problem import utility
     from models.cuc.protocol import Split, make_samples
 
-    shares = _shares(args.shares)
+    shares = list(args.shares)
     rows = []
     types = [t for t in args.vm_types.split(",") if t] if args.vm_types else None
     for path in args.capacity or list(DEFAULT_FILES):
@@ -56,7 +64,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                                             "gap", "lp_job_s")}
             for k, vm in enumerate(types or cap.vm_types):
                 y = cap.of(vm)[:args.hours] if args.hours else cap.of(vm)
-                split = Split(len(y), train_hours=args.train_hours)
+                try:
+                    split = Split(len(y), train_hours=args.train_hours)
+                except ValueError as e:  # too few hours for the split: a bad --hours or --train-hours
+                    raise BenchInputError(f"{path} {vm} with --hours {args.hours} --train-hours "
+                                          f"{args.train_hours}: {e}") from None
                 samples = make_samples(y, split.test_origins, split.T, JobConfig(max_share=share), 0)
                 greedy_schedule(samples[0].jobs, samples[0].truth, "ratio")  # numba compile: not timed
                 for j, s in enumerate(samples):

@@ -8,6 +8,8 @@ import time
 import warnings
 from typing import Any
 
+from cli.args import bounded_int
+
 DEFAULT_DATA = os.path.join("..", "shared", "data", "azure-vm-cpu")
 MODELS = ("ar1", "ar1x", "ari11", "var1", "markov", "markovx", "tsdec", "autopilot")
 
@@ -15,9 +17,17 @@ MODELS = ("ar1", "ar1x", "ari11", "var1", "markov", "markovx", "tsdec", "autopil
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=DEFAULT_DATA, help="directory holding max.csv.gz and avg.csv.gz")
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated forecasters")
-    parser.add_argument("--vms", type=int, default=10, help="how many VM columns to time (from the first)")
-    parser.add_argument("--window-minutes", type=int, default=60, help="window size")
-    parser.add_argument("--train-samples", type=int, default=840, help="5-minute samples of the fit")
+    parser.add_argument("--vms", type=bounded_int(1), default=10, help="how many VM columns to time (from the first)")
+    parser.add_argument("--window-minutes", type=_window_minutes, default=60, help="window size (a multiple of 5)")
+    parser.add_argument("--train-samples", type=bounded_int(1), default=840, help="5-minute samples of the fit")
+
+
+def _window_minutes(text: str) -> int:
+    """An argparse type: a window of whole 5-minute samples."""
+    value = bounded_int(5)(text)
+    if value % 5:
+        raise argparse.ArgumentTypeError(f"{value} is not a multiple of 5 (the series' sampling interval)")
+    return value
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -30,8 +40,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from models.forecast.registry import ModelSpec
     from models.forecast.series import aggregate, load_table
 
-    if args.vms < 1 or args.window_minutes < 5 or args.window_minutes % 5:
-        raise ValueError(f"--vms={args.vms} must be >= 1 and --window-minutes={args.window_minutes} a multiple of 5")
     maxes = load_table(os.path.join(args.data, "max.csv.gz"))
     avgs = load_table(os.path.join(args.data, "avg.csv.gz"))
     ids = list(maxes.ids[: args.vms])

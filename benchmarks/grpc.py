@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cli.args import bounded_int, int_list, positive_float
 from mechanism.platform import Platform
 
 if TYPE_CHECKING:  # the client needs the generated protobuf code; imported when the benchmark runs
@@ -25,11 +26,11 @@ PLATFORM = Platform(C=64, C_m=8, D_m=24, S_m=48, H=100.0, seed=1)  # eps0, delta
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--clients", default="1,8,32", help="comma-separated concurrent client counts")
-    p.add_argument("--active", type=int, default=100, help="jobs submitted (and active) before measuring")
-    p.add_argument("--submits", type=int, default=64, help="measured submissions per client count")
-    p.add_argument("--echo-seconds", type=float, default=2.0, help="measured Echo time per client count")
-    p.add_argument("--samples", type=int, default=None, help="Monte Carlo samples (default: Lemma F.1)")
+    p.add_argument("--clients", type=int_list(1), default=[1, 8, 32], help="comma-separated concurrent client counts")
+    p.add_argument("--active", type=bounded_int(0), default=100, help="jobs submitted (and active) before measuring")
+    p.add_argument("--submits", type=bounded_int(1), default=64, help="measured submissions per client count")
+    p.add_argument("--echo-seconds", type=positive_float, default=2.0, help="measured Echo time per client count")
+    p.add_argument("--samples", type=bounded_int(1), default=None, help="Monte Carlo samples (default: Lemma F.1)")
 
 
 def bench_sow(rng: np.random.Generator, p: Platform) -> dict[str, Any]:
@@ -145,9 +146,7 @@ def measure(n_clients: int, args: argparse.Namespace, platform: Platform) -> dic
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     platform = PLATFORM.model_copy(update={"samples": args.samples})
-    counts = [int(x) for x in str(args.clients).split(",") if x]
-    if not counts or min(counts) < 1:
-        raise ValueError(f"--clients={args.clients!r} must list positive counts")
+    counts = list(args.clients)
     return {"platform": platform.model_dump(), "samples": platform.sample_count, "active_jobs": args.active,
             "target_ratio": 0.5, "clients": {str(n): measure(n, args, platform) for n in counts}}
 

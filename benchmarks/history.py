@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="rounds played before measuring, to reach the steady number of active jobs")
     p.add_argument("--snapshot-every", type=bounded_int(1), default=200,
                    help="commands between snapshots of the archiving scheduler")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=bounded_int(0), default=0)
 
 
 def play(sched: DurableScheduler, rng: np.random.Generator, rounds: int, per_round: int = 3) -> None:

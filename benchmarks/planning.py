@@ -6,6 +6,7 @@ import argparse
 import time
 from typing import Any
 
+from cli.args import bounded_int, positive_float, probability
 from models.planning.methods import METHODS, plan
 from models.planning.plan import SolveParams
 from models.planning.synthetic import generate
@@ -15,12 +16,13 @@ DEFAULT_CASES = ("cospis:50,cospis:100,cospis:200,cospis:400,det-p50:100,det-p50
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cases", default=DEFAULT_CASES, help="comma-separated method:jobs pairs")
-    parser.add_argument("--samples", type=int, default=100, help="K pair samples for cospis (100, the seed's claim)")
-    parser.add_argument("--alpha", type=float, default=0.4, help="tolerance for cospis (0.4)")
-    parser.add_argument("--time-limit", type=float, default=60.0, help="wall seconds per solve (60)")
-    parser.add_argument("--workers", type=int, default=2, help="CP-SAT workers / HiGHS threads (2)")
-    parser.add_argument("--seed", type=int, default=0, help="synthetic problem seed (0)")
+    parser.add_argument("--cases", type=_cases, default=DEFAULT_CASES, help="comma-separated method:jobs pairs")
+    parser.add_argument("--samples", type=bounded_int(1), default=100,
+                        help="K pair samples for cospis (100, the seed's claim)")
+    parser.add_argument("--alpha", type=probability, default=0.4, help="tolerance for cospis (0.4)")
+    parser.add_argument("--time-limit", type=positive_float, default=60.0, help="wall seconds per solve (60)")
+    parser.add_argument("--workers", type=bounded_int(1), default=2, help="CP-SAT workers / HiGHS threads (2)")
+    parser.add_argument("--seed", type=bounded_int(0), default=0, help="synthetic problem seed (0)")
 
 
 def _cases(text: str) -> list[tuple[str, int]]:
@@ -28,7 +30,7 @@ def _cases(text: str) -> list[tuple[str, int]]:
     for part in text.split(","):
         method, _, n = part.partition(":")
         if method not in METHODS or not n.isdigit() or int(n) < 1:
-            raise ValueError(f"--cases entry {part!r} is not method:jobs with a method of {', '.join(METHODS)}")
+            raise argparse.ArgumentTypeError(f"entry {part!r} is not method:jobs with a method of {', '.join(METHODS)}")
         out.append((method, int(n)))
     return out
 
@@ -36,7 +38,7 @@ def _cases(text: str) -> list[tuple[str, int]]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     params = SolveParams(time_limit=args.time_limit, workers=args.workers, deterministic=False)
     rows = []
-    for method, n in _cases(args.cases):
+    for method, n in args.cases:
         problem = generate(n, args.seed).problem
         t0 = time.perf_counter()
         result = plan(problem, method, params, args.samples, args.alpha, args.seed)

@@ -72,6 +72,14 @@ def level_weight(text: str) -> float | str:
     return value
 
 
+def nonempty(text: str) -> str:
+    """An argparse type: a value that is not empty. An optional value's empty string (often a quoted shell variable
+    that is unset) would otherwise read as the option left out."""
+    if not text:
+        raise argparse.ArgumentTypeError("the value is empty (leave the option out for its default)")
+    return text
+
+
 def output_format(text: str) -> bool:
     """`-o text|json` as the `json` flag the commands read."""
     if text not in ("text", "json"):

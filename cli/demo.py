@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from cli.args import bounded_int
 from cli.commands.simulate import OFFLINE_TIME_LIMIT, against_optimum, offline_lines
 from clients.client import SchedulerClient
 from clients.grpc_sim import RemoteSchedulerError, run_remote_simulation
@@ -37,7 +38,7 @@ def demo_config(workload: Workload, operator_token: str) -> ServerConfig:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cli.demo", description=__doc__)
     parser.add_argument("--workload", default="pipelines", choices=WORKLOADS)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=bounded_int(0), default=0)
     parser.add_argument("--store-dir", type=Path, help="keep the SQLite log here (default: a temporary directory)")
     args = parser.parse_args(argv)
     setup_logging("warning")

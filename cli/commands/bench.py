@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cli.args import BenchInputError, add_output_arguments
+from cli.args import BenchInputError, add_output_arguments, nonempty
 from cli.verbs import add_verb
 
 # Each benchmark module exposes `add_arguments(parser)`, `run(args) -> dict` and `table(result) -> str`; it is
@@ -50,7 +50,7 @@ class _TargetParser(argparse.ArgumentParser):
         module = importlib.import_module(self.module_name)
         self.module_name = None
         add_output_arguments(self)
-        self.add_argument("--out", help="also write the JSON result to this file")
+        self.add_argument("--out", type=nonempty, help="also write the JSON result to this file")
         module.add_arguments(self)
         self.set_defaults(func=_runner(module))
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, positive_float, probability
+from cli.args import add_output_arguments, bounded_int, nonempty, positive_float, probability
 from cli.verbs import add_verb
 
 DEFAULT_DATA = Path("../shared/data/azure-capacity")
@@ -56,7 +56,7 @@ def register(sub: Any) -> None:
     s.add_argument("--exact-time-limit", type=positive_float, default=0.5,
                    help="HiGHS seconds per sample for the X+HiGHS baselines (default 0.5)")
     s.add_argument("--vm-types", help="comma-separated VM types (default: every type of each file)")
-    s.add_argument("--p-levels", help="comma-separated p values for Table 3 (default 0.001,...,0.1)")
+    s.add_argument("--p-levels", type=nonempty, help="comma-separated p values for Table 3 (default 0.001,...,0.1)")
     s.add_argument("--processes", type=bounded_int(1), default=None,
                    help="local processes over the VM types (default: every core; 1 runs in this process); the "
                    "pooled numbers do not depend on it")

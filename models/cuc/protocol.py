@@ -40,6 +40,8 @@ class Split:
     def __post_init__(self) -> None:
         if self.fit_hours < MIN_FIT + self.T:
             raise ValueError(f"fit_hours={self.fit_hours} must be >= {MIN_FIT + self.T} (a first error window)")
+        if self.train_hours < 1:
+            raise ValueError(f"train_hours={self.train_hours} must be >= 1 (a training origin)")
         if self.test_hours < self.T:
             raise ValueError(f"test_hours={self.test_hours} must be >= T={self.T}")
         need = self.fit_hours + self.train_hours + self.T + self.test_hours

@@ -3,14 +3,12 @@
 import argparse
 from pathlib import Path
 
-import pytest
-
 from benchmarks import cuc_jobs
 from tests.models.cuc.test_cli import tiny_file
 
 
 def test_smaller_shares_give_more_jobs_under_the_same_bound(tmp_path: Path) -> None:
-    args = argparse.Namespace(capacity=[str(tiny_file(tmp_path))], vm_types=None, shares="0.05,0.02", hours=None,
+    args = argparse.Namespace(capacity=[str(tiny_file(tmp_path))], vm_types=None, shares=[0.05, 0.02], hours=None,
                               train_hours=144, per_job_samples=2)
     out = cuc_jobs.run(args)
     big, small = out["rows"]
@@ -21,6 +19,4 @@ def test_smaller_shares_give_more_jobs_under_the_same_bound(tmp_path: Path) -> N
         assert 0 < r["ratio"] <= 1 + 1e-9 and 0 < r["value"] <= 1 + 1e-9  # Alg. 3 never beats the LP bound
         assert 0 < r["certified_gap_max"] < 1 and r["lp_job_s"] is not None
     assert small["certified_gap_max"] < big["certified_gap_max"]  # smaller jobs: a tighter certified gap
-    assert "certified gap" in cuc_jobs.table(out)
-    with pytest.raises(ValueError, match=r"--shares='0\.05,2': 2\.0 must lie in \(0, 1\]"):
-        cuc_jobs.run(argparse.Namespace(**{**vars(args), "shares": "0.05,2"}))
+    assert "certified gap" in cuc_jobs.table(out)  # bad options: tests/benchmarks/test_arguments.py

@@ -27,6 +27,8 @@ def test_split_is_the_seeds() -> None:
         Split(300)
     with pytest.raises(ValueError, match="fit_hours=40"):
         Split(336, fit_hours=40)
+    with pytest.raises(ValueError, match=r"train_hours=0 must be >= 1 \(a training origin\)"):
+        Split(336, train_hours=0)
 
 
 def test_inner_origins_see_only_the_past() -> None:

@@ -2,8 +2,6 @@
 
 import argparse
 
-import pytest
-
 from benchmarks import forecast
 
 
@@ -13,6 +11,4 @@ def test_bench_forecast_reports_fit_and_predict_time_per_vm() -> None:
     result = forecast.run(parser.parse_args(["--vms", "1", "--models", "ar1,autopilot"]))
     assert [r["model"] for r in result["rows"]] == ["ar1", "autopilot"]
     assert all(r["fit_s_per_vm"] >= 0 and r["predict_s_per_vm"] > 0 for r in result["rows"])
-    assert "fit ms/VM" in forecast.table(result)
-    with pytest.raises(ValueError, match="--vms=0"):
-        forecast.run(parser.parse_args(["--vms", "0"]))
+    assert "fit ms/VM" in forecast.table(result)  # bad options: tests/benchmarks/test_arguments.py

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cli.args import BenchInputError, bounded_int
+from cli.args import BenchInputError, bounded_int, nonempty
 
 DEFAULT_FILES = ("../shared/data/azure-capacity/capacity_azure2017.csv",
                  "../shared/data/azure-capacity/capacity_azure2019.csv")
@@ -15,7 +15,7 @@ DEFAULT_FILES = ("../shared/data/azure-capacity/capacity_azure2017.csv",
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--capacity", action="append", help="capacity CSV, repeatable (default: Azure 2017 and 2019)")
-    parser.add_argument("--vm-types", help="comma-separated VM types (default: every type of each file)")
+    parser.add_argument("--vm-types", type=nonempty, help="comma-separated VM types (default: every type of each file)")
     parser.add_argument("--shares", type=_shares, default=[0.05, 0.01, 0.005, 0.002],
                         help="max_share values (default 0.05,...,0.002)")
     parser.add_argument("--hours", type=bounded_int(1),

@@ -9,7 +9,7 @@ import math
 import sys
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, positive_float
+from cli.args import add_output_arguments, bounded_int, nonempty, positive_float
 from cli.commands.simulate import MAX_SEED, add_capacity_arguments, apply_capacity, capacity_options
 from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
@@ -21,7 +21,7 @@ from models.workloads import WORKLOADS, load_workload_file, make_workload
 def register(sub: Any) -> None:
     p = add_verb(sub, "calibrate")
     p.add_argument("--workload", choices=WORKLOADS, default="overload", help="named workload (default %(default)s)")
-    p.add_argument("--workload-file", metavar="W.json",
+    p.add_argument("--workload-file", type=nonempty, metavar="W.json",
                    help="a workload file instead (its realized outcomes are fixed; a seed reseeds the oracle only)")
     p.add_argument("--seeds", type=bounded_int(1), default=50,
                    help="independent runs (seeds first-seed .. first-seed+N-1)")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, int_list, positive_float
+from cli.args import add_output_arguments, bounded_int, int_list, nonempty, positive_float
 from cli.verbs import add_verb
 
 METHODS = ("det-p50", "det-p75", "det-p100", "det-mode", "cospis", "milp-p50", "milp-indexed", "soru-p50", "manual")
@@ -50,9 +50,9 @@ def register(sub: Any) -> None:
     p = add_verb(sub, "capacity-plan")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--synthetic", action="store_true", help="a synthetic problem of the seed's Sec. 5.4")
-    src.add_argument("--workload-file", metavar="W.json",
+    src.add_argument("--workload-file", type=nonempty, metavar="W.json",
                      help="plan a workload file's jobs (optional top-level \"dependencies\": {child: [parents]})")
-    src.add_argument("--write-example", metavar="W.json",
+    src.add_argument("--write-example", type=nonempty, metavar="W.json",
                      help="write a workload file of training runs after their data preparation, and exit")
     p.add_argument("--jobs", type=bounded_int(1), default=30, metavar="N", help="synthetic: job count (30)")
     p.add_argument("--seed", type=bounded_int(0), default=0, metavar="S", help="problem and sample seed (0)")
@@ -71,7 +71,8 @@ def register(sub: Any) -> None:
     s.add_argument("--grid-alphas", type=_unit_list, default=[round(0.1 * i, 1) for i in range(1, 10)],
                    help="alpha values of the Fig. 11 grid (0.1,...,0.9)")
     s.add_argument("--grid-time-limit", type=positive_float, default=2.0, help="solver seconds per grid cell (2)")
-    s.add_argument("--out", default="capacity-study", help="directory for the PNGs, table.md and study.json")
+    s.add_argument("--out", type=nonempty, default="capacity-study",
+                   help="directory for the PNGs, table.md and study.json")
     _solver_flags(s, 10.0)
     add_output_arguments(s)
     s.set_defaults(func=capacity_study)

@@ -55,7 +55,7 @@ def register(sub: Any) -> None:
     s.add_argument("--bo-steps", type=bounded_int(1), default=30, help="BO steps k per CUC run (default 30)")
     s.add_argument("--exact-time-limit", type=positive_float, default=0.5,
                    help="HiGHS seconds per sample for the X+HiGHS baselines (default 0.5)")
-    s.add_argument("--vm-types", help="comma-separated VM types (default: every type of each file)")
+    s.add_argument("--vm-types", type=nonempty, help="comma-separated VM types (default: every type of each file)")
     s.add_argument("--p-levels", type=nonempty, help="comma-separated p values for Table 3 (default 0.001,...,0.1)")
     s.add_argument("--processes", type=bounded_int(1), default=None,
                    help="local processes over the VM types (default: every core; 1 runs in this process); the "

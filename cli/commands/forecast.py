@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, positive_float, probability
+from cli.args import add_output_arguments, bounded_int, nonempty, positive_float, probability
 from cli.verbs import add_verb
 
 MODELS = ("ar1", "ar1x", "ari11", "var1", "markov", "markovx", "tsdec", "autopilot")
@@ -44,7 +44,8 @@ def _nonnegative(text: str) -> float:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--series", required=True, help="CSV or gzip CSV of 5-minute max CPU, one column per VM")
-    p.add_argument("--average", help="the matching 5-minute average CPU file (needed by ar1x, var1, markovx)")
+    p.add_argument("--average", type=nonempty,
+                   help="the matching 5-minute average CPU file (needed by ar1x, var1, markovx)")
     pick = p.add_mutually_exclusive_group(required=True)
     pick.add_argument("--column", action="append", help="a VM id (repeatable)")
     pick.add_argument("--all", action="store_true", help="every VM column")
@@ -91,7 +92,7 @@ def register(sub: Any) -> None:
     c.add_argument("--cutoffs", type=_probabilities, default=_probabilities(DEFAULT_CUTOFFS))
     c.add_argument("--reference", type=_probabilities, default=[0.5],
                    help="the survival from which dominated area is counted (utilisation from 0)")
-    c.add_argument("--out", default="forecast-compare", help="directory for the PNG plots")
+    c.add_argument("--out", type=nonempty, default="forecast-compare", help="directory for the PNG plots")
     c.set_defaults(func=_refusing_bad_input("forecast compare", _compare))
 
 

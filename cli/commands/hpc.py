@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, positive_float
+from cli.args import add_output_arguments, bounded_int, nonempty, positive_float
 from cli.verbs import add_verb
 from models.hpc.cp import DEFAULT_TIME_LIMIT, Objective
 from models.hpc.jobs import ESTIMATE_MODES, Workload
@@ -54,7 +54,7 @@ def register(sub: Any) -> None:
         "--offline-jobs", type=bounded_int(0), default=0, help="window for the off-line CP schedulers (0: skip)"
     )
     s.add_argument("--offline-time-limit", type=positive_float, default=60.0, help="CP-SAT seconds per off-line window")
-    s.add_argument("--schedulers", help="comma-separated subset of the table's schedulers")
+    s.add_argument("--schedulers", type=nonempty, help="comma-separated subset of the table's schedulers")
     s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown on a terminal)")
     s.set_defaults(func=_refusing_bad_input("hpc-study", hpc_study))
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int
+from cli.args import add_output_arguments, bounded_int, nonempty
 from cli.verbs import add_verb
 
 PREDICTOR_NAMES = ("requested", "tsafrir", "last5", "exact", "learned", "learned-gmm")  # models.predict.evaluate
@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
     s.add_argument("--nodes", type=bounded_int(1), default=32, help="platform nodes C (default %(default)s)")
     s.add_argument("--max-concurrency", type=bounded_int(1), help="C_m (default C)")
     s.add_argument("--samples", type=bounded_int(1), default=1000, help="failure-oracle Monte Carlo samples")
-    s.add_argument("--out", required=True, metavar="W.json", help="the workload file to write")
+    s.add_argument("--out", type=nonempty, required=True, metavar="W.json", help="the workload file to write")
     add_output_arguments(s)
     s.set_defaults(func=_guarded(sows))
     t = psub.add_parser("tradeoff", help="easy-learned BSLD and AF over the risk parameter, against EASY++ (PNG)")
@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
     t.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
     t.add_argument("--risks", default="0.1,0.3,0.5,0.7,0.9", help="comma-separated risks in [0, 1]")
     t.add_argument("--reservation-q", type=float, default=None, help="reservation quantile (default: the engine's)")
-    t.add_argument("--plot", required=True, metavar="OUT.png", help="the PNG to write")
+    t.add_argument("--plot", type=nonempty, required=True, metavar="OUT.png", help="the PNG to write")
     add_output_arguments(t)
     t.set_defaults(func=_guarded(tradeoff))
 

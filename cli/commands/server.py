@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments
+from cli.args import add_output_arguments, nonempty
 from cli.commands.jobs import add_connection_arguments, connect
 from cli.verbs import add_verb
 
@@ -18,7 +18,8 @@ from cli.verbs import add_verb
 def register(sub: Any) -> None:
     p = add_verb(sub, "serve")
     p.add_argument("--listen", default="127.0.0.1:50051", help="HOST:PORT (port 0 picks a free one)")
-    p.add_argument("--store", required=True, help="sqlite:///relative.db, sqlite:////absolute.db or a path")
+    p.add_argument("--store", type=nonempty, required=True,
+                   help="sqlite:///relative.db, sqlite:////absolute.db or a path")
     p.add_argument("--config", required=True, type=Path,
                    help="platform.toml (platform, operator, tenants); SIGHUP re-reads its tokens, tenants and limits")
     p.add_argument("--clock", choices=("simulated", "wall"), default="simulated",
@@ -37,7 +38,7 @@ def register(sub: Any) -> None:
     p.add_argument("--snapshot-every", type=int, default=1000,
                    help="logged commands between state snapshots, so a restart replays only the log after the "
                         "newest (0: never; a snapshot written by other code is ignored)")
-    p.add_argument("--metrics-listen", metavar="HOST:PORT",
+    p.add_argument("--metrics-listen", type=nonempty, metavar="HOST:PORT",
                    help="serve Prometheus metrics at http://HOST:PORT/metrics (port 0 picks a free one; off "
                         "by default)")
     p.add_argument("--min-ping-interval", type=_positive_seconds, default=10.0,
@@ -50,15 +51,15 @@ def register(sub: Any) -> None:
     p.set_defaults(func=serve)
 
     p = add_verb(sub, "backup")
-    p.add_argument("--store", required=True, help="the store to copy: sqlite:///x.db or a path")
-    p.add_argument("--out", required=True,
+    p.add_argument("--store", type=nonempty, required=True, help="the store to copy: sqlite:///x.db or a path")
+    p.add_argument("--out", type=nonempty, required=True,
                    help="the new file, sqlite:///x.db or a path (an existing one is not overwritten)")
     add_output_arguments(p)
     p.set_defaults(func=backup)
 
     p = add_verb(sub, "state-digest")
     add_connection_arguments(p)
-    p.add_argument("--store", help="replay this store offline instead of asking --server")
+    p.add_argument("--store", type=nonempty, help="replay this store offline instead of asking --server")
     p.add_argument("--config", type=Path, help="platform.toml the store was written with (with --store)")
     p.add_argument("--full-replay", action="store_true",
                    help="with --store: replay the whole log, checking every logged reply, instead of starting "

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, level_weight, positive_float, probability
+from cli.args import add_output_arguments, bounded_int, level_weight, nonempty, positive_float, probability
 from cli.commands.jobs import DEFAULT_ATTEMPTS
 from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
@@ -28,7 +28,8 @@ def register(sub: Any) -> None:
     p = add_verb(sub, "simulate")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--workload", choices=WORKLOADS, help="a named synthetic workload")
-    src.add_argument("--workload-file", metavar="W.json", help="a workload file (schema: docs/workloads-and-sows.md)")
+    src.add_argument("--workload-file", type=nonempty, metavar="W.json",
+                     help="a workload file (schema: docs/workloads-and-sows.md)")
     p.add_argument("--seed", type=_seed, default=None,
                    help="seed (named workloads: default 0; files: overrides platform.seed)")
     p.add_argument("--load", type=float, default=None,
@@ -37,8 +38,8 @@ def register(sub: Any) -> None:
     p.add_argument("--pricing", choices=("exponential", "stochastic"), default="exponential",
                    help="price menus: exponential (eq. 7, default) or stochastic (Lemma E.2's bundle prices from the "
                         "workload's prior; needs a prior and durations revealed at arrival)")
-    p.add_argument("--events", metavar="OUT.jsonl", help="write one JSON object per event")
-    p.add_argument("--write-workload", metavar="W.json",
+    p.add_argument("--events", type=nonempty, metavar="OUT.jsonl", help="write one JSON object per event")
+    p.add_argument("--write-workload", type=nonempty, metavar="W.json",
                    help="also write the workload as simulated (its SoWs and realized outcomes) as a W.json file")
     add_output_arguments(p)
     p.add_argument("--offline-time-limit", type=positive_float, default=OFFLINE_TIME_LIMIT, metavar="T",
@@ -47,7 +48,8 @@ def register(sub: Any) -> None:
     p.add_argument("--no-offline", action="store_true",
                    help="skip the clairvoyant optimum (and the ratio to it)")
     add_capacity_arguments(p)
-    p.add_argument("--server", metavar="HOST:PORT", help="drive a running server (fresh store) over gRPC instead")
+    p.add_argument("--server", type=nonempty, metavar="HOST:PORT",
+                   help="drive a running server (fresh store) over gRPC instead")
     p.add_argument("--token", default=os.environ.get("SOWSCHED_TOKEN"), help="operator token for --server")
     p.add_argument("--tls-ca", type=Path, help="with --server: CA certificate, connect with TLS")
     p.add_argument("--timeout", type=float, default=30.0, help="with --server: deadline per call in seconds")
@@ -59,7 +61,7 @@ def register(sub: Any) -> None:
 def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
     """--capacity-series, --capacity-model, --capacity-scale, --capacity-quantile, --capacity-level-weight,
     --capacity-price-floor (docs/capacity-model.md)."""
-    p.add_argument("--capacity-series", metavar="PATH[:KEY]",
+    p.add_argument("--capacity-series", type=nonempty, metavar="PATH[:KEY]",
                    help="realized capacity per round from a CSV: KEY is a column of a wide CSV or a VM type "
                         "(Column1) of the long-format Azure capacity files; round t is row t")
     p.add_argument("--capacity-model", choices=("fixed", "forecast"), default=None,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cli.args import bounded_int, positive_float
+from cli.args import bounded_int, nonempty, positive_float
 from models.offline.cpsat import BOUND_MODELS, STRATEGIES
 from models.offline.report import (
     OFFLINE_SOLVERS,
@@ -22,6 +22,7 @@ from models.offline.report import (
 from models.simulation import Workload
 from models.sweep import BACKENDS, run_tasks
 from models.workloads import (
+    MAX_LOAD,
     WORKLOADS,
     make_workload,
     parse_workload,
@@ -47,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of `sowsched bench welfare`; `--out` (added by `bench`) names a directory here."""
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--workload", choices=WORKLOADS, help="synthetic workload (models/workloads.py)")
-    src.add_argument("--workload-file", metavar="W.json",
+    src.add_argument("--workload-file", type=nonempty, metavar="W.json",
                      help="a workload file (schema: docs/workloads-and-sows.md): its jobs and realized outcomes, "
                           "at load 1")
     p.add_argument("--loads", default=None,
@@ -56,7 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", type=bounded_int(1), default=3,
                    help="seeds 0..N-1 per load (a file: each re-seeds the platform's sampling)")
     p.add_argument("--backend", choices=BACKENDS, default="local", help="local process pool or Ray tasks")
-    p.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--address", type=nonempty, default=None, help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--processes", type=bounded_int(1), default=None, help="local pool size (default: all cores)")
     p.add_argument("--ray-cpus", type=bounded_int(1), default=None, help="CPUs of a local Ray (default: all)")
     p.add_argument("--solver", choices=OFFLINE_SOLVERS, default="cpsat",
@@ -77,14 +78,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def parse_loads(text: str) -> list[float]:
+    """Comma-separated loads, each in (0, MAX_LOAD] (`models.workloads.scale_rate`'s bound, checked here before
+    any task runs)."""
     loads = []
     for part in text.split(","):
         try:
             value = float(part)
         except ValueError as exc:
             raise ValueError(f"--loads entry {part!r} is not a number") from exc
-        if not value > 0:
-            raise ValueError(f"--loads entry {value} must be above 0")
+        if not 0 < value <= MAX_LOAD:  # nan too
+            raise ValueError(f"--loads entry {value} is outside (0, {MAX_LOAD:g}]")
         loads.append(value)
     return loads
 
@@ -92,7 +95,7 @@ def parse_loads(text: str) -> list[float]:
 def sweep_source(args: argparse.Namespace) -> SweepSource:
     """The named workload with its loads, or the W.json file read and validated once, before any task runs."""
     if args.workload_file is None:
-        return SweepSource(args.workload, tuple(parse_loads(args.loads or DEFAULT_LOADS)))
+        return SweepSource(args.workload, tuple(parse_loads(DEFAULT_LOADS if args.loads is None else args.loads)))
     if args.loads is not None:
         raise ValueError(f"--loads {args.loads} does not apply with --workload-file {args.workload_file}: "
                          "a file's jobs and realized outcomes are fixed (its rows use load 1)")

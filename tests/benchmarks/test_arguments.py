@@ -31,9 +31,6 @@ from cli.main import main
     (["planning", "--cases", "cospis:0"], "argument --cases: entry 'cospis:0' is not method:jobs"),
     (["planning", "--alpha", "2"], "argument --alpha: 2.0 must lie strictly between 0 and 1"),
     (["planning", "--workers", "0"], "argument --workers: 0 is below the bound 1"),
-    (["core", "--out", ""], r"argument --out: the value is empty \(leave the option out for its default\)"),
-    (["capacity", "--against", ""], "argument --against: the value is empty"),
-    (["capacity", "--series", ""], "argument --series: the value is empty"),
 ])
 def test_a_bad_option_is_a_usage_error_that_names_it(argv: list[str], message: str,
                                                      capsys: pytest.CaptureFixture[str]) -> None:

@@ -67,8 +67,10 @@ def test_the_table_header_names_the_cpsat_settings_and_the_milp_wall_clock_limit
                                     "bound model indexed, limit 2), backend local")
 
 
-@pytest.mark.parametrize(("text", "match"), [("1,x", "--loads entry 'x' is not a number"),
-                                             ("1,-2", "--loads entry -2.0 must be above 0")])
+@pytest.mark.parametrize(("text", "match"), [("1,x", r"--loads entry 'x' is not a number"),
+                                             ("1,-2", r"--loads entry -2\.0 is outside \(0, 100\]"),
+                                             ("1e400", r"--loads entry inf is outside \(0, 100\]"),
+                                             ("", r"--loads entry '' is not a number")])
 def test_bad_loads_are_refused_with_the_entry(text: str, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         parse_loads(text)

@@ -77,9 +77,3 @@ def test_p_out_of_range_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
         main(["cuc", "--capacity", "x", "--vm-type", "t1", "--p", "1.5"])
     assert exit_info.value.code == 2
     assert "1.5 must lie strictly between 0 and 1" in capsys.readouterr().err
-
-
-def test_empty_p_levels_are_refused_not_read_as_the_default(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit, match=r"^2$"):
-        main(["cuc-study", "--p-levels", ""])
-    assert "argument --p-levels: the value is empty" in capsys.readouterr().err

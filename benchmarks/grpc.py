@@ -85,14 +85,19 @@ class BenchServer:
 def hammer(
     clients: list[SchedulerClient], work: Callable[[SchedulerClient, int, int], bool]
 ) -> tuple[float, list[float]]:
-    """Run `work(client, thread, i)` in one thread per client until it returns False; (seconds, latencies)."""
+    """Run `work(client, thread, i)` in one thread per client until it returns False; (seconds, latencies). Interrupted
+    (Ctrl-C, SIGTERM), it lets each thread finish its call before the caller stops the server."""
     latencies: list[list[float]] = [[] for _ in clients]
     start = threading.Barrier(len(clients) + 1)
+    stop = threading.Event()
 
     def loop(k: int) -> None:
-        start.wait()
+        try:
+            start.wait()
+        except threading.BrokenBarrierError:  # interrupted before the start
+            return
         i = 0
-        while True:
+        while not stop.is_set():
             t0 = time.perf_counter()
             if not work(clients[k], k, i):
                 return
@@ -102,10 +107,17 @@ def hammer(
     threads = [threading.Thread(target=loop, args=(k,)) for k in range(len(clients))]
     for t in threads:
         t.start()
-    start.wait()
-    t0 = time.perf_counter()
-    for t in threads:
-        t.join()
+    try:
+        start.wait()
+        t0 = time.perf_counter()
+        for t in threads:
+            t.join()
+    except BaseException:
+        stop.set()
+        start.abort()
+        for t in threads:
+            t.join()
+        raise
     return time.perf_counter() - t0, [x for lat in latencies for x in lat]
 
 

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
+import threading
+import time
+
+import pytest
 
 from benchmarks import grpc as bench
 
@@ -21,3 +27,30 @@ def test_bench_grpc_reports_the_issue_fields_per_client_count() -> None:
         assert row["commit_ms_mean"] <= row["writer_ms_mean"] and row["settle_ms_mean"] >= 0.0
         assert row["submits"] == 4 and row["active_jobs_after"] == 3 + 1 + 4
     assert "commit ms" in bench.table(result) and "settle ms" in bench.table(result)
+
+
+class Stop(BaseException):
+    """What cli/main.py raises on SIGTERM, in kind."""
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise Stop
+
+
+def test_an_interrupted_hammer_lets_its_threads_end_before_it_returns() -> None:
+    calls: list[int] = []
+
+    def work(client: object, k: int, i: int) -> bool:
+        time.sleep(0.01)
+        calls.append(k)
+        return True  # forever, until interrupted
+
+    previous = signal.signal(signal.SIGTERM, _raise_stop)
+    try:
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        with pytest.raises(Stop):
+            bench.hammer([object(), object()], work)  # type: ignore[list-item]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert set(calls) == {0, 1}
+    assert not [t for t in threading.enumerate() if t.name.endswith("(loop)")]  # none left calling a stopped server

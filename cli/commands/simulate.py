@@ -172,7 +172,34 @@ def check_writable(path: Path) -> None:
         path.unlink()
 
 
+class Refused(Exception):
+    """`simulate` stops: its message is one line on stderr, `code` the exit code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 def run(args: argparse.Namespace) -> int:
+    try:
+        workload = prepared(args)
+        workload, pricing = priced(args, workload)
+        result = simulated(args, workload)
+        if args.events:
+            try:
+                write_events(result, args.events)
+            except OSError as exc:  # a full disk after the run: the earlier file stays whole
+                raise Refused(f"cannot write --events {args.events}: {exc}", 1) from None
+    except Refused as exc:
+        print(f"sowsched simulate: {exc}", file=sys.stderr)
+        return exc.code
+    offline = None if args.no_offline else against_optimum(workload, result, args.offline_time_limit)
+    print(output(args, workload, result, pricing, offline))
+    return 0
+
+
+def prepared(args: argparse.Namespace) -> Workload:
+    """The workload with its capacity, every output checked writable and --write-workload written: before the run."""
     try:
         check_outputs(args)
         capacity_options(args)
@@ -183,65 +210,63 @@ def run(args: argparse.Namespace) -> int:
             Path(args.write_workload).write_text(json.dumps(workload_document(workload), indent=1) + "\n",
                                                  encoding="utf-8")
     except (OSError, ValueError) as exc:
-        print(f"sowsched simulate: {exc}", file=sys.stderr)
-        return 2
-    pricing: dict[str, Any] | None = None
-    if args.pricing == "stochastic":
-        if args.server:
-            print(f"sowsched simulate: --pricing stochastic does not apply with --server {args.server}: the "
-                  "server's platform sets its prices", file=sys.stderr)
-            return 2
-        from models.stochastic.pricing import priced_workload
-        try:
-            workload, priced = priced_workload(workload)
-        except ValueError as exc:
-            print(f"sowsched simulate: --pricing stochastic: {exc}", file=sys.stderr)
-            return 2
-        pricing = priced.report()
+        raise Refused(str(exc), 2) from None
+    return workload
+
+
+def priced(args: argparse.Namespace, workload: Workload) -> tuple[Workload, dict[str, Any] | None]:
+    """With --pricing stochastic, the workload on Lemma E.2's bundle prices and their report."""
+    if args.pricing != "stochastic":
+        return workload, None
     if args.server:
-        from cli.commands.jobs import connect, exit_code
-        from clients.client import RpcFailure
-        from clients.grpc_sim import RemoteSchedulerError, run_remote_simulation
+        raise Refused(f"--pricing stochastic does not apply with --server {args.server}: the server's platform "
+                      "sets its prices", 2)
+    from models.stochastic.pricing import priced_workload
+    try:
+        workload, prices = priced_workload(workload)
+    except ValueError as exc:
+        raise Refused(f"--pricing stochastic: {exc}", 2) from None
+    return workload, prices.report()
+
+
+def simulated(args: argparse.Namespace, workload: Workload) -> SimulationResult:
+    """The run: in process, or through the server at --server."""
+    if not args.server:
         try:
-            client = connect(args)
-        except (OSError, ValueError) as exc:  # a bad option, or an unreadable --tls-ca file
-            print(f"sowsched simulate: {exc}", file=sys.stderr)
-            return 2
-        try:
-            with client:
-                result = run_remote_simulation(workload, client, oracle=args.oracle)
-        except (RpcFailure, RemoteSchedulerError) as exc:
-            print(f"sowsched simulate: {exc}", file=sys.stderr)
-            return exit_code(exc) if isinstance(exc, RpcFailure) else 1
-    else:
-        try:
-            result = run_simulation(workload, oracle=args.oracle)
+            return run_simulation(workload, oracle=args.oracle)
         except OracleTooLarge as exc:  # --oracle exact on too many earlier jobs' joint outcomes
-            print(f"sowsched simulate: {exc}", file=sys.stderr)
-            return 1
-    if args.events:
-        try:
-            write_events(result, args.events)
-        except OSError as exc:  # a full disk after the run: the earlier file stays whole
-            print(f"sowsched simulate: cannot write --events {args.events}: {exc}", file=sys.stderr)
-            return 1
-    offline = None if args.no_offline else against_optimum(workload, result, args.offline_time_limit)
+            raise Refused(str(exc), 1) from None
+    from cli.commands.jobs import connect, exit_code
+    from clients.client import RpcFailure
+    from clients.grpc_sim import RemoteSchedulerError, run_remote_simulation
+    try:
+        client = connect(args)
+    except (OSError, ValueError) as exc:  # a bad option, or an unreadable --tls-ca file
+        raise Refused(str(exc), 2) from None
+    try:
+        with client:
+            return run_remote_simulation(workload, client, oracle=args.oracle)
+    except (RpcFailure, RemoteSchedulerError) as exc:
+        raise Refused(str(exc), exit_code(exc) if isinstance(exc, RpcFailure) else 1) from None
+
+
+def output(args: argparse.Namespace, workload: Workload, result: SimulationResult, pricing: dict[str, Any] | None,
+           offline: dict[str, Any] | None) -> str:
+    """The run's report: one JSON document with --json, else text."""
     if args.json:
         extra = {} if pricing is None else {"pricing": "stochastic", "stochastic_pricing": pricing}
         capacity = capacity_summary(workload, args)
-        print(json.dumps({**result.summary(), "offline": offline, **extra,
-                          **({} if capacity is None else {"capacity": capacity})}, sort_keys=True))
-    else:
-        lines = [report(result, args.oracle), *([] if pricing is None else pricing_lines(pricing)),
-                 *([] if offline is None else offline_lines(offline))]
-        if workload.capacity is not None:
-            caps = workload.capacity
-            mean = sum(caps) / len(caps)
-            kind = "fixed" if workload.platform.capacity is None else "forecast"
-            lines.append(f"  capacity     {args.capacity_series or args.workload_file}: {len(caps)} rounds, mean "
-                         f"{mean:.2f}, min {min(caps)}, max {max(caps)}; the mechanism quotes with {kind} capacity")
-        print("\n".join(lines))
-    return 0
+        return json.dumps({**result.summary(), "offline": offline, **extra,
+                           **({} if capacity is None else {"capacity": capacity})}, sort_keys=True)
+    lines = [report(result, args.oracle), *([] if pricing is None else pricing_lines(pricing)),
+             *([] if offline is None else offline_lines(offline))]
+    if workload.capacity is not None:
+        caps = workload.capacity
+        mean = sum(caps) / len(caps)
+        kind = "fixed" if workload.platform.capacity is None else "forecast"
+        lines.append(f"  capacity     {args.capacity_series or args.workload_file}: {len(caps)} rounds, mean "
+                     f"{mean:.2f}, min {min(caps)}, max {max(caps)}; the mechanism quotes with {kind} capacity")
+    return "\n".join(lines)
 
 
 def against_optimum(workload: Workload, result: SimulationResult, time_limit: float) -> dict[str, Any]:

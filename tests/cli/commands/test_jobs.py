@@ -522,3 +522,19 @@ def test_status_shows_this_rounds_capacity_and_the_operator_the_reports_for_late
     text = capsys.readouterr().out
     assert "round 1, capacity 9 nodes" in text  # no report for round 1: the last round's capacity stays
     assert "capacity reported for later rounds: round 2: 10, round 3: 11" in text
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, Terminated])
+def test_ctrl_c_or_sigterm_ends_a_watch_follow_normally_with_the_events_so_far(
+        srv: RunningServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        stop: type[KeyboardInterrupt]) -> None:
+    client(srv, ACME).submit("j1", sow())
+    real = SchedulerClient.watch_tenants
+
+    def stopped_while_following(self: SchedulerClient, from_seq: int = 0, follow: bool = True) -> Iterator[TenantEvent]:
+        yield from real(self, from_seq, follow=False)
+        raise stop  # the signal arrives while the follow waits for the next event
+
+    monkeypatch.setattr(SchedulerClient, "watch_tenants", stopped_while_following)
+    result = run_json(capsys, cli(srv, OP, "watch"))
+    assert [e["seq"] for e in result["events"]] == [0] and result["next_seq"] == 1

@@ -9,9 +9,11 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import grpc
 import pytest
 
 from cli import exits
@@ -131,3 +133,40 @@ def test_checking_a_sow_and_reading_a_quote_load_no_numpy(tmp_path: Path) -> Non
              "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'numba', 'scipy'}))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert loaded.stdout.strip() == "[]"
+
+
+class _Slow(grpc.GenericRpcHandler):
+    """Answers every call after `seconds` (so a client blocks in the call)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.called = threading.Event()
+
+    def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        def slow(request: bytes, context: grpc.ServicerContext) -> bytes:
+            self.called.set()
+            time.sleep(self.seconds)
+            return b""
+        return grpc.unary_unary_rpc_method_handler(slow)
+
+
+def test_sigterm_ends_a_command_blocked_in_a_call_at_once_with_exit_143() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    server = grpc.server(ThreadPoolExecutor(2))
+    handler = _Slow(30.0)
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        exe = str(Path(sys.executable).with_name("sowsched"))
+        proc = subprocess.Popen([exe, "status", "-s", f"127.0.0.1:{port}", "--timeout", "60"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert handler.called.wait(60)  # the command is in its call, waiting for the answer
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+        assert time.monotonic() - started < 10  # not the server's 30 s
+        assert (proc.returncode, out, err) == (143, "", "sowsched status: terminated\n")
+    finally:
+        server.stop(0)

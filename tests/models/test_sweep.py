@@ -106,12 +106,18 @@ def _sleep_or_fail(task: tuple[str, str]) -> int:
     raise RuntimeError("this task fails")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+def _alive(pid: int, grace: float = 10.0) -> bool:
+    """Whether process `pid` still runs `grace` seconds from now (a zombie, dead but not yet reaped, does not)."""
+    deadline = time.monotonic() + grace
+    while True:
+        try:
+            os.kill(pid, 0)
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (ProcessLookupError, FileNotFoundError):
+            return False
+        if state == "Z" or time.monotonic() > deadline:
+            return state != "Z"
+        time.sleep(0.1)
 
 
 class Stop(BaseException):
@@ -124,9 +130,11 @@ def _raise_stop(signum: int, frame: object) -> None:
 
 def test_a_failed_task_terminates_the_workers_still_running(tmp_path: Path) -> None:
     pidfile = str(tmp_path / "sleeper.pid")
+    started = time.monotonic()
     with pytest.raises(RuntimeError, match=r"^this task fails$"):
         run_tasks(_sleep_or_fail, [("sleep", pidfile), ("fail", pidfile)], processes=2, progress=False)
-    assert not _alive(int(Path(pidfile).read_text()))  # not left to sleep out its 300 s
+    assert time.monotonic() - started < 120  # it did not wait for the sleeper's 300 s
+    assert not _alive(int(Path(pidfile).read_text()))  # and did not leave it sleeping
 
 
 def test_a_signal_that_stops_the_parent_terminates_its_workers(tmp_path: Path) -> None:
@@ -138,6 +146,7 @@ def test_a_signal_that_stops_the_parent_terminates_its_workers(tmp_path: Path) -
         os.kill(os.getpid(), signal.SIGTERM)
 
     previous = signal.signal(signal.SIGTERM, _raise_stop)
+    started = time.monotonic()
     try:
         threading.Thread(target=term_once_the_sleeper_runs, daemon=True).start()
         with pytest.raises(Stop):
@@ -145,4 +154,5 @@ def test_a_signal_that_stops_the_parent_terminates_its_workers(tmp_path: Path) -
                       processes=2, progress=False)
     finally:
         signal.signal(signal.SIGTERM, previous)
+    assert time.monotonic() - started < 120  # it did not wait for the sleepers' 300 s
     assert not _alive(int(pidfile.read_text()))

@@ -35,5 +35,5 @@ report-capacity, jobs, watch, invoice, status, prices, state-digest --server, si
   {EXIT_TRY_LATER}   refused for now, retry later: a limit is in use (RESOURCE_EXHAUSTED: the tenant's
        max_active_jobs, the server's open event streams)
   {EXIT_INTERRUPTED}  interrupted by Ctrl-C (watch: the normal end of a follow, exit 0)
-  {EXIT_TERMINATED}  stopped by SIGTERM, as by Ctrl-C otherwise (watch: exit 0; serve shuts down cleanly)
-  {EXIT_BROKEN_PIPE}  stdout was closed by its reader (`sowsched watch | head -1`): the output stopped there"""
+  {EXIT_BROKEN_PIPE}  stdout was closed by its reader (`sowsched watch | head -1`): the output stopped there
+  {EXIT_TERMINATED}  stopped by SIGTERM, as by Ctrl-C otherwise (watch: exit 0; serve shuts down cleanly)"""

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cli.args import BenchInputError, bounded_int, nonempty
+from cli.args import BenchInputError, bounded_int, comma_list, nonempty
 
 DEFAULT_FILES = ("../shared/data/azure-capacity/capacity_azure2017.csv",
                  "../shared/data/azure-capacity/capacity_azure2019.csv")
@@ -16,28 +16,25 @@ DEFAULT_FILES = ("../shared/data/azure-capacity/capacity_azure2017.csv",
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--capacity", action="append", help="capacity CSV, repeatable (default: Azure 2017 and 2019)")
     parser.add_argument("--vm-types", type=nonempty, help="comma-separated VM types (default: every type of each file)")
-    parser.add_argument("--shares", type=_shares, default=[0.05, 0.01, 0.005, 0.002],
+    parser.add_argument("--shares", type=comma_list(_share), default=[0.05, 0.01, 0.005, 0.002],
                         help="max_share values (default 0.05,...,0.002)")
     parser.add_argument("--hours", type=bounded_int(1),
-                        help="use the series' first N hours (264 with --train-hours 72: the "
-                        "hold-out's test origins; default: the whole series, the study's test origins)")
+                        help="use the series' first N hours (264 with --train-hours 72: the hold-out's test "
+                             "origins; default: the whole series, the study's test origins)")
     parser.add_argument("--train-hours", type=bounded_int(1), default=144, help="training origins (default 144)")
     parser.add_argument("--per-job-samples", type=bounded_int(1), default=3,
                         help="samples of the first type on which the per-job relaxation is timed (default 3)")
 
 
-def _shares(text: str) -> list[float]:
-    """An argparse type: comma-separated max_share values, each in (0, 1]."""
-    shares = []
-    for part in (p.strip() for p in text.split(",")):
-        try:
-            value = float(part)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{part!r} is not a number") from None
-        if not 0 < value <= 1:
-            raise argparse.ArgumentTypeError(f"{value} must lie in (0, 1]")
-        shares.append(value)
-    return shares
+def _share(text: str) -> float:
+    """An argparse type: a max_share value in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{value} must lie in (0, 1]")
+    return value
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -54,12 +51,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from models.cuc.problem import utility
     from models.cuc.protocol import Split, make_samples
 
-    shares = list(args.shares)
     rows = []
     types = [t for t in args.vm_types.split(",") if t] if args.vm_types else None
     for path in args.capacity or list(DEFAULT_FILES):
         cap = load_capacity(path)
-        for share in shares:
+        for share in args.shares:
             acc: dict[str, list[float]] = {k: [] for k in ("jobs", "cols", "lp_s", "greedy_ms", "ratio", "value",
                                                             "gap", "lp_job_s")}
             for k, vm in enumerate(types or cap.vm_types):

@@ -158,9 +158,8 @@ def measure(n_clients: int, args: argparse.Namespace, platform: Platform) -> dic
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     platform = PLATFORM.model_copy(update={"samples": args.samples})
-    counts = list(args.clients)
     return {"platform": platform.model_dump(), "samples": platform.sample_count, "active_jobs": args.active,
-            "target_ratio": 0.5, "clients": {str(n): measure(n, args, platform) for n in counts}}
+            "target_ratio": 0.5, "clients": {str(n): measure(n, args, platform) for n in args.clients}}
 
 
 def table(result: dict[str, Any]) -> str:

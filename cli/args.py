@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class BenchInputError(ValueError):
@@ -25,16 +28,19 @@ def bounded_int(low: int, high: int | None = None) -> Callable[[str], int]:
     return parse
 
 
-def int_list(low: int) -> Callable[[str], list[int]]:
-    """An argparse type: comma-separated integers, each >= `low` (at least one)."""
-    one = bounded_int(low)
-
-    def parse(text: str) -> list[int]:
-        values = [one(part.strip()) for part in text.split(",") if part.strip()]
+def comma_list(item: Callable[[str], T]) -> Callable[[str], list[T]]:
+    """An argparse type: comma-separated values, each read by the argparse type `item` (at least one)."""
+    def parse(text: str) -> list[T]:
+        values = [item(part.strip()) for part in text.split(",") if part.strip()]
         if not values:
             raise argparse.ArgumentTypeError(f"{text!r} names no value")
         return values
     return parse
+
+
+def int_list(low: int) -> Callable[[str], list[int]]:
+    """An argparse type: comma-separated integers, each >= `low` (at least one)."""
+    return comma_list(bounded_int(low))
 
 
 def positive_float(text: str) -> float:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, int_list, nonempty, positive_float
+from cli.args import add_output_arguments, bounded_int, comma_list, int_list, nonempty, positive_float
 from cli.verbs import add_verb
 
 METHODS = ("det-p50", "det-p75", "det-p100", "det-mode", "cospis", "milp-p50", "milp-indexed", "soru-p50", "manual")
@@ -24,14 +24,6 @@ def unit_float(text: str) -> float:
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"{value} is outside [0, 1]")
     return value
-
-
-def _unit_list(text: str) -> list[float]:
-    """An argparse type: comma-separated numbers in [0, 1] (at least one)."""
-    values = [unit_float(part.strip()) for part in text.split(",") if part.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError(f"{text!r} names no value")
-    return values
 
 
 def _solver_flags(p: argparse.ArgumentParser, time_limit: float) -> None:
@@ -68,7 +60,7 @@ def register(sub: Any) -> None:
     s.add_argument("--grid-instances", type=bounded_int(1), default=2, help="Fig. 11 problems (2)")
     s.add_argument("--grid-samples", type=int_list(1), default=list(range(5, 50, 5)),
                    help="K values of the Fig. 11 grid (5,10,...,45)")
-    s.add_argument("--grid-alphas", type=_unit_list, default=[round(0.1 * i, 1) for i in range(1, 10)],
+    s.add_argument("--grid-alphas", type=comma_list(unit_float), default=[round(0.1 * i, 1) for i in range(1, 10)],
                    help="alpha values of the Fig. 11 grid (0.1,...,0.9)")
     s.add_argument("--grid-time-limit", type=positive_float, default=2.0, help="solver seconds per grid cell (2)")
     s.add_argument("--out", type=nonempty, default="capacity-study",

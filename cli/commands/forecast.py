@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, nonempty, positive_float, probability
+from cli.args import add_output_arguments, bounded_int, comma_list, nonempty, positive_float, probability
 from cli.verbs import add_verb
 
 MODELS = ("ar1", "ar1x", "ari11", "var1", "markov", "markovx", "tsdec", "autopilot")
@@ -17,11 +17,7 @@ RESIDUALS = ("normal", "skewnorm", "empirical", "gmm")
 DEFAULT_CUTOFFS = "0.001,0.003,0.005,0.01,0.03,0.05,0.07,0.1"
 
 
-def _probabilities(text: str) -> list[float]:
-    values = [probability(part.strip()) for part in text.split(",") if part.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError(f"{text!r} names no value")
-    return values
+_probabilities = comma_list(probability)
 
 
 def _pair(text: str) -> tuple[int, int]:

@@ -58,8 +58,7 @@ def _highs(params: SolveParams) -> highspy.Highs:
     h = quiet_highs()
     h.setOptionValue("output_flag", params.log)
     h.setOptionValue("time_limit", float(params.time_limit))
-    # HiGHS's thread pool is global and sized once per process: an instance asking another size fails its run,
-    # so every instance keeps the default (`workers` is CP-SAT's; HiGHS's branch and bound is serial anyway).
+    # HiGHS runs on quiet_highs's one thread (`workers` is CP-SAT's; HiGHS's branch and bound is serial anyway).
     h.setOptionValue("random_seed", 0)
     h.setOptionValue("mip_rel_gap", 0.0)
     return h

@@ -124,7 +124,6 @@ def solve_lp(lp: StochasticLP) -> LPSolution:
     import highspy
 
     h = quiet_highs()
-    h.setOptionValue("threads", 1)
     h.setOptionValue("solver", "simplex")
     h.setOptionValue("random_seed", 0)
     a = sp.vstack([lp.supply, lp.tasks]).tocsc()

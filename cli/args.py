@@ -45,13 +45,25 @@ def int_list(low: int) -> Callable[[str], list[int]]:
 
 def positive_float(text: str) -> float:
     """An argparse type: a finite number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = _number(text)
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{value} must be positive and finite")
     return value
+
+
+def nonnegative_float(text: str) -> float:
+    """An argparse type: a finite number, 0 or above."""
+    value = _number(text)
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value} must be >= 0 and finite")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
 
 
 def probability(text: str) -> float:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, nonempty, positive_float, probability
+from cli.args import add_output_arguments, bounded_int, nonempty, nonnegative_float, positive_float, probability
 from cli.verbs import add_verb
 
 DEFAULT_DATA = Path("../shared/data/azure-capacity")
@@ -53,8 +53,12 @@ def register(sub: Any) -> None:
     s.add_argument("--capacity", action="append",
                    help="capacity CSV, repeatable (default: the Azure 2017 and 2019 files in ../shared/data)")
     s.add_argument("--bo-steps", type=bounded_int(1), default=30, help="BO steps k per CUC run (default 30)")
-    s.add_argument("--exact-time-limit", type=positive_float, default=0.5,
-                   help="HiGHS seconds per sample for the X+HiGHS baselines (default 0.5)")
+    s.add_argument("--exact-time-limit", type=nonnegative_float, default=0.0,
+                   help="X+HiGHS baselines: seconds of HiGHS's MILP per sample after the rounded LP (default 0: the "
+                   "rounded LP alone, certified against its LP bound; docs/cuc.md)")
+    s.add_argument("--baselines-only", action="store_true",
+                   help="only the rows that train nothing (X+HiGHS, W/o uncertainty, Alg. 3 with the true capacity): "
+                   "the same numbers as the whole study's rows, in a fraction of its time")
     s.add_argument("--vm-types", type=nonempty, help="comma-separated VM types (default: every type of each file)")
     s.add_argument("--p-levels", type=nonempty, help="comma-separated p values for Table 3 (default 0.001,...,0.1)")
     s.add_argument("--processes", type=bounded_int(1), default=None,
@@ -145,7 +149,7 @@ def cuc_study(args: argparse.Namespace) -> int:
     cfg = StudyConfig(datasets=datasets, bo_steps=args.bo_steps, seed=args.seed, jobs=_jobs(args),
                       exact_time_limit=args.exact_time_limit, p_levels=p_levels, vm_types=vm_types,
                       objective=args.objective, order=args.order, refit_every=args.refit_every,
-                      errors=args.errors)
+                      errors=args.errors, baselines_only=args.baselines_only)
     results = run_study(cfg, processes=args.processes, progress=not args.no_progress)
     if args.json:
         print(json.dumps({"results": results, "jobs": "generated", "bo_steps": args.bo_steps, "seed": args.seed,

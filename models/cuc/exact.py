@@ -48,18 +48,62 @@ def solve_exact(jobs: Jobs, capacity: ArrayLike, time_limit: float = 30.0, mip_r
     LP relaxation instead: its value bounds u* from above (the schedule is then empty)."""
     import highspy
 
+    if not time_limit > 0:
+        raise ValueError(f"time_limit={time_limit} must be > 0")
+    h, m = _build(jobs, capacity_array(jobs, capacity), relax, threads)
+    h.setOptionValue("time_limit", float(time_limit))
+    h.setOptionValue("mip_rel_gap", float(mip_rel_gap))
+    if hint is not None and not relax:
+        _set_start(h, m, np.asarray(hint, dtype=np.int64).ravel())
+    tick = time.perf_counter()
+    _run(h)
+    elapsed = time.perf_counter() - tick
+    if relax:
+        lp_value = float(h.getInfo().objective_function_value)
+        return ExactResult(start=np.full(len(jobs), UNSCHEDULED, dtype=np.int64), utility=0.0, bound=lp_value,
+                           optimal=h.getModelStatus() == highspy.HighsModelStatus.kOptimal, time_s=elapsed)
+    return _extract(h, jobs, m, elapsed)
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """The LP relaxation of problem (1), solved: column k is X_{job[k], hour[k]} with value x[k]."""
+
+    job: IntArray
+    hour: IntArray
+    x: NDArray[np.float64]
+    value: float
+
+
+def solve_relaxation(jobs: Jobs, capacity: ArrayLike) -> Relaxation:
+    """Problem (1) with 0 <= X_it <= 1 (HiGHS's LP): its columns' values and its value, an upper bound of u*."""
+    import highspy
+
+    h, m = _build(jobs, capacity_array(jobs, capacity), relax=True)
+    _run(h)
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # X = 0 is feasible whenever a_t >= 0
+        raise RuntimeError(f"the LP relaxation ended {h.modelStatusToString(h.getModelStatus())}")
+    x = np.clip(np.asarray(h.getSolution().col_value, dtype=np.float64), 0.0, 1.0)
+    return Relaxation(job=m.job, hour=m.hour, x=x, value=float(h.getInfo().objective_function_value))
+
+
+def capacity_array(jobs: Jobs, capacity: ArrayLike) -> NDArray[np.float64]:
+    """a_t as floats, one per hour of the scope (refused otherwise)."""
     a = np.asarray(capacity, dtype=np.float64).ravel()
     if a.size != jobs.T:
         raise ValueError(f"capacity has {a.size} hours for a scope of T={jobs.T}")
-    if not time_limit > 0:
-        raise ValueError(f"time_limit={time_limit} must be > 0")
+    return a
+
+
+def _build(jobs: Jobs, a: NDArray[np.float64], relax: bool, threads: int = 1) -> tuple[Any, _Model]:
+    """HiGHS holding problem (1) under a_t (its LP relaxation if `relax`), seeded and quiet, not yet run.
+
+    `threads`: HiGHS's (`quiet_highs`)."""
+    import highspy
+
     m = _columns(jobs)
     n_cols = m.job.size
-    h = quiet_highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("time_limit", float(time_limit))
-    h.setOptionValue("mip_rel_gap", float(mip_rel_gap))
-    h.setOptionValue("threads", int(threads))
+    h = quiet_highs(int(threads))
     h.setOptionValue("random_seed", 0)
     inf = highspy.kHighsInf
     # objective: maximise sum_i sum_t c_i d_i X_it
@@ -92,25 +136,22 @@ def solve_exact(jobs: Jobs, capacity: ArrayLike, time_limit: float = 30.0, mip_r
     index = np.concatenate(rows_idx).astype(np.int32) if rows_idx else np.zeros(0, np.int32)
     value = np.concatenate(rows_val) if rows_val else np.zeros(0)
     h.addRows(len(rows_idx), np.array(lower), np.array(upper), index.size, starts.astype(np.int32), index, value)
-    if hint is not None and not relax:
-        _set_start(h, m, np.asarray(hint, dtype=np.int64).ravel())
-    tick = time.perf_counter()
-    h.run()
-    elapsed = time.perf_counter() - tick
-    if relax:
-        lp_value = float(h.getInfo().objective_function_value)
-        return ExactResult(start=np.full(len(jobs), UNSCHEDULED, dtype=np.int64), utility=0.0, bound=lp_value,
-                           optimal=h.getModelStatus() == highspy.HighsModelStatus.kOptimal, time_s=elapsed)
-    return _extract(h, jobs, m, elapsed)
+    return h, m
+
+
+def job_classes(jobs: Jobs) -> tuple[IntArray, IntArray]:
+    """(first, cls): the classes of equal (d_i, e_i, ST_i), class k's first job first[k] and job i's class cls[i]."""
+    key = (jobs.d * (jobs.T + 1) + jobs.e) * (jobs.T + 1) + jobs.last_start
+    _, first, cls = np.unique(key, return_index=True, return_inverse=True)
+    return first.astype(np.int64), cls.ravel().astype(np.int64)
 
 
 def aggregate(jobs: Jobs) -> Jobs:
     """One job per class of equal (d_i, e_i, ST_i), its demand the class's sum of c_i: problem (1)'s LP relaxation
     has the same value on it (y_it = c_i X_it turns a job's columns into its class's, summed; the class's row
     sum_t y_kt <= sum_i c_i splits back proportionally), and it has at most 6 x 24 x 24 columns whatever N."""
-    key = (jobs.d * (jobs.T + 1) + jobs.e) * (jobs.T + 1) + jobs.last_start
-    _, first, cls = np.unique(key, return_index=True, return_inverse=True)
-    c = np.bincount(cls.ravel(), weights=jobs.c, minlength=first.size).astype(np.float64)
+    first, cls = job_classes(jobs)
+    c = np.bincount(cls, weights=jobs.c, minlength=first.size).astype(np.float64)
     return Jobs(c=c, d=jobs.d[first], e=jobs.e[first], l=jobs.l[first], T=jobs.T)
 
 
@@ -119,7 +160,15 @@ def lp_bound(jobs: Jobs, capacity: ArrayLike) -> float:
     solve_exact(jobs, capacity, relax=True), in time independent of the number of jobs."""
     if len(jobs) == 0:
         return 0.0
-    return solve_exact(aggregate(jobs), capacity, relax=True).bound
+    return solve_relaxation(aggregate(jobs), capacity).value
+
+
+def _run(h: Any) -> None:
+    """h.run(), raising where HiGHS reports an error instead of a status (so no empty schedule passes as one)."""
+    import highspy
+
+    if h.run() == highspy.HighsStatus.kError:
+        raise RuntimeError(f"HiGHS failed: {h.modelStatusToString(h.getModelStatus())}")
 
 
 def _set_start(h: Any, m: _Model, start: NDArray[np.int64]) -> None:

@@ -72,6 +72,22 @@ def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], a
     assert match in err and err.count("\n") == 1
 
 
+def test_cuc_study_baselines_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tiny_file(tmp_path)
+    assert main(["cuc-study", "--capacity", str(path), "--max-share", "0.2", "--baselines-only", "--json"]) == 0
+    methods = json.loads(capsys.readouterr().out)["results"]["cap"]
+    assert set(methods) == {"TSDEC+HiGHS", "AR1+HiGHS", "W/o uncertainty", "Alg. 3 with the true capacity"}
+
+
+@pytest.mark.parametrize(("value", "match"), [("-1", "-1.0 must be >= 0 and finite"), ("x", "'x' is not a number"),
+                                              ("inf", "inf must be >= 0 and finite")])
+def test_exact_time_limit_below_zero_is_refused(capsys: pytest.CaptureFixture[str], value: str, match: str) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["cuc-study", "--exact-time-limit", value])
+    assert exit_info.value.code == 2
+    assert match in capsys.readouterr().err
+
+
 def test_p_out_of_range_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["cuc", "--capacity", "x", "--vm-type", "t1", "--p", "1.5"])

@@ -9,6 +9,7 @@ from models.cuc.greedy import greedy_schedule
 from models.cuc.jobs import JobConfig
 from models.cuc.problem import violation_rate
 from models.cuc.protocol import Sample, Split
+from models.cuc.rounding import solve_rounded
 from models.cuc.run import (
     Evaluator,
     Hindsight,
@@ -71,6 +72,17 @@ def test_exact_baseline_is_scored_like_the_greedy() -> None:
     ev = evaluator()
     outcome = ev.exact(Theta(), ev.test[:3], time_limit=1.0)
     assert outcome.utility.shape == (3,) and np.all(outcome.utility <= outcome.bound + 1e-6)
+
+
+def test_exact_baseline_is_the_rounded_lp_under_the_forecast_and_the_milp_only_adds() -> None:
+    ev = evaluator()
+    samples = ev.test[:3]
+    rounded = ev.exact(Theta(), samples)
+    by_hand = [solve_rounded(s.jobs, ev.constraint(Theta(), s, 0.5, uncertain=False)) for s in samples]
+    assert rounded.utility.tolist() == [r.utility for r in by_hand]
+    assert rounded.violation.tolist() == [violation_rate(s.jobs, r.start, s.truth)
+                                          for s, r in zip(samples, by_hand, strict=True)]
+    assert np.all(ev.exact(Theta(), samples, time_limit=1.0).utility >= rounded.utility)
 
 
 def test_outcome_formulas_by_hand() -> None:

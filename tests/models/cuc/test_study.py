@@ -1,4 +1,5 @@
-"""The CUC study: VM types run as independent seeded tasks, so a process pool pools the same numbers."""
+"""The CUC study: VM types run as independent seeded tasks, so a process pool pools the same numbers; the baselines
+alone give the whole study's baseline rows."""
 
 from pathlib import Path
 
@@ -23,7 +24,7 @@ def two_types(tmp_path: Path) -> Path:
 
 
 def config(path: Path, **changes: object) -> StudyConfig:
-    return StudyConfig(datasets={"cap": str(path)}, bo_steps=2, p_levels=(0.05,), exact_time_limit=0.01,
+    return StudyConfig(datasets={"cap": str(path)}, bo_steps=2, p_levels=(0.05,), exact_time_limit=0.0,
                        jobs=JobConfig(max_share=0.2), refit_every=24, **changes)  # type: ignore[arg-type]
 
 
@@ -34,10 +35,18 @@ def test_a_pool_of_processes_pools_each_type_run_alone(tmp_path: Path) -> None:
     assert set(pooled) == set(each[0]) == set(each[1])
     for method, row in pooled.items():
         assert row["samples"] == 50  # 25 test samples of each type
-        if "HiGHS" in method:  # those stop at a wall-clock limit
-            continue
         for key in ("util", "violation"):
             assert row[key] == pytest.approx((each[0][method][key] + each[1][method][key]) / 2, rel=1e-12, abs=1e-12)
+
+
+def test_the_baselines_alone_are_the_whole_studys_baseline_rows(tmp_path: Path) -> None:
+    path = two_types(tmp_path)
+    whole = run_study(config(path, vm_types=("t1",)))["cap"]
+    alone = run_study(config(path, vm_types=("t1",), baselines_only=True))["cap"]
+    assert set(alone) == {"TSDEC+HiGHS", "AR1+HiGHS", "W/o uncertainty", "Alg. 3 with the true capacity"}
+    for method, row in alone.items():
+        assert (row["util"], row["violation"], row["samples"]) == (
+            whole[method]["util"], whole[method]["violation"], whole[method]["samples"])
 
 
 def test_an_unknown_vm_type_is_refused_before_any_runs(tmp_path: Path) -> None:

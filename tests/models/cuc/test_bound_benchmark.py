@@ -13,8 +13,9 @@ def test_ratios_respect_the_bounds(tmp_path: Path) -> None:
     out = cuc_bound.run(args)
     assert len(out["rows"]) == 3
     for r in out["rows"]:
-        # greedy <= MILP incumbent (the greedy is its MIP start) <= dual bound <= LP bound
-        assert r["greedy_ratio_over_lp"] <= r["milp_over_lp"] + 1e-9
+        # rounded LP <= MILP incumbent (the rounded schedule is its MIP start) <= dual bound <= LP bound
+        assert r["rounded_over_lp"] <= r["milp_over_lp"] + 1e-9
+        assert r["greedy_ratio_over_lp"] <= r["dual_over_lp"] + 1e-9
         assert r["greedy_value_over_lp"] <= r["dual_over_lp"] + 1e-9
         assert r["milp_over_lp"] <= r["dual_over_lp"] + 1e-9 <= 1 + 2e-9
     assert "MILP incumbent" in cuc_bound.table(out)  # bad options: tests/benchmarks/test_arguments.py

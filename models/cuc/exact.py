@@ -146,11 +146,12 @@ def job_classes(jobs: Jobs) -> tuple[IntArray, IntArray]:
     return first.astype(np.int64), cls.ravel().astype(np.int64)
 
 
-def aggregate(jobs: Jobs) -> Jobs:
+def aggregate(jobs: Jobs, classes: tuple[IntArray, IntArray] | None = None) -> Jobs:
     """One job per class of equal (d_i, e_i, ST_i), its demand the class's sum of c_i: problem (1)'s LP relaxation
     has the same value on it (y_it = c_i X_it turns a job's columns into its class's, summed; the class's row
-    sum_t y_kt <= sum_i c_i splits back proportionally), and it has at most 6 x 24 x 24 columns whatever N."""
-    first, cls = job_classes(jobs)
+    sum_t y_kt <= sum_i c_i splits back proportionally), and it has at most 6 x 24 x 24 columns whatever N.
+    `classes`: `job_classes(jobs)`, when the caller has it already."""
+    first, cls = job_classes(jobs) if classes is None else classes
     c = np.bincount(cls, weights=jobs.c, minlength=first.size).astype(np.float64)
     return Jobs(c=c, d=jobs.d[first], e=jobs.e[first], l=jobs.l[first], T=jobs.T)
 

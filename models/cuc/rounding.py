@@ -37,8 +37,8 @@ def solve_rounded(jobs: Jobs, capacity: ArrayLike) -> ExactResult:
     start = np.full(len(jobs), UNSCHEDULED, dtype=np.int64)
     bound = 0.0
     if len(jobs):
-        _, cls = job_classes(jobs)
-        classes = aggregate(jobs)
+        first, cls = job_classes(jobs)
+        classes = aggregate(jobs, (first, cls))
         lp = solve_relaxation(classes, a)
         bound = lp.value
         start = _first_fit(jobs, cls, lp.job, lp.hour, classes.c[lp.job] * lp.x)

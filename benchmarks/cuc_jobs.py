@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cli.args import BenchInputError, bounded_int, comma_list, nonempty
+from cli.args import BenchInputError, bounded_int, comma_list, nonempty, number
 
 DEFAULT_FILES = ("../shared/data/azure-capacity/capacity_azure2017.csv",
                  "../shared/data/azure-capacity/capacity_azure2019.csv")
@@ -28,10 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _share(text: str) -> float:
     """An argparse type: a max_share value in (0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = number(text)
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"{value} must lie in (0, 1]")
     return value

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from cli.args import bounded_int, int_list, positive_float
+from cli.args import bounded_int, int_list, number, positive_float
 from models.offline.cpsat import BOUND_MODELS, STRATEGIES, CpSatParams, solve_cpsat
 from models.offline.greedy import density_greedy
 from models.offline.hindsight import HindsightInstance, OfflineResult
@@ -53,10 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def share(low: float, strict_low: bool) -> Any:
     """An argparse type: a share of the time limit, above (or at) `low` and below 1."""
     def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        value = number(text)
         if not (value > low if strict_low else value >= low) or not value < 1:
             raise argparse.ArgumentTypeError(f"{value} is not a share of the limit: it must lie in "
                                              f"{'(' if strict_low else '['}{low:g}, 1)")

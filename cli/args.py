@@ -45,7 +45,7 @@ def int_list(low: int) -> Callable[[str], list[int]]:
 
 def positive_float(text: str) -> float:
     """An argparse type: a finite number above 0."""
-    value = _number(text)
+    value = number(text)
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{value} must be positive and finite")
     return value
@@ -53,13 +53,14 @@ def positive_float(text: str) -> float:
 
 def nonnegative_float(text: str) -> float:
     """An argparse type: a finite number, 0 or above."""
-    value = _number(text)
+    value = number(text)
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"{value} must be >= 0 and finite")
     return value
 
 
-def _number(text: str) -> float:
+def number(text: str) -> float:
+    """A float, or an argparse usage error naming the text (what every numeric argparse type reads first)."""
     try:
         return float(text)
     except ValueError:
@@ -68,10 +69,7 @@ def _number(text: str) -> float:
 
 def probability(text: str) -> float:
     """An argparse type: a number strictly between 0 and 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = number(text)
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"{value} must lie strictly between 0 and 1")
     return value

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, comma_list, int_list, nonempty, positive_float
+from cli.args import add_output_arguments, bounded_int, comma_list, int_list, nonempty, number, positive_float
 from cli.verbs import add_verb
 
 METHODS = ("det-p50", "det-p75", "det-p100", "det-mode", "cospis", "milp-p50", "milp-indexed", "soru-p50", "manual")
@@ -17,10 +17,7 @@ MAX_JOBS = 2000  # synthetic problems: beyond this one CP-SAT model is a typo on
 
 def unit_float(text: str) -> float:
     """An argparse type: a number in [0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = number(text)
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"{value} is outside [0, 1]")
     return value

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, comma_list, nonempty, positive_float, probability
+from cli.args import add_output_arguments, bounded_int, comma_list, nonempty, number, positive_float, probability
 from cli.verbs import add_verb
 
 MODELS = ("ar1", "ar1x", "ari11", "var1", "markov", "markovx", "tsdec", "autopilot")
@@ -29,10 +29,7 @@ def _pair(text: str) -> tuple[int, int]:
 
 
 def _nonnegative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = number(text)
     if not 0.0 <= value <= 100.0:
         raise argparse.ArgumentTypeError(f"{value} must lie in [0, 100]")
     return value

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, nonempty, positive_float
+from cli.args import add_output_arguments, bounded_int, nonempty, number, positive_float
 from cli.verbs import add_verb
 from models.hpc.cp import DEFAULT_TIME_LIMIT, Objective
 from models.hpc.jobs import ESTIMATE_MODES, Workload
@@ -64,10 +64,7 @@ PREDICTIVE = ("easy-requested", "easy-exact", "easy-pp", "easy-learned")  # mode
 
 def _unit_float(text: str) -> float:
     """An argparse type: a number in [0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = number(text)
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"{value} is outside the bounds [0, 1]")
     return value

@@ -49,6 +49,7 @@ bench: setup
 	$(BIN)/sowsched bench cuc_bound --out bench-cuc-bound.json
 	$(BIN)/sowsched bench cuc_jobs --out bench-cuc-jobs.json
 	$(BIN)/sowsched bench planning --out bench-planning.json
+	$(BIN)/sowsched bench capacity --workloads overload --seeds 16 --offline-seeds 1 --out bench-capacity.json
 
 lint: setup
 	$(BIN)/ruff check $(LINTED)

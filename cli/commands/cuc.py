@@ -47,6 +47,8 @@ def register(sub: Any) -> None:
                    "with Vio <= p (θ's other parameters BO's): an oracle bound, not a method")
     p.add_argument("--train-hours", type=bounded_int(1), default=144,
                    help="training origins after the 120 fitting hours (default 144: days 6-11)")
+    p.add_argument("--forecaster", choices=("tsdec", "ar1"), default="tsdec",
+                   help="the point forecaster of Alg. 2 (default tsdec, the seed's; ar1: an AR(1) by OLS)")
     _generator(p)
     p.set_defaults(func=_refusing(cuc))
     s = add_verb(sub, "cuc-study")
@@ -103,12 +105,12 @@ def cuc(args: argparse.Namespace) -> int:
         y = y[:args.hours]
     jobs = _jobs(args)
     from models.cuc.protocol import Split
-    from models.cuc.run import Evaluator, run_cuc
+    from models.cuc.run import Evaluator, Theta, run_cuc
 
     ev = Evaluator(y, Split(len(y), train_hours=args.train_hours), jobs, args.seed, args.refit_every, args.order,
                    args.errors)
-    out = run_cuc(y, args.p, args.bo_steps, args.seed, ev=ev, objective=args.objective,
-                  with_hindsight=args.hindsight)
+    out = run_cuc(y, args.p, args.bo_steps, args.seed, theta0=Theta(forecaster=args.forecaster), ev=ev,
+                  objective=args.objective, with_hindsight=args.hindsight)
     out.update({"capacity": args.capacity, "vm_type": args.vm_type, "p": args.p, "bo_steps": args.bo_steps,
                 "seed": args.seed, "order": args.order, "refit_every": args.refit_every, "errors": args.errors,
                 "hours": len(y), "train_hours": args.train_hours,

@@ -1,5 +1,6 @@
 """`sowsched cuc` and `sowsched cuc-study`: one JSON document on stdout, bad input refused with exit 2."""
 
+import argparse
 import json
 import subprocess
 import sys
@@ -93,3 +94,30 @@ def test_p_out_of_range_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
         main(["cuc", "--capacity", "x", "--vm-type", "t1", "--p", "1.5"])
     assert exit_info.value.code == 2
     assert "1.5 must lie strictly between 0 and 1" in capsys.readouterr().err
+
+
+def test_cuc_forecaster_option_sets_the_point_forecaster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tiny_file(tmp_path)
+    assert main(["cuc", "--capacity", str(path), "--vm-type", "t1", "--p", "0.05", "--bo-steps", "1",
+                 "--max-share", "0.2", "--forecaster", "ar1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["theta"]["forecaster"] == "ar1"
+
+
+def test_cuc_refuses_an_unknown_forecaster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["cuc", "--capacity", str(tiny_file(tmp_path)), "--vm-type", "t1", "--p", "0.05", "--forecaster", "x"])
+    assert exc.value.code == 2 and "invalid choice: 'x'" in capsys.readouterr().err
+
+
+def test_cuc_choices_are_the_models_names() -> None:
+    from cli.main import build_parser
+    from models.cuc.greedy import ORDERS
+    from models.cuc.protocol import ERROR_SETS, FORECASTERS
+    from models.cuc.run import OBJECTIVES
+
+    verbs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for verb, names in (("cuc", ("--objective", "--order", "--errors", "--forecaster")),
+                        ("cuc-study", ("--objective", "--order", "--errors"))):
+        choices = {o: set(a.choices) for a in verbs[verb]._actions for o in a.option_strings if a.choices}
+        expected = {"--objective": OBJECTIVES, "--order": ORDERS, "--errors": ERROR_SETS, "--forecaster": FORECASTERS}
+        assert {o: choices[o] for o in names} == {o: set(expected[o]) for o in names}

@@ -30,6 +30,7 @@ class ExactOracle:
         self.round = -1
         self._residuals: list[Residual] = []
         self._capacity_paths: dict[tuple[int, ...], float] | None = None
+        self._unenumerated_paths = 0  # errors^steps when that exceeds max_combinations: the paths are not built
 
     def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None,
               current_capacity: int | None = None, level: float | None = None) -> None:
@@ -39,22 +40,32 @@ class ExactOracle:
         self.round = round_
         self._residuals = list(residuals)
         model = None if self.platform.capacity is None else self.platform.capacity.at_level(level)
-        self._capacity_paths = None if model is None else model.path_distribution(
+        self._capacity_paths, self._unenumerated_paths = None, 0
+        if model is None:
+            return
+        steps = self.platform.horizon - (current_capacity is not None and self.platform.horizon > 0)
+        raw = len(model.errors) ** steps  # the enumeration's work, before equal paths merge
+        if raw > self.max_combinations:  # refused by `estimates` (a round with no quote needs no paths)
+            self._unenumerated_paths = raw
+            return
+        self._capacity_paths = model.path_distribution(
             self.platform.C if last_capacity is None else last_capacity, self.platform.horizon, current_capacity)
 
     def append(self, residual: Residual) -> None:
         self._residuals.append(residual)
 
     def combinations(self) -> int:
-        paths = 1 if self._capacity_paths is None else len(self._capacity_paths)
+        """Capacity paths times the earlier jobs' joint outcomes (paths not built count as errors^steps)."""
+        paths = self._unenumerated_paths or (1 if self._capacity_paths is None else len(self._capacity_paths))
         return paths * math.prod(r.start.size for r in self._residuals)
 
     def estimates(self, concurrency: int) -> np.ndarray:
         p = self.platform
         total = self.combinations()
         if total > self.max_combinations:
+            paths = " and capacity paths" if self.platform.capacity is not None else ""
             raise OracleTooLarge(
-                f"exact oracle needs {total} joint outcomes of {len(self._residuals)} earlier jobs, "
+                f"exact oracle needs {total} joint outcomes of {len(self._residuals)} earlier jobs{paths}, "
                 f"above the bound max_combinations={self.max_combinations}")
         fail = np.zeros((p.S_m, p.D_m), dtype=np.float64)
         if self._capacity_paths is not None:

@@ -229,11 +229,13 @@ def with_capacity(workload: Workload, spec: str, model: str, scale: float | None
                   level_weight: LevelWeight = DEFAULT_LEVEL_WEIGHT, price_floor: bool = False) -> Workload:
     """The workload with realized capacity from the series, and with `forecast` the model fitted to it.
 
-    fit_rows = 0 (in-sample): the model is fitted to the whole scaled series, and round t is row start + t,
-    wrapping around at the end. fit_rows = F > 0 (held out): the scale makes the mean of rows [0, F) equal C, the
-    model is fitted to those rows only, and round t is row F + (start + t) mod (n - F), so the run plays rows the
-    fit never saw. `fixed` keeps C (the series' mean, over the same rows the scale uses) in the oracle and prices.
-    level_weight and price_floor: as `fitted_model` (forecast only).
+    fit_rows = 0 (in-sample): the model is fitted to the whole scaled series, and round t < n is row
+    (start + t) mod n. fit_rows = F > 0 (held out): the scale makes the mean of rows [0, F) equal C, the model is
+    fitted to those rows only, and round t < n - F is row F + (start + t) mod (n - F), so the run plays rows the
+    fit never saw. Past those rounds the last capacity stays (the engine's rule for rounds without a report).
+    `fixed` keeps C (the series' mean, over the same rows the scale uses) in the oracle and prices, and drops a
+    capacity model the workload already had (a W.json written by a forecast run). level_weight and price_floor: as
+    `fitted_model` (forecast only).
     """
     if model not in CAPACITY_MODELS:
         raise ValueError(f"--capacity-model {model!r} is not one of {', '.join(CAPACITY_MODELS)}")
@@ -243,6 +245,8 @@ def with_capacity(workload: Workload, spec: str, model: str, scale: float | None
     if model == "forecast":
         fitted = fitted_model(fitted_rows, platform.C, quantile, level_weight, price_floor)
         platform = Platform.model_validate({**platform.model_dump(), "capacity": fitted.model_dump()})
+    elif platform.capacity is not None:
+        platform = Platform.model_validate({k: v for k, v in platform.model_dump().items() if k != "capacity"})
     rolled = np.roll(played, -(start % played.size))
     return replace(workload, platform=platform, capacity=tuple(int(c) for c in rolled))
 

@@ -134,8 +134,9 @@ def build(instance: HindsightInstance, value_scale: float | None = None, time_in
         demands.append(job.concurrency)
         terms.extend(_add_value_steps(built, job))
     # Capacity: sum_j c_j [start[j] <= t < start[j] + d_j] run[j] <= C_t for every round t (a round below C
-    # holds a fixed interval of demand C - C_t).
-    for t, c_t in enumerate(instance.capacities):
+    # holds a fixed interval of demand C - C_t; past the series, C_t is its last value up to the horizon).
+    rows = instance.capacity_row(max(instance.horizon, len(instance.capacities)))
+    for t, c_t in enumerate(rows.tolist()):
         if c_t < instance.capacity:
             intervals.append(model.new_fixed_size_interval_var(t, 1, f"shortfall[{t}]"))
             demands.append(instance.capacity - c_t)

@@ -116,12 +116,17 @@ class HindsightInstance:
             for j in workload.jobs))
 
     def capacity_at(self, t: int) -> int:
-        """The capacity of round t."""
-        return self.capacities[t] if t < len(self.capacities) else self.capacity
+        """The capacity of round t: past the last round of `capacities` the last one stays, as in the engine
+        (model.md 10.1); `capacity` without them."""
+        if not self.capacities:
+            return self.capacity
+        return self.capacities[min(t, len(self.capacities) - 1)]
 
     def capacity_row(self, n: int) -> np.ndarray:
         """capacity_at(t) for t in [0, n)."""
-        row = np.full(n, self.capacity, dtype=np.int64)
+        if not self.capacities:
+            return np.full(n, self.capacity, dtype=np.int64)
+        row = np.full(n, self.capacities[-1], dtype=np.int64)
         k = min(n, len(self.capacities))
         row[:k] = self.capacities[:k]
         return row

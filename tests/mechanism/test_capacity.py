@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from mechanism.capacity import CapacityModel
 from mechanism.engine import Engine, EngineError, InvalidReport
 from mechanism.failure import MonteCarloOracle
-from mechanism.failure_exact import ExactOracle
+from mechanism.failure_exact import ExactOracle, OracleTooLarge
 from mechanism.failure_literal import capacity_paths, literal_failure
 from mechanism.launch_plan import FailureEstimates, LaunchPlan, choose_plan
 from mechanism.lifo import fails_given_loads, lifo_loads
@@ -225,6 +225,25 @@ def test_exact_oracle_by_hand_with_two_capacity_levels() -> None:
     e = exact.estimates(2)
     assert e[0, 0] == 0.5 and e[0, 1] == 0.75 and e[3, 2] == 0.875
     assert np.all(exact.estimates(1) == 0.0)  # c = 1 always fits and nothing is waiting to overflow
+
+
+def test_the_exact_oracle_refuses_too_many_capacity_paths_before_enumerating_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # 3 errors over S_m + D_m - 1 = 29 rounds: 3^29 paths, which reset must not try to build
+    p = capped(C=4, samples=100, S_m=20, D_m=10)
+
+    def enumerate_paths(*args: object, **kw: object) -> None:
+        raise AssertionError("the paths were enumerated")
+
+    monkeypatch.setattr(CapacityModel, "path_distribution", enumerate_paths)
+    exact = ExactOracle(p, max_combinations=10_000)
+    exact.reset(0, [], last_capacity=4)
+    assert exact.combinations() == 3 ** p.horizon
+    with pytest.raises(OracleTooLarge, match=r"0 earlier jobs and capacity paths, above the bound "
+                                             r"max_combinations=10000"):
+        exact.estimates(1)
+    exact.reset(0, [], last_capacity=4, current_capacity=4)  # a known C_0: one step fewer to enumerate
+    assert exact.combinations() == 3 ** (p.horizon - 1)
 
 
 @settings(max_examples=12, deadline=None)

@@ -138,6 +138,13 @@ def test_with_capacity_rolls_the_series_and_fits_only_for_forecast() -> None:
         with_capacity(w, f"{AZURE}:t7str", "mean")
 
 
+def test_fixed_drops_a_capacity_model_the_workload_already_had() -> None:
+    w = make_workload("overload", seed=0, rounds=3)
+    forecast = with_capacity(w, f"{AZURE}:t7str", "forecast")  # as a W.json written by a forecast run reads back
+    again = with_capacity(forecast, f"{AZURE}:t7str", "fixed")
+    assert again.platform == w.platform and again.platform.capacity is None
+
+
 def test_held_out_rows_scale_and_fit_on_the_prefix_and_play_the_rest(tmp_path: Path) -> None:
     raw = [10, 12, 11, 13, 12, 10, 11, 12, 30, 31, 29, 30]  # a level shift after row 8
     path = write(tmp_path, "t,v\n" + "".join(f"{i},{v}\n" for i, v in enumerate(raw)))
@@ -194,6 +201,19 @@ def test_solvers_agree_with_brute_force_under_a_capacity_drop() -> None:
     inst.check_schedule(density_greedy(inst))
     flat = HindsightInstance(capacity=3, jobs=inst.jobs)
     assert solve_brute(flat).value > best.value  # the drop costs value
+
+
+def test_past_the_last_realized_round_the_last_capacity_stays_as_in_the_engine() -> None:
+    # the engine keeps the last reported capacity (model.md 10.1); the optimum may not use more
+    job = HindsightJob(id="late", birth=0, arrival=5, duration=1, concurrency=2, value_steps=((6, 4.0),))
+    inst = HindsightInstance(capacity=8, jobs=(job,), capacities=(8, 1))
+    assert [inst.capacity_at(t) for t in (0, 1, 2, 9)] == [8, 1, 1, 1]
+    assert inst.capacity_row(4).tolist() == [8, 1, 1, 1]
+    assert solve_brute(inst).value == 0.0
+    assert solve_cpsat(inst, CpSatParams(time_limit=10.0, workers=1)).value == 0.0
+    assert solve_milp(inst, MilpParams(time_limit=10.0)).value == pytest.approx(0.0)
+    assert lp_bound(inst).bound == pytest.approx(2.0)  # half of the job fits one node; with 8 nodes it was 4
+    assert HindsightInstance(capacity=3, jobs=(job,)).capacity_at(7) == 3  # no series: C in every round
 
 
 def test_a_schedule_overloading_a_dropped_round_is_refused() -> None:

@@ -176,3 +176,26 @@ def test_violated_hours_add_up_to_the_violation_rate() -> None:
         start = greedy_schedule(s.jobs, ev.constraint(theta, s, p, True), ev.order)
         assert sum(violated_hours(ev, theta, [s], p).values()) == round(24 * violation_rate(s.jobs, start, s.truth))
     assert sum(violated_hours(ev, theta, halved, p).values()) > sum(violated_hours(ev, theta, ev.test[:3], p).values())
+
+
+def test_the_phase_times_leave_out_utils_denominator(monkeypatch: pytest.MonkeyPatch) -> None:
+    # u*_s (an LP per sample) is not part of BO or Alg. 4: each bound sleeps 20 ms, and none of it may be timed
+    import time
+
+    import models.cuc.run as run
+
+    real = run.lp_bound
+
+    def slow_bound(*args, **kw):  # type: ignore[no-untyped-def]
+        time.sleep(0.02)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(run, "lp_bound", slow_bound)
+    ev = evaluator()
+    tick = time.perf_counter()
+    trained = train(ev, 0.05, 1, Theta(), 0)
+    assert time.perf_counter() - tick - trained.time_s >= 0.02 * len(ev.train)
+    tick = time.perf_counter()
+    _, seconds = run_test(ev, trained.theta, 0.05)
+    assert time.perf_counter() - tick - seconds >= 0.02 * len(ev.test)
+    assert set(ev.bounds) == {s.origin for s in ev.train + ev.test}

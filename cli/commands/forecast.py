@@ -58,7 +58,8 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--fit",
         choices=("mle", "ols"),
         default="mle",
-        help="ar1, ari11: exact ML, or conditional least squares (online refits in closed form)",
+        help="ar1, ari11: exact ML, or conditional least squares (online refits in closed form with normal "
+        "residuals)",
     )
     p.add_argument("--states", type=bounded_int(2), default=8, help="markov: number of states")
     p.add_argument("--partition", choices=("quantile", "fixed"), default="quantile", help="markov: state bins")

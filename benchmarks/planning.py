@@ -21,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="K pair samples for cospis (100, the seed's claim)")
     parser.add_argument("--alpha", type=probability, default=0.4, help="tolerance for cospis (0.4)")
     parser.add_argument("--time-limit", type=positive_float, default=60.0, help="wall seconds per solve (60)")
-    parser.add_argument("--workers", type=bounded_int(1), default=2, help="CP-SAT workers / HiGHS threads (2)")
+    parser.add_argument("--workers", type=bounded_int(1), default=2,
+                        help="CP-SAT workers (2; HiGHS runs on one thread)")
     parser.add_argument("--seed", type=bounded_int(0), default=0, help="synthetic problem seed (0)")
 
 

@@ -32,7 +32,7 @@ def _solver_flags(p: argparse.ArgumentParser, time_limit: float) -> None:
     p.add_argument("--time-limit", type=positive_float, default=time_limit, metavar="T",
                    help=f"solver seconds per problem ({time_limit:g}; CP-SAT deterministic time unless --wall-time)")
     p.add_argument("--wall-time", action="store_true", help="read --time-limit as wall seconds (not reproducible)")
-    p.add_argument("--workers", type=bounded_int(1), default=2, help="CP-SAT workers / HiGHS threads (2)")
+    p.add_argument("--workers", type=bounded_int(1), default=2, help="CP-SAT workers (2; HiGHS runs on one thread)")
 
 
 def register(sub: Any) -> None:

@@ -14,8 +14,8 @@ STATUSES: tuple[Status, ...] = ("optimal", "feasible", "infeasible", "unknown")
 
 @dataclass(frozen=True)
 class SolveParams:
-    """Time limit (s), CP-SAT workers (HiGHS threads), and whether the limit is CP-SAT deterministic time
-    (same model, same answer, bit for bit) rather than wall time."""
+    """Time limit (s), CP-SAT workers (HiGHS runs on models/highs.py's one thread), and whether the limit is CP-SAT
+    deterministic time (same model, same answer, bit for bit) rather than wall time."""
 
     time_limit: float = 10.0
     workers: int = 2

@@ -22,6 +22,9 @@ def register(sub: Any) -> None:
     e.add_argument("--predictor", choices=PREDICTOR_NAMES, action="append",
                    help="predictor to score (repeatable; default: all but learned-gmm)")
     e.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
+    e.add_argument("--window", type=bounded_int(10), default=None,
+                   help="learned, learned-gmm: completed jobs the model trains on (default: the engine's 8,000; the "
+                   "other predictors ignore it)")
     add_output_arguments(e)
     e.set_defaults(func=_guarded(evaluate))
     s = psub.add_parser("sows", help="write the trace as a W.json workload of SoWs from the engine's predictions")
@@ -61,13 +64,14 @@ def evaluate(args: argparse.Namespace) -> int:
 
     _, table = load_trace(args.trace, args.jobs)
     names = args.predictor or [n for n in PREDICTOR_NAMES if n != "learned-gmm"]
-    out = {"trace": str(args.trace), "jobs": len(table), "predictors": {n: score(table, n) for n in names}}
+    out = {"trace": str(args.trace), "jobs": len(table), "window": args.window,
+           "predictors": {n: score(table, n, args.window) for n in names}}
     if args.json:
         print(json.dumps(out, sort_keys=True))
         return 0
     print(f"{'predictor':<12} {'MAE s':>9} {'under':>6} {'cov.5':>6} {'cov.9':>6} {'cov.95':>6} {'log':>7} "
           f"{'fit s':>6} {'us/pred':>8}")
-    for name, r in out["predictors"].items():  # type: ignore[attr-defined]
+    for name, r in out["predictors"].items():
         log = "" if r["log_score"] is None else f"{r['log_score']:.3f}"
         c = r["coverage"]
         print(f"{name:<12} {r['mae_s']:>9.0f} {r['underprediction_rate']:>6.3f} {c['0.5']:>6.3f} {c['0.9']:>6.3f} "

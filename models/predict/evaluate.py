@@ -26,10 +26,13 @@ PREDICTORS: dict[str, Callable[[], Any]] = {
 }
 
 
-def make_predictor(name: str) -> Any:
-    """A fresh predictor by name (one of PREDICTORS)."""
+def make_predictor(name: str, window: int | None = None) -> Any:
+    """A fresh predictor by name (one of PREDICTORS); `window` sets the learned models' training window."""
     if name not in PREDICTORS:
         raise ValueError(f"predictor={name!r} must be one of {sorted(PREDICTORS)}")
+    if window is not None and name in ("learned", "learned-gmm"):
+        config = LearnedConfig(window=window, clustering="gmm" if name == "learned-gmm" else "tree")
+        return LearnedPredictor(config, name=name)
     return PREDICTORS[name]()
 
 
@@ -85,15 +88,21 @@ def _pinball(y: np.ndarray, pred: np.ndarray, q: float) -> float:
 
 
 def _log_prob(law: Discrete, y: np.ndarray) -> np.ndarray:
-    """log P(X = the smallest support value >= y): the probability of the bin the runtime falls in."""
-    k = np.minimum(np.searchsorted(law.support, y, side="left"), law.support.size - 1)
+    """log P(X = the smallest atom >= y of the row's own law): the probability of the bin the runtime falls in.
+
+    A batch's rows share one support (every row's atoms, requested times included), so only the row's atoms of
+    positive probability count; above its largest atom, that atom."""
+    atoms = law.probs > 0
+    at_or_above = atoms & (law.support[None, :] >= np.asarray(y, dtype=np.float64)[:, None])
+    last = law.support.size - 1 - np.argmax(atoms[:, ::-1], axis=1)
+    k = np.where(at_or_above.any(axis=1), np.argmax(at_or_above, axis=1), last)
     p = law.probs[np.arange(len(law)), k]
     return np.asarray(np.log(np.maximum(p, 1e-300)))
 
 
-def evaluate(table: JobTable, name: str) -> dict[str, Any]:
+def evaluate(table: JobTable, name: str, window: int | None = None) -> dict[str, Any]:
     """The scores of predictor `name` on the table (point = the median of each predicted law)."""
-    predictor = make_predictor(name)
+    predictor = make_predictor(name, window)
     s = _Scores(covered=dict.fromkeys(LEVELS, 0), pinball=dict.fromkeys(LEVELS, 0.0))
 
     def score(batch: list[int], law: Discrete) -> None:

@@ -87,3 +87,22 @@ def test_hpc_window_sets_the_engines_training_window(tmp_path: Path, capsys: pyt
     out = json.loads(capsys.readouterr().out)
     assert out["details"]["engine"]["window"] == 20
 
+
+
+def test_evaluate_window_sets_the_learned_models_training_window(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from models.predict.baselines import Tsafrir
+    from models.predict.evaluate import make_predictor
+
+    trace = write_trace(tmp_path)
+    assert main(["predict", "evaluate", "--trace", str(trace), "--predictor", "learned", "--predictor", "tsafrir",
+                 "--window", "20", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["window"] == 20 and set(out["predictors"]) == {"learned", "tsafrir"}
+    assert make_predictor("learned", 20).config.window == 20
+    gmm = make_predictor("learned-gmm", 20)
+    assert gmm.config.window == 20 and gmm.config.clustering == "gmm" and gmm.name == "learned-gmm"
+    assert isinstance(make_predictor("tsafrir", 20), Tsafrir)
+    with pytest.raises(SystemExit) as exc:
+        main(["predict", "evaluate", "--trace", str(trace), "--window", "5"])
+    assert exc.value.code == 2 and "argument --window: 5 is below the bound 10" in capsys.readouterr().err

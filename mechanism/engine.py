@@ -68,6 +68,12 @@ class OutsideSupport(EngineError):
     code = "INVALID_ARGUMENT"
 
 
+class NoUnitPrices(EngineError):
+    """A per-round unit price menu asked of an engine that prices by bundles (pricing 'stochastic')."""
+
+    code = "FAILED_PRECONDITION"
+
+
 class Engine:
     """The whole mechanism state; time is passed in by calling `advance`."""
 
@@ -394,7 +400,10 @@ class Engine:
         return Quote(job_id, job.held_plan)
 
     def price_menu(self, start: int, length: int) -> tuple[np.ndarray, np.ndarray]:
-        """Expected usage y and unit prices p(y) for rounds [start, start + length)."""
+        """Expected usage y and unit prices p(y) for rounds [start, start + length) (exponential pricing only)."""
+        if self.platform.pricing == "stochastic":
+            raise NoUnitPrices("pricing='stochastic' has no per-round unit prices: a run costs c p_k of the cheapest "
+                               "bundle that holds it (docs/stochastic.md), and each quote carries its own prices")
         y = self.prices.usage(start, length)
         return y, unit_price(y, self.platform, self.price_capacities(start, length))
 

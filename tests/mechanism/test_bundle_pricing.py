@@ -145,3 +145,15 @@ def test_platform_fields() -> None:
         small_platform(pricing="flat")
     with pytest.raises(ValidationError, match="is text, not a number"):
         small_platform(H="4")
+
+
+def test_a_per_round_unit_price_menu_is_refused_under_bundle_prices() -> None:
+    # GetPriceMenu's p(y) of eq. 7 is not what a bundle-priced engine charges: it refuses instead of misleading
+    from mechanism.engine import NoUnitPrices
+
+    e = Engine(bundle_platform(samples=300))
+    with pytest.raises(NoUnitPrices, match=r"pricing='stochastic' has no per-round unit prices") as exc:
+        e.price_menu(0, 3)
+    assert exc.value.code == "FAILED_PRECONDITION"
+    y, price = Engine(small_platform()).price_menu(0, 3)  # exponential pricing: the menu as before
+    assert y.tolist() == [0.0, 0.0, 0.0] and price.size == 3

@@ -45,3 +45,16 @@ def test_a_durable_server_replays_a_stochastic_priced_engine(tmp_path: Path) -> 
     again = DurableScheduler(config, CommandStore(tmp_path / "s.db", config.identity()), encode_reply)
     assert (again.replayed, again.engine.digest()) == (accepted, digest)
     again.close()
+
+
+def test_get_price_menu_is_refused_with_failed_precondition_under_bundle_prices() -> None:
+    import grpc
+    import pytest
+
+    from server.errors import status
+
+    engine = Engine(random_bundle_platform(np.random.default_rng(5), samples=200))
+    with pytest.raises(EngineError) as exc:
+        engine.price_menu(0, 3)
+    code, message = status(exc.value)
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and "no per-round unit prices" in message

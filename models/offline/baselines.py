@@ -11,6 +11,8 @@ Both are judged on the realized outcomes, like the mechanism. Decisions where th
   completion w + L_j still earns value; if none exists the job is rejected. An admitted job arriving at a starts
   at a + (w - b_j - a_min), so it always finishes inside its window. The reservation is never released early.
   A realized outcome outside the declared SoW (arrival not declared, or longer than d_max) does not run.
+  Reservations are made under C; where the realized capacity of a round is lower, the newest running reservations
+  are evicted (LIFO, as the mechanism's step 3) and earn nothing.
 """
 
 from __future__ import annotations
@@ -84,7 +86,29 @@ def reservation(workload: Workload) -> BaselineResult:
         if _inside_sow(job):
             a_min = min(o.arrival_offset for o in job.sow.outcomes)
             starts[job.id] = realized[job.id].arrival + (w - job.birth - a_min)
-    return _result("reservation", instance, starts, rejected=rejected)
+    seniority = [j.id for j in jobs if starts[j.id] is not None]
+    return _result("reservation", instance, _lifo_under_capacity(instance, seniority, starts), rejected=rejected)
+
+
+def _lifo_under_capacity(instance: HindsightInstance, seniority: list[str],
+                         starts: dict[str, int | None]) -> dict[str, int | None]:
+    """The starts with every job evicted that LIFO removes where the realized load exceeds the round's capacity
+    (the newest first, `seniority` oldest first); an evicted job earns nothing. Without a series nothing goes."""
+    if not instance.capacities:
+        return starts
+    jobs = instance.by_id()
+    begin = {j: s for j in seniority if (s := starts[j]) is not None}
+    end = max((begin[j] + jobs[j].duration for j in begin), default=0)
+    capacity = instance.capacity_row(end)
+    evicted: set[str] = set()
+    for t in range(end):
+        running = [j for j in begin if j not in evicted and begin[j] <= t < begin[j] + jobs[j].duration]
+        load = sum(jobs[j].concurrency for j in running)
+        while load > capacity[t]:
+            newest = running.pop()
+            evicted.add(newest)
+            load -= jobs[newest].concurrency
+    return {j: None if j in evicted else s for j, s in starts.items()}
 
 
 def _inside_sow(job: WorkloadJob) -> bool:

@@ -6,14 +6,15 @@ value steps (k_ji, v_ji), i = 1..m_j, with v_j(m_j+1) = 0):
     maximise   sum_j sum_i (v_ji - v_j(i+1)) * meet[j,i]
     subject to a_j <= start[j] <= b_j + k_jm - d_j                        (domain: every start earns value)
                interval[j] = [start[j], start[j] + d_j) present iff run[j]
-               cumulative(interval, c, C)                                  (load <= C in every round)
+               cumulative(interval, c, C)                                  (load <= C_t in every round t)
                meet[j,i] => start[j] + d_j - b_j <= k_ji,  meet[j,i] => run[j],  meet[j,m_j] = run[j]
   time-indexed channel (redundant; on by default, it gives CP-SAT's LP the time-indexed relaxation):
                sum_s at[j,s] = run[j],   start[j] = a_j + sum_s (s - a_j) at[j,s]
                meet[j,i] = sum_{s <= b_j + k_ji - d_j} at[j,s]
-               sum_j c_j sum_{s = t-d_j+1}^{t} at[j,s] <= C                for every round t
+               sum_j c_j sum_{s = t-d_j+1}^{t} at[j,s] <= C_t              for every round t
   left-shift dominance (optional, on the at[j,s] of the channel or the indexed model; valid by dominance.py):
-               at[j,s] => end[s] for s > a_j,   end[s] => OR_{k: s - d_k a start of k} at[k, s - d_k]
+               at[j,s] => end[s] for s > a_j where C_s <= C_{s-1},
+               end[s] => OR_{k: s - d_k a start of k} at[k, s - d_k]
 
 The `indexed` model is the time-indexed formulation alone (the MILP's, models/offline/milp.py), without
 intervals, start or meet variables: CP-SAT's LP is then small enough to reach the LP bound at 400 jobs:

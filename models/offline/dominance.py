@@ -1,11 +1,13 @@
-"""Left-shift dominance: some optimal hindsight schedule starts every run job at its arrival or when a job ends.
+"""Left-shift dominance: some optimal hindsight schedule starts every run job at its arrival, when a job ends, or
+where the capacity rises.
 
 A job's value never rises with a later completion, so moving a run job one round earlier never loses value, and
 it stays feasible whenever the round before its start has room for it. Repeating such moves (each lowers the
 sum of starts, so it stops) ends in a *semi-active* schedule: no run job can start one round earlier. In such a
-schedule a job j starting at s > a_j finds round s-1 too full for it; had no job ended at s, every job occupying
-s-1 would occupy s too, so the load at s-1 without j would be at most the load at s without j, and j would fit at
-s-1. Hence: s > a_j implies some run job k has start[k] + d_k = s.
+schedule a job j starting at s > a_j finds round s-1 too full for it; had no job ended at s and C_s <= C_{s-1},
+every job occupying s-1 would occupy s too, so the load at s-1 without j would be at most the load at s without
+j, and j would fit at s-1. Hence: s > a_j and C_s <= C_{s-1} imply some run job k has start[k] + d_k = s. (With
+capacities (0, 1) a job arriving at 0 can only start at 1, where no job ends: the rise is the exception.)
 """
 
 from __future__ import annotations

@@ -83,8 +83,9 @@ class HindsightJob:
 class HindsightInstance:
     """Capacity C and the realized jobs; ids are unique and every job fits on the platform alone.
 
-    `capacities`, when given, is the realized capacity of rounds 0, 1, ... (rounds past its end have `capacity`);
-    `capacity` is then at least every entry, the bound of the cumulative and of a job's concurrency.
+    `capacities`, when given, is the realized capacity of rounds 0, 1, ... (rounds past its end keep its last
+    entry, as the engine does); `capacity` is then at least every entry, the bound of the cumulative and of a job's
+    concurrency.
     """
 
     capacity: int
@@ -193,11 +194,12 @@ def combine(a: OfflineResult, b: OfflineResult, solver: str, tolerance: float = 
     """Two results on one instance (two phases, or two solvers): the better schedule (b on a tie) under the lower
     of the two bounds (each bounds the optimum, never taken below the value), their total time. Optimal when
     either proved it or that bound meets the value, within `tolerance` relative (bounds of two solvers are
-    computed in different arithmetic)."""
+    computed in different arithmetic). The bound stays the lower bound even then: CP-SAT proves optimality of its
+    rounded values, and its bound keeps their rounding slack."""
     best = b if b.value >= a.value else a
     low = min(a.bound, b.bound)
     proven = a.optimal or b.optimal or best.value >= low - tolerance * max(1.0, abs(low))
-    bound = best.value if proven else max(low, best.value)
+    bound = max(low, best.value)
     status: Status = "optimal" if proven else "feasible" if "feasible" in (a.status, b.status) else "unknown"
     times = [t for t in (a.solve_seconds, b.solve_seconds) if t is not None]
     return OfflineResult(best.value, bound, relative_gap(best.value, bound), status, sum(times) if times else None,

@@ -72,6 +72,27 @@ def test_reservation_holds_the_worst_case_window_and_runs_inside_it() -> None:
     assert result.welfare == 20.0 and result.rejected == 0
 
 
+def test_reservation_evicts_the_newest_where_the_realized_capacity_is_below_c() -> None:
+    # The hand case above with the capacity 2, 1, 2, ...: at round 1 X (reserved first, runs 2-2) is not running
+    # yet, Z runs alone on 1 node and keeps it; at round 5 Y needs 2 and gets them. With 1 node at round 5 too,
+    # Y (the only one running then) goes and earns nothing; X and Z keep theirs.
+    x = wjob("X", 0, 1, [[8, 10.0]], [[0, 1, 0.25], [0, 3, 0.25], [2, 1, 0.25], [2, 3, 0.25]], (2, 1))
+    y = wjob("Y", 0, 2, [[6, 7.0]], [[0, 1, 1.0]], (0, 1))
+    z = wjob("Z", 1, 1, [[1, 3.0]], [[0, 1, 1.0]], (0, 1))
+    kept = reservation(Workload("hand", PLATFORM, (x, y, z), capacity=(2, 1, 2)))
+    assert kept.starts == {"X": 2, "Y": 5, "Z": 1} and kept.welfare == 20.0
+    short = reservation(Workload("hand", PLATFORM, (x, y, z), capacity=(2, 1, 2, 2, 2, 1)))
+    assert short.starts == {"X": 2, "Y": None, "Z": 1} and short.welfare == 13.0
+
+
+def test_reservation_evicts_lifo_among_jobs_running_together() -> None:
+    # A (born 0) and B (born 1) both run rounds 1-2 on 1 node each; round 2 has 1 node: B, the newer, goes.
+    a = wjob("A", 0, 1, [[4, 5.0]], [[1, 2, 1.0]], (1, 2))
+    b = wjob("B", 1, 1, [[4, 4.0]], [[0, 2, 1.0]], (0, 2))
+    result = reservation(Workload("lifo", PLATFORM, (a, b), capacity=(2, 2, 1)))
+    assert result.starts == {"A": 1, "B": None} and result.welfare == 5.0
+
+
 def test_reservation_rejects_a_job_whose_worst_case_window_misses_its_last_deadline() -> None:
     # Window length (3 - 0) + 2 = 5 rounds, but the value is 0 after offset 4.
     w = wjob("W", 0, 1, [[4, 5.0]], [[0, 1, 0.5], [3, 2, 0.5]], (0, 1))

@@ -128,13 +128,20 @@ def test_combine_proves_the_better_schedule_with_the_other_bound_within_the_tole
     # Neither proved its own: one found 11, the other's bound is 11 + 1e-7 (relative 1e-6 allowed).
     both = combine(_result(10.0, 11.0 + 1e-7, "feasible", {"a": 0}), _result(11.0, 13.0, "feasible", {"a": 1}),
                    "pair", 1e-6)
-    assert (both.value, both.bound, both.gap, both.status) == (11.0, 11.0, 0.0, "optimal")
+    assert (both.value, both.bound, both.status) == (11.0, 11.0 + 1e-7, "optimal")  # the bound stays valid
+    assert both.gap == pytest.approx(1e-7 / 11)
     outside = combine(_result(10.0, 11.0 + 1e-4, "feasible", {}), _result(11.0, 13.0, "feasible", {}), "pair", 1e-6)
     assert outside.status == "feasible" and outside.bound == 11.0 + 1e-4
     exact = combine(_result(10.0, 11.0 + 1e-7, "feasible", {}), _result(11.0, 13.0, "feasible", {}), "pair")
     assert exact.status == "feasible"  # no tolerance: a bound above the value proves nothing
     met = combine(_result(10.0, 11.0, "feasible", {}), _result(11.0, 13.0, "feasible", {}), "pair")
     assert met.status == "optimal" and met.gap == 0.0  # a bound met exactly is a proof
+
+
+def test_combine_keeps_the_rounding_slack_of_a_phase_that_proved_its_rounded_optimum() -> None:
+    # CP-SAT's "optimal" holds for its rounded values; its bound 4.9 carries the rounding slack over the value 3.5
+    both = combine(_result(3.5, 4.9, "optimal", {"a": 0}), _result(3.5, 6.0, "feasible", {"a": 0}), "pair")
+    assert (both.status, both.value, both.bound) == ("optimal", 3.5, 4.9)
 
 
 def test_combine_takes_the_second_on_a_tie_and_sums_only_the_times_it_has() -> None:

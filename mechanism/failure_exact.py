@@ -43,8 +43,8 @@ class ExactOracle:
         self._capacity_paths, self._unenumerated_paths = None, 0
         if model is None:
             return
-        steps = self.platform.horizon - (current_capacity is not None and self.platform.horizon > 0)
-        raw = len(model.errors) ** steps  # the enumeration's work, before equal paths merge
+        known = 0 if current_capacity is None else 1  # a reported C_round is the first step of every path
+        raw = len(model.errors) ** max(self.platform.horizon - known, 0)  # the enumeration's work, before paths merge
         if raw > self.max_combinations:  # refused by `estimates` (a round with no quote needs no paths)
             self._unenumerated_paths = raw
             return

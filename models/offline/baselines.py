@@ -11,8 +11,9 @@ Both are judged on the realized outcomes, like the mechanism. Decisions where th
   completion w + L_j still earns value; if none exists the job is rejected. An admitted job arriving at a starts
   at a + (w - b_j - a_min), so it always finishes inside its window. The reservation is never released early.
   A realized outcome outside the declared SoW (arrival not declared, or longer than d_max) does not run.
-  Reservations are made under C; where the realized capacity of a round is lower, the newest running reservations
-  are evicted (LIFO, as the mechanism's step 3) and earn nothing.
+  Reservations are made under C; where the realized capacity of a round is lower, the newest running jobs are
+  evicted (newest first as in the mechanism's step 3, but among the running jobs only: a reservation that has not
+  started holds no node yet) and earn nothing.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,10 +30,10 @@ def make_predictor(name: str, window: int | None = None) -> Any:
     """A fresh predictor by name (one of PREDICTORS); `window` sets the learned models' training window."""
     if name not in PREDICTORS:
         raise ValueError(f"predictor={name!r} must be one of {sorted(PREDICTORS)}")
-    if window is not None and name in ("learned", "learned-gmm"):
-        config = LearnedConfig(window=window, clustering="gmm" if name == "learned-gmm" else "tree")
-        return LearnedPredictor(config, name=name)
-    return PREDICTORS[name]()
+    predictor = PREDICTORS[name]()
+    if window is not None and isinstance(predictor, LearnedPredictor):
+        predictor = replace(predictor, config=replace(predictor.config, window=window))
+    return predictor
 
 
 def completions(table: JobTable) -> list[int]:

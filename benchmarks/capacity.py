@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.paired import mean, paired_mean, per_seed, std
-from cli.args import bounded_int, level_weight, nonempty, positive_float, probability
+from cli.args import bounded_int, level_weight, nonempty, positive_float, quantile_or_fit
 from mechanism.capacity import DEFAULT_QUANTILE
 from models.data import AZURE_CAPACITY
 
@@ -57,8 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seeds per series with the clairvoyant optimum (CP-SAT)")
     parser.add_argument("--offline-time-limit", type=positive_float, default=2.0,
                         help="CP-SAT deterministic time per optimum")
-    parser.add_argument("--quantile", type=probability, default=DEFAULT_QUANTILE,
-                        help="capacity quantile for C' (forecast; default %(default)s)")
+    parser.add_argument("--quantile", type=quantile_or_fit, default=DEFAULT_QUANTILE, metavar="Q|fit",
+                        help="capacity quantile for C' (forecast; default %(default)s); 'fit' chooses it per series "
+                             "from 0.1, 0.3, 0.5 by replaying the workload on the fit rows (models/capacity_tune.py)")
     parser.add_argument("--level-weight", type=level_weight, default=None, metavar="LAM|fit",
                         help="forecast: the model's mean tracks the feed with weight LAM in [0, 1), or 'fit' (chosen "
                              "on the fit rows; docs/capacity-model.md); default fit; 0 keeps the fitted mean")
@@ -127,7 +128,7 @@ class _Settings:
     load: float
     stride: int
     fit_rows: int
-    quantile: float
+    quantile: float | str  # a probability, or "fit": chosen per (workload, series) by models/capacity_tune.py
     level_weight: LevelWeight
     price_floor: bool
     offline_seeds: int
@@ -142,13 +143,14 @@ def _series_rows(task: tuple[str, str, _Settings]) -> list[dict[str, Any]]:
     from models.workloads import make_workload
 
     workload, spec, args = task
+    quantile, tuning = _quantile(workload, spec, args)
     runs: dict[str, list[Any]] = {m: [] for m in MODELS}
     ratios: dict[str, list[float]] = {m: [] for m in MODELS}
     for k, seed in enumerate(range(args.first_seed, args.first_seed + args.seeds)):
         base = make_workload(workload, seed=seed, load=args.load, rounds=args.rounds)
         optimum = None
         for m in MODELS:
-            w = with_capacity(base, spec, m, quantile=args.quantile, start=seed * args.stride,
+            w = with_capacity(base, spec, m, quantile=quantile, start=seed * args.stride,
                               fit_rows=args.fit_rows, level_weight=args.level_weight, price_floor=args.price_floor)
             result = run_simulation(w)
             runs[m].append(result)
@@ -161,7 +163,21 @@ def _series_rows(task: tuple[str, str, _Settings]) -> list[dict[str, Any]]:
     played = w.capacity or (w.platform.C,)  # the last seed's rows: every seed plays the same rows, from its own start
     for row in rows:  # the level the runs play against the C that `fixed` assumes
         row.update({"C": w.platform.C, "played_mean": sum(played) / len(played)})
+    rows[-1].update({"quantile": quantile, "tuning": tuning})
     return rows
+
+
+def _quantile(workload: str, spec: str, args: _Settings) -> tuple[float, dict[str, Any] | None]:
+    """The forecast runs' q: the given one, or with "fit" the one `tune_quantile` chooses on the fit rows from
+    replays of the same workload (its own seeds) under the same level weight and floor."""
+    if args.quantile != "fit":
+        return float(args.quantile), None
+    from models.capacity_tune import tune_quantile
+    from models.workloads import make_workload
+
+    choice = tune_quantile(lambda seed: make_workload(workload, seed=seed, load=args.load, rounds=args.rounds), spec,
+                           args.fit_rows, level_weight=args.level_weight, price_floor=args.price_floor)
+    return choice.quantile, choice.as_dict()
 
 
 def _fit_rows(args: argparse.Namespace) -> int:

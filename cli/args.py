@@ -75,6 +75,17 @@ def probability(text: str) -> float:
     return value
 
 
+def quantile_or_fit(text: str) -> float | str:
+    """An argparse type: a capacity quantile strictly between 0 and 1, or 'fit'."""
+    if text == "fit":
+        return text
+    try:
+        float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number nor 'fit'") from None
+    return probability(text)
+
+
 def level_weight(text: str) -> float | str:
     """An argparse type: a capacity level weight lam in [0, 1), or 'fit'."""
     if text == "fit":

@@ -226,7 +226,8 @@ def discretise_mixture(weights: np.ndarray, means: np.ndarray, sds: np.ndarray,
 
 def with_capacity(workload: Workload, spec: str, model: str, scale: float | None = None,
                   quantile: float = DEFAULT_QUANTILE, start: int = 0, fit_rows: int = 0,
-                  level_weight: LevelWeight = DEFAULT_LEVEL_WEIGHT, price_floor: bool = False) -> Workload:
+                  level_weight: LevelWeight = DEFAULT_LEVEL_WEIGHT, price_floor: bool = False,
+                  replay_fit_rows: bool = False) -> Workload:
     """The workload with realized capacity from the series, and with `forecast` the model fitted to it.
 
     fit_rows = 0 (in-sample): the model is fitted to the whole scaled series, and round t < n is row
@@ -235,7 +236,8 @@ def with_capacity(workload: Workload, spec: str, model: str, scale: float | None
     fit never saw. Past those rounds the last capacity stays (the engine's rule for rounds without a report).
     `fixed` keeps C (the series' mean, over the same rows the scale uses) in the oracle and prices, and drops a
     capacity model the workload already had (a W.json written by a forecast run). level_weight and price_floor: as
-    `fitted_model` (forecast only).
+    `fitted_model` (forecast only). replay_fit_rows: the run plays the rows the model was fitted on instead (round
+    t is row (start + t) mod F), as `models/capacity_tune.py` does to choose q before the played rows exist.
     """
     if model not in CAPACITY_MODELS:
         raise ValueError(f"--capacity-model {model!r} is not one of {', '.join(CAPACITY_MODELS)}")
@@ -247,7 +249,8 @@ def with_capacity(workload: Workload, spec: str, model: str, scale: float | None
         platform = Platform.model_validate({**platform.model_dump(), "capacity": fitted.model_dump()})
     elif platform.capacity is not None:
         platform = Platform.model_validate({k: v for k, v in platform.model_dump().items() if k != "capacity"})
-    rolled = np.roll(played, -(start % played.size))
+    rows = fitted_rows if replay_fit_rows else played
+    rolled = np.roll(rows, -(start % rows.size))
     return replace(workload, platform=platform, capacity=tuple(int(c) for c in rolled))
 
 

@@ -17,6 +17,8 @@ from cli.main import main
     (["grpc", "--echo-seconds", "nan"], "argument --echo-seconds: nan must be positive and finite"),
     (["grpc", "--samples", "0"], "argument --samples: 0 is below the bound 1"),
     (["history", "--seed", "-1"], "argument --seed: -1 is below the bound 0"),
+    (["capacity", "--quantile", "1"], "argument --quantile: 1.0 must lie strictly between 0 and 1"),
+    (["capacity", "--quantile", "best"], "argument --quantile: 'best' is neither a number nor 'fit'"),
     (["cuc", "--p", "2"], "argument --p: 2.0 must lie strictly between 0 and 1"),
     (["cuc", "--repeats", "0"], "argument --repeats: 0 is below the bound 1"),
     (["cuc", "--max-share", "0"], "argument --max-share: 0.0 must lie strictly between 0 and 1"),

@@ -99,3 +99,16 @@ def test_bench_capacity_reports_the_played_level_and_fits_the_welfare_line_by_ha
     assert capacity._level_fit(rows)["level_fit"] == pytest.approx(
         {"slope": 10.0, "intercept": 0.0, "correlation": 1.0, "series": 3})
     assert capacity._level_fit(rows[:2]) == {}  # fewer than 3 series: no line
+
+
+def test_bench_capacity_quantile_fit_runs_the_q_its_tuning_chose() -> None:
+    common = {"workloads": "overload", "series": f"{AZURE_CAPACITY / 'capacity_azure2017.csv'}:t7str", "seeds": 2,
+              "rounds": 3, "stride": 13, "offline_seeds": 0, "offline_time_limit": 1.0}
+    tuned = capacity.run(argparse.Namespace(**common, quantile="fit"))
+    forecast = tuned["rows"][1]
+    assert tuned["quantile"] == "fit" and forecast["quantile"] == forecast["tuning"]["quantile"]
+    grid = {g["quantile"]: g["welfare"] for g in forecast["tuning"]["grid"]}
+    assert grid[forecast["quantile"]] == max(grid.values())
+    given = capacity.run(argparse.Namespace(**common, quantile=forecast["quantile"]))
+    assert given["rows"][1]["welfares"] == forecast["welfares"] and given["rows"][1]["tuning"] is None
+    assert given["rows"][0]["welfares"] == tuned["rows"][0]["welfares"]  # fixed C does not use q

@@ -9,10 +9,11 @@ import os
 import stat
 import sys
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, level_weight, nonempty, positive_float, probability
+from cli.args import add_output_arguments, bounded_int, level_weight, nonempty, positive_float, quantile_or_fit
 from cli.commands.jobs import DEFAULT_ATTEMPTS
 from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
@@ -69,9 +70,10 @@ def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
                         "AR(1) + Gaussian-mixture model fitted to the series (default fixed)")
     p.add_argument("--capacity-scale", type=positive_float, default=None, metavar="F",
                    help="nodes per unit of the series (default: the factor that makes its mean C)")
-    p.add_argument("--capacity-quantile", type=probability, default=None, metavar="Q",
+    p.add_argument("--capacity-quantile", type=quantile_or_fit, default=None, metavar="Q|fit",
                    help="with --capacity-model forecast: the quantile of the stationary capacity that replaces C in "
-                        "the prices' C' (default 0.3)")
+                        "the prices' C' (default 0.3); 'fit' chooses it from 0.1, 0.3, 0.5 by replaying the named "
+                        "workload's job stream (seeds 10000+) on the fit rows (docs/capacity-model.md)")
     p.add_argument("--capacity-level-weight", type=level_weight, default=None, metavar="LAM|fit",
                    help="with --capacity-model forecast: the model's mean tracks the feed, mu_t = (1 - LAM) mu_{t-1} "
                         "+ LAM C_{t-1}; 'fit' (the default) chooses LAM on the fit rows; 0 keeps the fitted mean")
@@ -113,13 +115,32 @@ def apply_capacity(args: argparse.Namespace, workload: Workload, run: int = 0) -
     from mechanism.capacity import DEFAULT_QUANTILE
     from models.capacity_fit import DEFAULT_LEVEL_WEIGHT, with_capacity
 
-    q = DEFAULT_QUANTILE if args.capacity_quantile is None else args.capacity_quantile
+    lam = DEFAULT_LEVEL_WEIGHT if args.capacity_level_weight is None else args.capacity_level_weight
+    fit_rows = getattr(args, "capacity_fit_rows", None) or 0
+    q: float | str = DEFAULT_QUANTILE if args.capacity_quantile is None else args.capacity_quantile
+    if q == "fit":
+        if getattr(args, "workload_file", None):
+            raise ValueError(f"--capacity-quantile fit replays a named workload's job stream on the fit rows: it "
+                             f"needs --workload, not --workload-file {args.workload_file}")
+        rounds = None if args.workload == "toy" else getattr(args, "rounds", None)
+        q = tuned_quantile(args.workload, 1.0 if args.load is None else args.load, rounds, args.capacity_series,
+                           fit_rows, args.capacity_scale, lam, bool(args.capacity_price_floor))
     start = (args.capacity_start or 0) + run * (getattr(args, "capacity_stride", None) or 0)
-    return with_capacity(workload, args.capacity_series, args.capacity_model or "fixed", args.capacity_scale, q,
-                         start=start, fit_rows=getattr(args, "capacity_fit_rows", None) or 0,
-                         level_weight=DEFAULT_LEVEL_WEIGHT if args.capacity_level_weight is None
-                         else args.capacity_level_weight,
+    return with_capacity(workload, args.capacity_series, args.capacity_model or "fixed", args.capacity_scale,
+                         float(q), start=start, fit_rows=fit_rows, level_weight=lam,
                          price_floor=bool(args.capacity_price_floor))
+
+
+@lru_cache(maxsize=8)
+def tuned_quantile(workload: str, load: float, rounds: int | None, spec: str, fit_rows: int, scale: float | None,
+                   lam: float | str, price_floor: bool) -> float:
+    """q chosen by models/capacity_tune.py for the named workload's job stream (once per command: every run of a
+    calibration shares it)."""
+    from models.capacity_tune import tune_quantile
+
+    extra = {} if rounds is None else {"rounds": rounds}
+    return tune_quantile(lambda seed: make_workload(workload, seed=seed, load=load, **extra), spec, fit_rows, scale,
+                         lam, price_floor).quantile
 
 
 def capacity_summary(workload: Workload, args: argparse.Namespace) -> dict[str, Any] | None:

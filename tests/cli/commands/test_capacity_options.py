@@ -87,7 +87,7 @@ def test_bad_capacity_options_exit_2_with_one_line(command: str, flags: list[str
     assert re.search(match, err), err
 
 
-@pytest.mark.parametrize("value", ["0", "1", "1.5", "x"])
+@pytest.mark.parametrize("value", ["0", "1", "1.5", "x", "fitted"])
 def test_a_quantile_outside_0_1_is_refused_by_the_parser(value: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["simulate", "--workload", "toy", "--capacity-quantile", value])
@@ -123,3 +123,51 @@ def test_bench_capacity_on_a_process_pool_prints_what_one_process_prints(capsys:
     assert json.loads(capsys.readouterr().out) == pooled
     series = [r["series"] for r in pooled["rows"]][::2]
     assert series == ["capacity_azure2017.csv:t7str", "capacity_azure2019.csv:t7str"]
+
+
+def test_simulate_quantile_fit_quotes_with_the_q_the_tuning_chooses(monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from cli.commands.simulate import tuned_quantile
+    from models import capacity_tune
+    from models.workloads import make_workload
+
+    tune = capacity_tune.tune_quantile
+    monkeypatch.setattr(capacity_tune, "tune_quantile", lambda *a, **k: tune(*a, **{**k, "seeds": 2}))  # 40 default
+    tuned_quantile.cache_clear()
+    assert main(["simulate", "--workload", "overload", "--load", "0.3", "--no-offline", "--json", "--capacity-series",
+                 SERIES, "--capacity-model", "forecast", "--capacity-fit-rows", "168", "--capacity-quantile",
+                 "fit"]) == 0
+    tuned_quantile.cache_clear()
+    chosen = json.loads(capsys.readouterr().out)["capacity"]["fitted"]["quantile"]
+    direct = tune(lambda seed: make_workload("overload", seed=seed, load=0.3), SERIES, 168, seeds=2)
+    assert chosen in capacity_tune.QUANTILE_GRID and chosen == direct.quantile
+
+
+def test_quantile_fit_needs_a_named_workload(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "w.json"
+    assert main(["simulate", "--workload", "toy", "--no-offline", "--json", "--write-workload", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["simulate", "--workload-file", str(path), "--no-offline", "--json", "--capacity-series", SERIES,
+                 "--capacity-model", "forecast", "--capacity-quantile", "fit"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and re.search(r"--capacity-quantile fit replays a named workload's job stream .* needs "
+                                   r"--workload, not --workload-file .*w\.json", err), err
+
+
+def test_calibrate_quantile_fit_tunes_once_on_its_own_rounds(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from cli.commands.simulate import tuned_quantile
+    from models import capacity_tune
+
+    calls: list[int] = []
+
+    def tune(make, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(max(job.birth for job in make(10_000).jobs) + 1)
+        return capacity_tune.QuantileChoice(0.1)
+
+    monkeypatch.setattr(capacity_tune, "tune_quantile", tune)
+    tuned_quantile.cache_clear()
+    assert main(["calibrate", "--workload", "overload", "--seeds", "2", "--rounds", "3", "--json", "--capacity-series",
+                 SERIES, "--capacity-model", "forecast", "--capacity-quantile", "fit", "--no-progress"]) == 0
+    tuned_quantile.cache_clear()
+    assert calls == [3] and {"estimate", "gap"} <= set(json.loads(capsys.readouterr().out))

@@ -13,7 +13,8 @@ cancellations, with standard errors over the seeds (the job realizations), each 
 the series first when pooled; per series also C and the mean capacity of the rows the runs play, and pooled the
 least-squares line of the series' welfare differences on that level minus C (`level_fit`). With `--against
 BASE.json`, also this run's forecast runs minus those of an earlier result on the same realizations
-(benchmarks/capacity_against.py).
+(benchmarks/capacity_against.py). With `--quantile fit`, each (workload, series) first chooses q on its fit rows
+(models/capacity_tune.py); the forecast row carries the choice and the welfare of each q's replays (`tuning`).
 """
 
 from __future__ import annotations
@@ -319,6 +320,14 @@ def table(result: dict[str, Any]) -> str:
             lines += ["", f"{r['workload']}: per series, welfare forecast - fixed = {f['intercept']:+.1f} "
                           f"{f['slope']:+.1f} x (played mean - C) by least squares over {f['series']} series "
                           f"(correlation {f['correlation']:+.2f})"]
+    tuned = [r for r in result["rows"] if r.get("tuning")]
+    if tuned:
+        lines += ["", "| workload | series | q chosen | " + " | ".join(
+            f"q = {g['quantile']:g}: welfare; evict+cancel" for g in tuned[0]["tuning"]["grid"]) + " |",
+            "| --- | --- | ---: |" + " ---: |" * len(tuned[0]["tuning"]["grid"])]
+        for r in tuned:
+            cells = " | ".join(f"{g['welfare']:.1f}; {g['evicted_cancelled']:.2f}" for g in r["tuning"]["grid"])
+            lines.append(f"| {r['workload']} | {r['series']} | {r['quantile']:g} | {cells} |")
     if "against" in result:
         from benchmarks.capacity_against import table as against_table
 

@@ -112,3 +112,5 @@ def test_bench_capacity_quantile_fit_runs_the_q_its_tuning_chose() -> None:
     given = capacity.run(argparse.Namespace(**common, quantile=forecast["quantile"]))
     assert given["rows"][1]["welfares"] == forecast["welfares"] and given["rows"][1]["tuning"] is None
     assert given["rows"][0]["welfares"] == tuned["rows"][0]["welfares"]  # fixed C does not use q
+    assert f"| overload | capacity_azure2017.csv:t7str | {forecast['quantile']:g} | " in capacity.table(tuned)
+    assert "q chosen" not in capacity.table(given)

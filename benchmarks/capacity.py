@@ -217,7 +217,7 @@ def _parts(r: Any) -> dict[str, float]:
 
 def _row(workload: str, spec: str, model: str, runs: list[Any], ratios: list[float], cal: Any) -> dict[str, Any]:
     n = len(runs)
-    failed = [r.counts.get("evicted", 0) + r.counts.get("cancelled", 0) for r in runs]
+    failed = [r.evicted_cancelled for r in runs]
     return {"workload": workload, "series": Path(spec).name, "model": model, "runs": n, "jobs": cal.jobs,
             "estimate": cal.estimate, "realized": cal.realized, "gap": cal.gap, "gap_se": cal.gap_se,
             "evicted_cancelled": sum(failed) / n, "welfare": sum(r.welfare for r in runs) / n,

@@ -49,12 +49,13 @@ def tune_quantile(make: Callable[[int], Workload], spec: str, fit_rows: int, sca
         raise ValueError(f"tuning seeds={seeds} must be >= 1")
     welfare: dict[float, float] = {}
     evicted_cancelled: dict[float, float] = {}
+    streams = [make(seed) for seed in range(first_seed, first_seed + seeds)]  # the same job streams for every q
     for q in grid:
-        runs = [run_simulation(with_capacity(make(seed), spec, "forecast", scale, q, start=k * stride,
-                                             fit_rows=fit_rows, level_weight=level_weight,
-                                             price_floor=price_floor, replay_fit_rows=True))
-                for k, seed in enumerate(range(first_seed, first_seed + seeds))]
+        runs = [run_simulation(with_capacity(jobs, spec, "forecast", scale, q, start=k * stride, fit_rows=fit_rows,
+                                             level_weight=level_weight, price_floor=price_floor,
+                                             replay_fit_rows=True))
+                for k, jobs in enumerate(streams)]
         welfare[q] = sum(r.welfare for r in runs) / seeds
-        evicted_cancelled[q] = sum(r.counts.get("evicted", 0) + r.counts.get("cancelled", 0) for r in runs) / seeds
+        evicted_cancelled[q] = sum(r.evicted_cancelled for r in runs) / seeds
     best = max(grid, key=lambda q: (welfare[q], q == DEFAULT_QUANTILE, -q))
     return QuantileChoice(best, welfare, evicted_cancelled)

@@ -104,6 +104,11 @@ class SimulationResult:
         return self.welfare - self.revenue
 
     @property
+    def evicted_cancelled(self) -> int:
+        """Jobs that failed after acceptance: evicted while running or cancelled before their start."""
+        return self.counts.get("evicted", 0) + self.counts.get("cancelled", 0)
+
+    @property
     def utilization(self) -> float:
         return self.busy_node_rounds / (self.platform.C * self.rounds) if self.rounds else 0.0
 

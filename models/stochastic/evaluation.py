@@ -32,7 +32,7 @@ def compare_run(seed: int, load: float, pricing: StochasticPricing, time_limit: 
         opt = against_optimum(best, sim.welfare)
         row[name] = {"welfare": sim.welfare, "revenue": sim.revenue, "ratio": opt["ratio"],
                      "ratio_bound": opt["ratio_bound"], "completed": sim.counts.get("completed", 0),
-                     "evicted": sim.counts.get("evicted", 0) + sim.counts.get("cancelled", 0),
+                     "evicted": sim.evicted_cancelled,
                      "utilization": sim.utilization}
     return row
 

@@ -14,6 +14,18 @@ from cli.verbs import add_verb
 
 DEFAULT_DATA = Path("../shared/data/azure-capacity")
 DEFAULT_FILES = ("capacity_azure2017.csv", "capacity_azure2019.csv")
+FORECASTER_NAMES = ("tsdec", "ar1")  # models.cuc.protocol.FORECASTERS, not imported so the parser stays light
+
+
+def forecaster_names(text: str) -> tuple[str, ...]:
+    """`--forecaster`: one point forecaster, or a comma-separated list that BO chooses among (the first is θ0's)."""
+    names = tuple(part.strip() for part in text.split(","))
+    for name in names:
+        if name not in FORECASTER_NAMES:
+            raise argparse.ArgumentTypeError(f"{text!r}: {name!r} is not one of {', '.join(FORECASTER_NAMES)}")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"{text!r} names a forecaster twice")
+    return names
 
 
 def _generator(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +43,9 @@ def _generator(parser: argparse.ArgumentParser) -> None:
                         help="hours between error-law refits (default 1: a law per sample, Alg. 2 as written)")
     parser.add_argument("--errors", choices=("full", "newest"), default="newest",
                         help="the error law's errors: whole inner windows, or per step the newest observed (default)")
+    parser.add_argument("--forecaster", type=forecaster_names, default=FORECASTER_NAMES[:1], metavar="F[,F]",
+                        help="the point forecaster of Alg. 2: tsdec (default, the seed's), ar1 (an AR(1) by OLS), or "
+                        "tsdec,ar1: BO chooses it as one more parameter of θ, the first named in θ0")
     add_output_arguments(parser)
 
 
@@ -47,8 +62,6 @@ def register(sub: Any) -> None:
                    "with Vio <= p (θ's other parameters BO's): an oracle bound, not a method")
     p.add_argument("--train-hours", type=bounded_int(1), default=144,
                    help="training origins after the 120 fitting hours (default 144: days 6-11)")
-    p.add_argument("--forecaster", choices=("tsdec", "ar1"), default="tsdec",
-                   help="the point forecaster of Alg. 2 (default tsdec, the seed's; ar1: an AR(1) by OLS)")
     _generator(p)
     p.set_defaults(func=_refusing(cuc))
     s = add_verb(sub, "cuc-study")
@@ -109,12 +122,13 @@ def cuc(args: argparse.Namespace) -> int:
 
     ev = Evaluator(y, Split(len(y), train_hours=args.train_hours), jobs, args.seed, args.refit_every, args.order,
                    args.errors)
-    out = run_cuc(y, args.p, args.bo_steps, args.seed, theta0=Theta(forecaster=args.forecaster), ev=ev,
-                  objective=args.objective, with_hindsight=args.hindsight)
-    out.update({"capacity": args.capacity, "vm_type": args.vm_type, "p": args.p, "bo_steps": args.bo_steps,
-                "seed": args.seed, "order": args.order, "refit_every": args.refit_every, "errors": args.errors,
-                "hours": len(y), "train_hours": args.train_hours,
-                "objective": args.objective, "jobs": "generated", "generator": {**vars(jobs), "T": 24}})
+    out = run_cuc(y, args.p, args.bo_steps, args.seed, theta0=Theta(forecaster=args.forecaster[0]), ev=ev,
+                  objective=args.objective, with_hindsight=args.hindsight, forecasters=args.forecaster)
+    out.update({"forecasters": list(args.forecaster), "capacity": args.capacity, "vm_type": args.vm_type,
+                "p": args.p, "bo_steps": args.bo_steps, "seed": args.seed, "order": args.order,
+                "refit_every": args.refit_every, "errors": args.errors, "hours": len(y),
+                "train_hours": args.train_hours, "objective": args.objective, "jobs": "generated",
+                "generator": {**vars(jobs), "T": 24}})
     if args.json:
         print(json.dumps(out, sort_keys=True))
     else:
@@ -151,12 +165,13 @@ def cuc_study(args: argparse.Namespace) -> int:
     cfg = StudyConfig(datasets=datasets, bo_steps=args.bo_steps, seed=args.seed, jobs=_jobs(args),
                       exact_time_limit=args.exact_time_limit, p_levels=p_levels, vm_types=vm_types,
                       objective=args.objective, order=args.order, refit_every=args.refit_every,
-                      errors=args.errors, baselines_only=args.baselines_only)
+                      errors=args.errors, baselines_only=args.baselines_only, forecasters=args.forecaster)
     results = run_study(cfg, processes=args.processes, progress=not args.no_progress)
     if args.json:
         print(json.dumps({"results": results, "jobs": "generated", "bo_steps": args.bo_steps, "seed": args.seed,
                           "p_levels": list(p_levels), "datasets": datasets,
-                          "objective": args.objective, "order": args.order}, sort_keys=True))
+                          "objective": args.objective, "order": args.order,
+                          "forecasters": list(args.forecaster)}, sort_keys=True))
     else:
         print(study_tables(results))
     sys.stdout.flush()

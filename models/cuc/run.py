@@ -288,13 +288,17 @@ class Trained:
     trials: list[dict[str, float | int | str]]
 
 
-def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objective: str = "sample") -> Trained:
+def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objective: str = "sample",
+          forecasters: tuple[str, ...] = ()) -> Trained:
     """Alg. 1: BO (optuna TPE, seeded) of θ on the training samples, minimising sum_s max(v_s - p, 0) / S and,
-    among θ with the same error, maximising the capacity used; the first trial is θ0."""
+    among θ with the same error, maximising the capacity used; the first trial is θ0. With two or more
+    `forecasters` the point forecaster is one more categorical parameter of θ (θ0's must be among them); with
+    none or one, θ0's forecaster is kept and the search is the same as without the argument."""
     import optuna
 
     if steps < 1:
         raise ValueError(f"bo-steps={steps} must be >= 1")
+    choose_forecaster = check_forecasters(forecasters, theta0) > 1
     Outcome(np.zeros(1), np.ones(1), np.zeros(1)).error(p, objective)  # validates the name
     optuna.logging.set_verbosity(logging.WARNING)
     optuna.logging.disable_default_handler()
@@ -304,6 +308,8 @@ def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objecti
     def score(trial: optuna.Trial) -> float:
         theta = replace(
             theta0,
+            forecaster=(trial.suggest_categorical("forecaster", forecasters) if choose_forecaster
+                        else theta0.forecaster),
             fit_window=trial.suggest_categorical("fit_window", FIT_WINDOWS),
             error_windows=trial.suggest_categorical("error_windows", ERROR_WINDOWS),
             components=trial.suggest_categorical("components", COMPONENTS),
@@ -317,14 +323,31 @@ def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objecti
 
     sampler = optuna.samplers.TPESampler(seed=seed)
     study = optuna.create_study(direction="minimize", sampler=sampler)
-    study.enqueue_trial({"fit_window": theta0.fit_window, "error_windows": theta0.error_windows,
-                         "components": theta0.components, "inflation": theta0.inflation})
+    first: dict[str, Any] = {"fit_window": theta0.fit_window, "error_windows": theta0.error_windows,
+                             "components": theta0.components, "inflation": theta0.inflation}
+    study.enqueue_trial({"forecaster": theta0.forecaster, **first} if choose_forecaster else first)
     study.optimize(score, n_trials=steps)
     best = study.best_trial
     theta = replace(theta0, **best.params)
     outcome = ev.greedy(theta, ev.train, p)
     trials = [{**t.params, "error": t.user_attrs["error"], "fill": t.user_attrs["fill"]} for t in study.trials]
     return Trained(theta, outcome, time.perf_counter() - tick, trials)
+
+
+def check_forecasters(forecasters: tuple[str, ...], theta0: Theta) -> int:
+    """How many point forecasters BO chooses among (1 when `forecasters` is empty: θ0's); refuses unknown or
+    repeated names and a θ0 whose forecaster is not among them."""
+    if not forecasters:
+        return 1
+    unknown = [f for f in forecasters if f not in FORECASTERS]
+    if unknown:
+        raise ValueError(f"forecasters={forecasters!r}: {unknown[0]!r} is not one of {', '.join(FORECASTERS)}")
+    if len(set(forecasters)) != len(forecasters):
+        raise ValueError(f"forecasters={forecasters!r} names a forecaster twice")
+    if theta0.forecaster not in forecasters:
+        raise ValueError(f"forecasters={forecasters!r} must include θ0's forecaster {theta0.forecaster!r} "
+                         "(BO's first trial)")
+    return len(forecasters)
 
 
 def decide(ev: Evaluator, theta: Theta, p: float, samples: list[Sample], uncertain: bool = True) -> list[IntArray]:
@@ -347,13 +370,15 @@ def phase(outcome: Outcome, time_s: float) -> Phase:
 
 def run_cuc(y: FloatArray, p: float, bo_steps: int, seed: int = 0, jobs: JobConfig | None = None,
             theta0: Theta | None = None, refit_every: int = 1, ev: Evaluator | None = None,
-            objective: str = "sample", with_hindsight: bool = False) -> dict[str, Any]:
-    """CUC on one series: train (Alg. 1) then test (Alg. 4); the `train`/`test` phases, the chosen θ and the
-    share of hours whose true capacity fell below Ã (the law's p-quantile, before any scheduling) per phase."""
+            objective: str = "sample", with_hindsight: bool = False,
+            forecasters: tuple[str, ...] = ()) -> dict[str, Any]:
+    """CUC on one series: train (Alg. 1, BO among `forecasters` if more than one) then test (Alg. 4); the
+    `train`/`test` phases, the chosen θ and the share of hours whose true capacity fell below Ã (the law's
+    p-quantile, before any scheduling) per phase."""
     if not 0 < p < 1:
         raise ValueError(f"p={p} must lie strictly between 0 and 1")
     ev = ev if ev is not None else Evaluator(y, Split(len(y)), jobs or JobConfig(), seed, refit_every)
-    trained = train(ev, p, bo_steps, theta0 or Theta(), seed, objective)
+    trained = train(ev, p, bo_steps, theta0 or Theta(), seed, objective, forecasters)
     tested, elapsed = test(ev, trained.theta, p)
     calibration = {name: float(exceedance(ev, trained.theta, samples, p).mean())
                    for name, samples in (("train", ev.train), ("test", ev.test))}

@@ -13,7 +13,7 @@ from models.cuc.greedy import greedy_schedule
 from models.cuc.jobs import JobConfig
 from models.cuc.problem import utility, violation_rate
 from models.cuc.protocol import Split
-from models.cuc.run import HINDSIGHT_GRID, Evaluator, Outcome, Theta, hindsight, test, train
+from models.cuc.run import HINDSIGHT_GRID, Evaluator, Outcome, Theta, check_forecasters, hindsight, test, train
 from models.sweep import run_tasks
 
 P_LEVELS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
@@ -38,6 +38,17 @@ class StudyConfig:
     refit_every: int = 1
     errors: str = "newest"
     baselines_only: bool = False
+    forecasters: tuple[str, ...] = ("tsdec",)  # the CUC rows' point forecaster; BO chooses among two or more
+
+    def __post_init__(self) -> None:
+        if not self.forecasters:
+            raise ValueError("forecasters=() must name at least one point forecaster")
+        check_forecasters(self.forecasters, self.theta0)
+
+    @property
+    def theta0(self) -> Theta:
+        """BO's first trial and the W/o BO row's θ: the defaults with the first of `forecasters`."""
+        return Theta(forecaster=self.forecasters[0])
 
 
 @dataclass
@@ -73,7 +84,7 @@ def clairvoyant_greedy(ev: Evaluator) -> Outcome:
 
 def run_type(ev: Evaluator, cfg: StudyConfig, cells: dict[str, Cell]) -> None:
     """Every method of Tables 1-3 on one VM type's series, added to the dataset's cells."""
-    theta0 = Theta()
+    theta0 = cfg.theta0
     ev.prepare_bounds(ev.test)  # Util's denominator, outside every method's time
     for name in BASELINE_FORECASTERS:  # Table 1: X + HiGHS, no uncertainty
         tick = time.perf_counter()
@@ -88,12 +99,12 @@ def run_type(ev: Evaluator, cfg: StudyConfig, cells: dict[str, Cell]) -> None:
 
 def _trained_rows(ev: Evaluator, cfg: StudyConfig, cells: dict[str, Cell]) -> None:
     """The rows that train θ on the training days: W/o BO, CUC at every p, and the hindsight row."""
-    theta0 = Theta()
+    theta0 = cfg.theta0
     trained = train(ev, P_LEVELS[0], 1, theta0, cfg.seed, cfg.objective)  # Table 2: without BO (k = 1)
     outcome, seconds = test(ev, trained.theta, P_LEVELS[0])
     cells.setdefault("W/o BO (p = 0.1 %)", Cell()).add(outcome, trained.time_s + seconds)
     for p in cfg.p_levels:  # Tables 1-3: CUC
-        trained = train(ev, p, cfg.bo_steps, theta0, cfg.seed, cfg.objective)
+        trained = train(ev, p, cfg.bo_steps, theta0, cfg.seed, cfg.objective, cfg.forecasters)
         outcome, seconds = test(ev, trained.theta, p)
         cells.setdefault(f"CUC (p = {100 * p:g} %)", Cell()).add(outcome, trained.time_s + seconds)
         if p == P_LEVELS[0]:  # not a method: kappa chosen on the test days' truth (the largest kappa if none meets p)

@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -103,21 +104,44 @@ def test_cuc_forecaster_option_sets_the_point_forecaster(tmp_path: Path, capsys:
     assert json.loads(capsys.readouterr().out)["theta"]["forecaster"] == "ar1"
 
 
-def test_cuc_refuses_an_unknown_forecaster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exc:
-        main(["cuc", "--capacity", str(tiny_file(tmp_path)), "--vm-type", "t1", "--p", "0.05", "--forecaster", "x"])
-    assert exc.value.code == 2 and "invalid choice: 'x'" in capsys.readouterr().err
+def test_cuc_forecaster_list_lets_bo_choose_among_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tiny_file(tmp_path)
+    assert main(["cuc", "--capacity", str(path), "--vm-type", "t1", "--p", "0.05", "--bo-steps", "3",
+                 "--max-share", "0.2", "--forecaster", "ar1,tsdec", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["forecasters"] == ["ar1", "tsdec"] and out["theta"]["forecaster"] in {"ar1", "tsdec"}
+
+
+@pytest.mark.parametrize(("value", "match"), [
+    ("x", r"'x': 'x' is not one of tsdec, ar1"),
+    ("tsdec,", r"'tsdec,': '' is not one of tsdec, ar1"),
+    ("ar1,ar1", r"'ar1,ar1' names a forecaster twice"),
+])
+def test_cuc_refuses_a_bad_forecaster_list(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str,
+                                           match: str) -> None:
+    for verb in (["cuc", "--capacity", str(tiny_file(tmp_path)), "--vm-type", "t1", "--p", "0.05"], ["cuc-study"]):
+        with pytest.raises(SystemExit) as exc:
+            main([*verb, "--forecaster", value])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and re.search(match, err), err
+
+
+def test_cuc_forecaster_names_are_the_models() -> None:
+    from cli.commands.cuc import FORECASTER_NAMES
+    from models.cuc.protocol import FORECASTERS
+
+    assert set(FORECASTER_NAMES) == set(FORECASTERS)
 
 
 def test_cuc_choices_are_the_models_names() -> None:
     from cli.main import build_parser
     from models.cuc.greedy import ORDERS
-    from models.cuc.protocol import ERROR_SETS, FORECASTERS
+    from models.cuc.protocol import ERROR_SETS
     from models.cuc.run import OBJECTIVES
 
     verbs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
-    for verb, names in (("cuc", ("--objective", "--order", "--errors", "--forecaster")),
+    for verb, names in (("cuc", ("--objective", "--order", "--errors")),
                         ("cuc-study", ("--objective", "--order", "--errors"))):
         choices = {o: set(a.choices) for a in verbs[verb]._actions for o in a.option_strings if a.choices}
-        expected = {"--objective": OBJECTIVES, "--order": ORDERS, "--errors": ERROR_SETS, "--forecaster": FORECASTERS}
+        expected = {"--objective": OBJECTIVES, "--order": ORDERS, "--errors": ERROR_SETS}
         assert {o: choices[o] for o in names} == {o: set(expected[o]) for o in names}

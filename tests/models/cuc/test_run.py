@@ -11,11 +11,13 @@ from models.cuc.problem import violation_rate
 from models.cuc.protocol import Sample, Split
 from models.cuc.rounding import solve_rounded
 from models.cuc.run import (
+    PENALTY,
     Evaluator,
     Hindsight,
     Outcome,
     Theta,
     exceedance,
+    fill,
     hindsight,
     run_cuc,
     train,
@@ -129,6 +131,9 @@ def test_exceedance_of_a_known_gaussian_law() -> None:
     (lambda: Theta(inflation=0.0), "invalid θ"),
     (lambda: Evaluator(series(), Split(336), JOBS, 0, refit_every=0), "refit_every=0"),
     (lambda: Evaluator(series(), Split(336), JOBS, 0, order="size"), "order='size'"),
+    (lambda: train(evaluator(), 0.01, 1, Theta(), 0, forecasters=("tsdec", "lstm")), "'lstm' is not one of"),
+    (lambda: train(evaluator(), 0.01, 1, Theta(), 0, forecasters=("ar1", "ar1")), "names a forecaster twice"),
+    (lambda: train(evaluator(), 0.01, 1, Theta(), 0, forecasters=("ar1",)), "must include θ0's forecaster 'tsdec'"),
     (lambda: violation_ucb(3, 2), "violated=3"),
     (lambda: violation_ucb(0, 10, alpha=1.0), "alpha=1.0"),
 ])
@@ -199,3 +204,27 @@ def test_the_phase_times_leave_out_utils_denominator(monkeypatch: pytest.MonkeyP
     _, seconds = run_test(ev, trained.theta, 0.05)
     assert time.perf_counter() - tick - seconds >= 0.02 * len(ev.test)
     assert set(ev.bounds) == {s.origin for s in ev.train + ev.test}
+
+
+def test_bo_with_a_single_forecaster_is_the_search_without_one() -> None:
+    ev = evaluator()
+    plain = train(ev, 0.05, 4, Theta(), 3)
+    named = train(ev, 0.05, 4, Theta(), 3, forecasters=("tsdec",))
+    assert named.theta == plain.theta and named.trials == plain.trials
+    assert all("forecaster" not in t for t in plain.trials)
+
+
+def test_bo_over_forecasters_keeps_the_trial_whose_recomputed_score_is_least() -> None:
+    ev, p = evaluator(), 0.05
+    trained = train(ev, p, 8, Theta(), 2, forecasters=("tsdec", "ar1"))
+    assert trained.trials[0]["forecaster"] == "tsdec"  # θ0 first
+    assert {t["forecaster"] for t in trained.trials} == {"tsdec", "ar1"}
+
+    def score(t: dict) -> float:  # each trial scored again, from its θ alone
+        theta = Theta(**{k: t[k] for k in ("forecaster", "fit_window", "error_windows", "components", "inflation")})
+        outcome = ev.greedy(theta, ev.train, p)
+        return PENALTY * outcome.error(p, "sample") + (1.0 - fill(outcome, ev.train))
+
+    scores = [score(t) for t in trained.trials]
+    assert score(vars(trained.theta)) == pytest.approx(min(scores), abs=1e-12)
+    assert trained.theta.forecaster in {"tsdec", "ar1"}

@@ -52,3 +52,27 @@ def test_the_baselines_alone_are_the_whole_studys_baseline_rows(tmp_path: Path) 
 def test_an_unknown_vm_type_is_refused_before_any_runs(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"vm-type='t9' is not in the data \(known: t1, t2\)"):
         run_study(config(two_types(tmp_path), vm_types=("t1", "t9")))
+
+
+@pytest.mark.parametrize(("forecasters", "match"), [
+    ((), r"forecasters=\(\) must name at least one point forecaster"),
+    (("tsdec", "x"), r"'x' is not one of"),
+    (("ar1", "ar1"), r"names a forecaster twice"),
+])
+def test_the_forecasters_are_checked_when_the_study_is_configured(tmp_path: Path, forecasters: tuple[str, ...],
+                                                                   match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        config(tmp_path / "cap.csv", forecasters=forecasters)
+
+
+def test_the_first_forecaster_is_the_untrained_rows_point_forecast(tmp_path: Path) -> None:
+    from models.cuc.data import load_capacity
+    from models.cuc.protocol import Split
+    from models.cuc.run import Evaluator, Theta, test
+
+    path = two_types(tmp_path)
+    row = run_study(config(path, vm_types=("t1",), forecasters=("ar1", "tsdec")))["cap"]["W/o uncertainty"]
+    y = load_capacity(path).of("t1")
+    ev = Evaluator(y, Split(len(y)), JobConfig(max_share=0.2), 0, 24)
+    outcome, _ = test(ev, Theta(forecaster="ar1"), 0.5, uncertain=False)
+    assert (row["util"], row["violation"]) == pytest.approx((100 * outcome.util, 100 * outcome.vio), rel=1e-12)

@@ -16,6 +16,7 @@ from models.capacity_fit import fitted_model, scaled_rows
 from models.simulation import run_simulation
 from models.workloads import load_workload_file, parse_workload
 from server.config import ConfigError, load_config
+from tests.tolerance import assert_fit_close
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -65,7 +66,9 @@ def test_the_capacity_example_is_the_platform_example_with_the_model_capacity_fi
     platform = load_config(EXAMPLES / "capacity.toml").platform
     series = f"{ROOT.parent / 'shared' / 'data' / 'azure-capacity' / 'capacity_azure2019.csv'}:t7str"
     rows, _ = scaled_rows(series, 16, fit_rows=168)  # the command in the file's header
-    assert platform.capacity == fitted_model(rows, 16)
+    # the fit is BLAS-backed (scikit-learn's mixture): its last bits are the machine's, so within FIT_RTOL
+    assert platform.capacity is not None
+    assert_fit_close(platform.capacity.model_dump(), fitted_model(rows, 16).model_dump())
     assert platform.model_copy(update={"capacity": None}) == load_config(EXAMPLES / "platform.toml").platform
 
 

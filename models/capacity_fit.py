@@ -4,7 +4,8 @@ The fit (seed 003's prediction-error model, one step ahead): statsmodels AutoReg
 mu and phi of C_t = mu + phi (C_{t-1} - mu) + e_t; a scikit-learn Gaussian mixture is fitted to the residuals e_t,
 and its law is discretised component by component: `levels` points per component at its normal quantiles
 (i + 1/2) / levels, each weighing the component's weight / levels, so a rare component (a capacity jump) keeps its
-probability. That discrete law is what the mechanism samples and the exact oracle enumerates (mechanism/capacity.py).
+probability. That discrete law, shifted to mean zero (`centred`: the process's stationary mean is then the fitted
+mean), is what the mechanism samples and the exact oracle enumerates (mechanism/capacity.py).
 """
 
 from __future__ import annotations
@@ -139,8 +140,22 @@ def fit_capacity_model(capacity: np.ndarray, quantile: float = DEFAULT_QUANTILE,
     keep = gmm.weights_ > MIN_COMPONENT_WEIGHT  # a constant stretch leaves components of weight ~1e-17
     points, weights = discretise_mixture(gmm.weights_[keep] / gmm.weights_[keep].sum(), gmm.means_.ravel()[keep],
                                          np.sqrt(gmm.covariances_.ravel()[keep]), levels)
+    points = centred(points, weights)  # the process settles at `mean` (its stationary mean is mean + E[e] / (1 - phi))
     return CapacityModel(mean=mean, phi=phi, errors=points, weights=weights, low=0,
                          high=upper_bound(y, mean, phi, np.asarray(points), np.asarray(weights)), quantile=quantile)
+
+
+def centred(points: tuple[float, ...], weights: tuple[float, ...]) -> tuple[float, ...]:
+    """The error law shifted to mean zero: points - sum_i w_i points_i.
+
+    The AR(1)'s stationary mean is mean + E[e] / (1 - phi). The residuals of the persistence fit (phi from the
+    autocorrelation, mean the rows' mean) do not average zero, and the mixture keeps their mean: on 2017 t7str's
+    first week at C = 16 (phi = 0.98) E[e] = -0.03 moved the stationary mean 1.7 nodes below the fitted rows' mean.
+    Centring the discretised law makes `mean` the process's stationary mean, as docs/model.md 10.1 states.
+    """
+    pts = np.asarray(points, dtype=np.float64)
+    shift = math.fsum(p * w for p, w in zip(points, weights, strict=True))
+    return tuple(float(x) for x in pts - shift)
 
 
 def upper_bound(y: np.ndarray, mean: float, phi: float, errors: np.ndarray, weights: np.ndarray) -> int:

@@ -15,6 +15,7 @@ from models.capacity_fit import (
     fit_capacity_model,
     persistence,
     read_series,
+    scaled_rows,
     upper_bound,
     with_capacity,
 )
@@ -246,3 +247,24 @@ def test_a_workload_file_round_trips_its_capacity_model_and_feed() -> None:
         parse_workload({**doc, "capacity": [4, -3]})
     with pytest.raises(ValueError, match=r"capacity\[0\] \(value 2.5\): Input should be a valid integer"):
         parse_workload({**doc, "capacity": [2.5]})
+
+
+@pytest.mark.parametrize("C", [16, 32])
+def test_the_fitted_process_settles_at_the_fitted_rows_mean(C: int) -> None:
+    # 2017 t7str's first week, the series behind the held-out evaluation's largest difference: phi ~ 0.98, so a
+    # residual mean of a few hundredths moves the stationary mean m + E[e] / (1 - phi) by whole nodes
+    rows = scaled_rows(f"{AZURE}:t7str", C, None, 168)[0]
+    m = fit_capacity_model(rows)
+    y = rows.astype(np.float64)
+    raw = (y[1:] - y.mean()) - m.phi * (y[:-1] - y.mean())  # the persistence fit's residuals, uncentred
+    assert abs(float(raw.mean()) / (1.0 - m.phi)) > 1.0  # what the mixture kept before it was centred
+    errs, w = np.array(m.errors), np.array(m.weights)
+    assert m.mean == pytest.approx(float(y.mean()), abs=1e-12)
+    assert m.mean + float(errs @ w) / (1.0 - m.phi) == pytest.approx(m.mean, abs=1e-9)  # the closed form
+    # the model's own recursion (`step`), run long from far below the mean on many paths: E[X_k] -> m
+    rng = np.random.default_rng(0)
+    x = np.full(20_000, m.mean - 10.0)
+    for _ in range(int(np.ceil(np.log(1e-4) / np.log(m.phi)))):
+        x = m.mean + m.phi * (x - m.mean) + rng.choice(errs, size=x.size, p=w)  # `step`, elementwise
+    sd = float(np.sqrt((errs**2 @ w) / (1.0 - m.phi**2)))
+    assert abs(float(x.mean()) - m.mean) < 4.0 * sd / np.sqrt(x.size) + 1e-3

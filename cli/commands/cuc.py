@@ -41,8 +41,19 @@ def _generator(parser: argparse.ArgumentParser) -> None:
                         help="Alg. 3 line 1: by c_i/d_i (the seed's text, default) or by the utility c_i d_i")
     parser.add_argument("--refit-every", type=bounded_int(1), default=1,
                         help="hours between error-law refits (default 1: a law per sample, Alg. 2 as written)")
-    parser.add_argument("--errors", choices=("full", "newest"), default="newest",
-                        help="the error law's errors: whole inner windows, or per step the newest observed (default)")
+    parser.add_argument("--errors", choices=("full", "newest", "moments"), default="newest",
+                        help="the error law: GMM of whole inner windows' errors, GMM of the newest observed per step "
+                        "(default), or moments: the published law (per-step mean and sd over the training windows, "
+                        "frozen, kappa 1)")
+    parser.add_argument("--split", choices=("clean", "published"), default="clean",
+                        help="clean (default): a day between the training targets and the test scopes; published: the "
+                        "paper's code, 75 %% of the 120-hour-history windows train, the rest test (23 test scopes "
+                        "overlap training targets)")
+    parser.add_argument("--scale", type=positive_float, default=1.0,
+                        help="multiply the series by it (the paper's: 0.06 for 2019 m3str, 0.02 for 2017 m2str)")
+    parser.add_argument("--validation-hours", type=bounded_int(0), default=48,
+                        help="BO scores θ on the last N training origins (default 48: the last two training days; 0: "
+                        "on every training origin, in-sample)")
     parser.add_argument("--forecaster", type=forecaster_names, default=FORECASTER_NAMES[:1], metavar="F[,F]",
                         help="the point forecaster of Alg. 2: tsdec (default, the seed's), ar1 (an AR(1) by OLS), or "
                         "tsdec,ar1: BO chooses it as one more parameter of θ, the first named in θ0")
@@ -60,8 +71,8 @@ def register(sub: Any) -> None:
     p.add_argument("--hindsight", action="store_true",
                    help="also print `hindsight`: the kappa, chosen on the test days' truth, of the largest test Util "
                    "with Vio <= p (θ's other parameters BO's): an oracle bound, not a method")
-    p.add_argument("--train-hours", type=bounded_int(1), default=144,
-                   help="training origins after the 120 fitting hours (default 144: days 6-11)")
+    p.add_argument("--train-hours", type=bounded_int(1),
+                   help="training origins after the 120 fitting hours (default 144: days 6-11; clean split only)")
     _generator(p)
     p.set_defaults(func=_refusing(cuc))
     s = add_verb(sub, "cuc-study")
@@ -111,23 +122,24 @@ def cuc(args: argparse.Namespace) -> int:
     _check_paths([args.capacity])
     from models.cuc.data import load_capacity
 
-    y = load_capacity(args.capacity).of(args.vm_type)
+    y = args.scale * load_capacity(args.capacity).of(args.vm_type)
     if args.hours is not None:
         if args.hours > len(y):
             raise ValueError(f"--hours={args.hours} exceeds the series' {len(y)} hours")
         y = y[:args.hours]
     jobs = _jobs(args)
-    from models.cuc.protocol import Split
+    from models.cuc.protocol import make_split
     from models.cuc.run import Evaluator, Theta, run_cuc
 
-    ev = Evaluator(y, Split(len(y), train_hours=args.train_hours), jobs, args.seed, args.refit_every, args.order,
-                   args.errors)
+    split = make_split(len(y), args.split, args.train_hours)
+    ev = Evaluator(y, split, jobs, args.seed, args.refit_every, args.order, args.errors, args.validation_hours)
     out = run_cuc(y, args.p, args.bo_steps, args.seed, theta0=Theta(forecaster=args.forecaster[0]), ev=ev,
                   objective=args.objective, with_hindsight=args.hindsight, forecasters=args.forecaster)
     out.update({"forecasters": list(args.forecaster), "capacity": args.capacity, "vm_type": args.vm_type,
                 "p": args.p, "bo_steps": args.bo_steps, "seed": args.seed, "order": args.order,
                 "refit_every": args.refit_every, "errors": args.errors, "hours": len(y),
-                "train_hours": args.train_hours, "objective": args.objective, "jobs": "generated",
+                "train_hours": split.train_hours, "objective": args.objective, "jobs": "generated",
+                "split": args.split, "scale": args.scale,
                 "generator": {**vars(jobs), "T": 24}})
     if args.json:
         print(json.dumps(out, sort_keys=True))
@@ -165,13 +177,16 @@ def cuc_study(args: argparse.Namespace) -> int:
     cfg = StudyConfig(datasets=datasets, bo_steps=args.bo_steps, seed=args.seed, jobs=_jobs(args),
                       exact_time_limit=args.exact_time_limit, p_levels=p_levels, vm_types=vm_types,
                       objective=args.objective, order=args.order, refit_every=args.refit_every,
-                      errors=args.errors, baselines_only=args.baselines_only, forecasters=args.forecaster)
+                      errors=args.errors, baselines_only=args.baselines_only, forecasters=args.forecaster,
+                      split=args.split, scale=args.scale, validation_hours=args.validation_hours)
     results = run_study(cfg, processes=args.processes, progress=not args.no_progress)
     if args.json:
         print(json.dumps({"results": results, "jobs": "generated", "bo_steps": args.bo_steps, "seed": args.seed,
                           "p_levels": list(p_levels), "datasets": datasets,
                           "objective": args.objective, "order": args.order,
-                          "forecasters": list(args.forecaster)}, sort_keys=True))
+                          "forecasters": list(args.forecaster), "errors": args.errors, "split": args.split,
+                          "scale": args.scale, "validation_hours": args.validation_hours,
+                          "generator": vars(cfg.jobs)}, sort_keys=True))
     else:
         print(study_tables(results))
     sys.stdout.flush()

@@ -7,21 +7,33 @@ are standardised per step ahead h by their spread sigma_h, pooled, and fitted by
 `newest` error set, step h instead takes the same number of errors from the newest origins o' with o' + h < o
 (every error observed before o). The predicted law
 of a_{o+h} is F_o[h] + kappa sigma_h Z, and the constraint is its p-quantile Ã = Φ^{-1}(p).
+
+The `moments` error set is the paper's published law: mu_h and sigma_h, the mean and standard deviation of step h's
+errors over the training windows, fitted once and frozen, Z standard normal and kappa 1, so that
+Ã_h = F_o[h] + mu_h + Φ^{-1}(p) sigma_h.
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from models.arrays import FloatArray
 from models.cuc.jobs import JobConfig, generate_jobs
 from models.cuc.problem import Jobs
+from models.mixture_fit import gmm_by_bic
+
+if TYPE_CHECKING:
+    from models.forecast.registry import ModelSpec
 
 FORECASTERS = ("tsdec", "ar1")
-ERROR_SETS = ("full", "newest")  # the law's errors: whole inner windows (o' + T <= o), or per step the newest seen
+# the law's errors: whole inner windows (o' + T <= o), per step the newest seen, or the training windows' moments
+ERROR_SETS = ("full", "newest", "moments")
+SPLITS = ("clean", "published")  # a gap of T hours between the training targets and the test scopes, or none
+PUBLISHED_TRAIN_SHARE = 0.75  # the published code: the first 75 % of the windows train
 PERIOD = 24  # hours: the daily season of the capacity series
 MIN_FIT = 2 * PERIOD + 2  # the classical decomposition needs two periods plus two hours
 
@@ -29,24 +41,42 @@ MIN_FIT = 2 * PERIOD + 2  # the classical decomposition needs two periods plus t
 @dataclass(frozen=True)
 class Split:
     """Hours of the series: [0, fit_hours) only for fitting; train origins from fit_hours for train_hours;
-    test origins such that the scope [o, o + T) lies in the last test_hours; history = hours before o."""
+    test origins such that the scope [o, o + T) lies in the last test_hours; history = hours before o.
+
+    `clean` (the default) leaves T hours between the training origins and the test hours, so no training target
+    is a test hour. `published` (`Split.published`) is the paper's code: the first 75 % of the windows train and
+    the rest test, back to back, so the first T - 1 test scopes overlap the training samples' targets."""
 
     n_hours: int
     T: int = 24
     fit_hours: int = 120
     train_hours: int = 144
     test_hours: int = 48
+    layout: str = "clean"
 
     def __post_init__(self) -> None:
+        if self.layout not in SPLITS:
+            raise ValueError(f"split={self.layout!r} is not one of {', '.join(SPLITS)}")
         if self.fit_hours < MIN_FIT + self.T:
             raise ValueError(f"fit_hours={self.fit_hours} must be >= {MIN_FIT + self.T} (a first error window)")
         if self.train_hours < 1:
             raise ValueError(f"train_hours={self.train_hours} must be >= 1 (a training origin)")
         if self.test_hours < self.T:
             raise ValueError(f"test_hours={self.test_hours} must be >= T={self.T}")
-        need = self.fit_hours + self.train_hours + self.T + self.test_hours
+        need = self.fit_hours + self.train_hours + self.test_hours + (self.T if self.layout == "clean" else 0)
         if self.n_hours < need:
             raise ValueError(f"the series has {self.n_hours} hours; the split needs at least {need}")
+
+    @classmethod
+    def published(cls, n_hours: int, T: int = 24, fit_hours: int = 120) -> Split:
+        """The published code's split: every origin with fit_hours of history and a whole scope is a window; the
+        first 75 % (rounded down) train, the rest test."""
+        windows = n_hours - fit_hours - T + 1
+        train = int(PUBLISHED_TRAIN_SHARE * windows)
+        if windows < 2 or train < 1:
+            raise ValueError(f"the series has {n_hours} hours; the published split needs at least "
+                             f"{fit_hours + T + 1}")
+        return cls(n_hours, T, fit_hours, train, n_hours - fit_hours - train, "published")
 
     @property
     def train_origins(self) -> range:
@@ -57,6 +87,25 @@ class Split:
     def test_origins(self) -> range:
         """Every origin whose scope lies inside the last test_hours (the seed's last 2 days)."""
         return range(self.n_hours - self.test_hours, self.n_hours - self.T + 1)
+
+    def validation_origins(self, hours: int) -> range:
+        """The last `hours` training origins: BO's validation samples (every training origin when hours = 0)."""
+        if not 0 <= hours < self.train_hours:
+            raise ValueError(f"validation_hours={hours} must lie in [0, train_hours={self.train_hours})")
+        origins = self.train_origins
+        return origins if hours == 0 else origins[-hours:]
+
+
+def make_split(n_hours: int, layout: str = "clean", train_hours: int | None = None) -> Split:
+    """The clean split (train_hours training origins, default 144: days 6-11) or the published one (train_hours
+    not given: the published code fixes it at 75 % of the windows)."""
+    if layout == "published":
+        if train_hours is not None:
+            raise ValueError(f"train_hours={train_hours}: the published split fixes it (75 % of the windows)")
+        return Split.published(n_hours)
+    if layout != "clean":
+        raise ValueError(f"split={layout!r} is not one of {', '.join(SPLITS)}")
+    return Split(n_hours) if train_hours is None else Split(n_hours, train_hours=train_hours)
 
 
 @dataclass(frozen=True)
@@ -78,27 +127,26 @@ def make_samples(y: FloatArray, origins: range, T: int, config: JobConfig, seed:
     return samples
 
 
-def make_forecaster(name: str) -> object:
-    """A fresh forecaster of models/forecast by name: TSDec (the seed's choice, classical decomposition) or AR1."""
-    from models.forecast.ar import AR1
-    from models.forecast.tsdec import TSDec
+FORECAST_SPECS = {"tsdec": {"decomposition": "classical"}, "ar1": {"fit": "ols"}}  # the seed's TSDec; AR(1) by OLS
 
-    if name == "tsdec":
-        return TSDec(PERIOD, method="classical")
-    if name == "ar1":
-        return AR1(method="ols")
-    raise ValueError(f"forecaster={name!r} is not one of {', '.join(FORECASTERS)}")
+
+def forecaster_spec(name: str) -> ModelSpec:
+    """CUC's point forecasters in models/forecast's registry: TSDec with a classical decomposition, or an AR(1)."""
+    if name not in FORECASTERS:
+        raise ValueError(f"forecaster={name!r} is not one of {', '.join(FORECASTERS)}")
+    from models.forecast.registry import ModelSpec
+
+    return ModelSpec(name, **FORECAST_SPECS[name])  # type: ignore[arg-type]
 
 
 def point_forecast(y: FloatArray, origin: int, fit_window: int, T: int, forecaster: str) -> FloatArray:
     """F_o: the forecaster fitted on the fit_window hours before o (fewer near the start), mean of T steps."""
-    from models.forecast.base import Ahead, Forecaster
+    from models.forecast.base import Ahead
     from models.forecast.series import Series
 
     begin = max(0, origin - fit_window)
     history = Series(y[begin:origin], start=begin)
-    model = make_forecaster(forecaster)
-    assert isinstance(model, Forecaster)
+    model = forecaster_spec(forecaster).build(60)  # hourly series: a daily period of 24
     with warnings.catch_warnings():  # statsmodels' chatter on short or flat windows: silenced at the source
         warnings.simplefilter("ignore")
         model.fit(history)
@@ -137,12 +185,18 @@ class ForecastBank:
 
 @dataclass(frozen=True)
 class ErrorLaw:
-    """Alg. 2 lines 3-6: per-step spreads sigma_h and the GMM Z of the standardised pooled errors."""
+    """Alg. 2 lines 3-6: per-step spreads sigma_h and the GMM Z of the standardised pooled errors; `mu` the
+    per-step centre (zero for the GMM laws, whose Z carries the errors' mean; mu_h for the moments law)."""
 
     sigma: FloatArray
     z_weights: FloatArray
     z_means: FloatArray
     z_sds: FloatArray
+    mu: FloatArray | None = None
+
+    @property
+    def centre(self) -> FloatArray | float:
+        return 0.0 if self.mu is None else self.mu
 
     def z_quantile(self, p: float) -> float:
         """Φ_Z^{-1}(p) of the fitted mixture."""
@@ -161,30 +215,31 @@ def inner_origins(origin: int, error_windows: int, T: int) -> range:
 def fit_error_law(deltas: FloatArray, components: int, seed: int) -> ErrorLaw:
     """sigma_h = the spread of step h's errors; Z = GMM (components by BIC, at most `components`) of delta/sigma.
 
-    The GMM is scikit-learn's GaussianMixture chosen by BIC as in models.forecast.errors.GMMErrors, started
-    from k-means++ seeds instead of a full k-means (the same fit, five times faster: CUC fits thousands)."""
-    from sklearn.mixture import GaussianMixture
-
+    The GMM is scikit-learn's GaussianMixture chosen by BIC (models.mixture_fit), started from k-means++ seeds
+    instead of a full k-means (the same fit, five times faster: CUC fits thousands)."""
     if deltas.shape[0] < 2:
         raise ValueError(f"{deltas.shape[0]} error window(s): the error law needs at least 2")
     sigma = np.maximum(deltas.std(axis=0, ddof=1), 1e-9 * max(1.0, float(np.abs(deltas).max())))
     z = (deltas / sigma).reshape(-1, 1)
-    best: GaussianMixture | None = None
-    best_bic = np.inf
-    for k in range(1, min(components, np.unique(z).size) + 1):
-        gmm = GaussianMixture(n_components=k, random_state=seed, init_params="k-means++",
-                              reg_covar=1e-6 * max(1.0, float(z.var()))).fit(z)
-        bic = float(gmm.bic(z))
-        if bic < best_bic:
-            best, best_bic = gmm, bic
-    assert best is not None
+    ks = range(1, min(components, np.unique(z).size) + 1)
+    best, _ = gmm_by_bic(z, ks, seed, 1e-6 * max(1.0, float(z.var())), init_params="k-means++")
     weights = np.asarray(best.weights_, dtype=np.float64)
     return ErrorLaw(sigma, weights / weights.sum(), np.asarray(best.means_, dtype=np.float64).ravel(),
                     np.sqrt(np.asarray(best.covariances_, dtype=np.float64).ravel()))
+
+
+def fit_moments_law(deltas: FloatArray) -> ErrorLaw:
+    """The published law: mu_h and sigma_h, the mean and standard deviation (ddof 1) of step h's errors over
+    every window given, with Z standard normal: a_{o+h} ~ F_o[h] + mu_h + sigma_h Z."""
+    if deltas.shape[0] < 2:
+        raise ValueError(f"{deltas.shape[0]} error window(s): the moments law needs at least 2")
+    sigma = np.maximum(deltas.std(axis=0, ddof=1), 1e-9 * max(1.0, float(np.abs(deltas).max())))
+    one = np.ones(1)
+    return ErrorLaw(sigma, one, np.zeros(1), one, np.asarray(deltas.mean(axis=0), dtype=np.float64))
 
 
 def constraint(forecast: FloatArray, law: ErrorLaw | None, p: float, inflation: float) -> FloatArray:
     """Ã_h = F[h] + kappa sigma_h Φ_Z^{-1}(p), floored at 0; without an error law (no uncertainty) Ã = F."""
     if law is None:
         return np.maximum(forecast, 0.0)
-    return np.maximum(forecast + inflation * law.sigma * law.z_quantile(p), 0.0)
+    return np.maximum(forecast + law.centre + inflation * law.sigma * law.z_quantile(p), 0.0)

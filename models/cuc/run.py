@@ -24,6 +24,7 @@ from models.cuc.protocol import (
     Split,
     constraint,
     fit_error_law,
+    fit_moments_law,
     inner_origins,
     make_samples,
 )
@@ -35,6 +36,7 @@ COMPONENTS = (1, 2, 3)
 INFLATION = (0.5, 3.0)
 PENALTY = 1e4  # weight of the violation error against the (0..1) fill in the BO objective
 OBJECTIVES = ("sample", "mean", "ucb")
+VALIDATION_HOURS = 48  # the commands' default: BO scores θ on the last two training days, then θ serves the test
 UCB_ALPHA = 0.05  # the "ucb" objective: one-sided 95 % Clopper-Pearson upper bound of the training violation rate
 
 
@@ -128,8 +130,11 @@ class Evaluator:
     seed: int = 0
     refit_every: int = 1  # hours between error-law refits: 1 is Alg. 2 as written (a law per sample)
     order: str = "ratio"  # Alg. 3 line 1: "ratio" (c_i / d_i, the seed's text) or "value" (c_i d_i)
-    errors: str = "newest"  # the error law's errors: whole inner windows ("full") or per step the newest ("newest")
+    errors: str = "newest"  # the error law: whole inner windows ("full"), per step the newest ("newest"), or the
+    # training windows' per-step mean and sd, frozen ("moments", the published law)
+    validation_hours: int = 0  # BO scores θ on the last this many training origins (0: on every training origin)
     train: list[Sample] = field(init=False)
+    validate: list[Sample] = field(init=False)
     test: list[Sample] = field(init=False)
     bank: ForecastBank = field(init=False)
     laws: dict[tuple[str, int, int, int, int], ErrorLaw] = field(default_factory=dict)
@@ -143,7 +148,12 @@ class Evaluator:
             raise ValueError(f"order={self.order!r} is not one of {', '.join(ORDERS)}")
         if self.errors not in ERROR_SETS:
             raise ValueError(f"errors={self.errors!r} is not one of {', '.join(ERROR_SETS)}")
+        validation = self.split.validation_origins(self.validation_hours)
+        if self.errors == "moments" and self.validation_hours and len(self.moments_origins(validation.start)) < 2:
+            raise ValueError(f"validation_hours={self.validation_hours} leaves fewer than 2 training windows whose "
+                             "targets precede the validation origins (the moments law needs 2)")
         self.train = make_samples(self.y, self.split.train_origins, self.split.T, self.jobs, self.seed)
+        self.validate = [s for s in self.train if s.origin in validation]
         self.test = make_samples(self.y, self.split.test_origins, self.split.T, self.jobs, self.seed)
         self.bank = ForecastBank(self.y, self.split.T)
 
@@ -153,12 +163,29 @@ class Evaluator:
             else self.split.test_origins.start
         return origin - (origin - first) % self.refit_every
 
+    def moments_origins(self, origin: int) -> range:
+        """The training origins whose errors fit the moments law used at `origin`: for a validation sample those
+        whose targets all precede the first validation origin; otherwise (the test, and the training samples when
+        BO scores all of them) every training origin. The test days are never among them in the clean split."""
+        train, T = self.split.train_origins, self.split.T
+        if self.validation_hours and origin < self.split.test_origins.start:
+            first = self.split.validation_origins(self.validation_hours).start
+            if origin >= first:
+                return range(train.start, max(train.start, first - T + 1))
+        return train
+
     def _key(self, theta: Theta, origin: int) -> tuple[str, int, int, int, int]:
+        if self.errors == "moments":  # one frozen law per phase: keyed by the last origin of its windows
+            return (theta.forecaster, theta.fit_window, 0, 0, self.moments_origins(origin)[-1])
         return (theta.forecaster, theta.fit_window, theta.error_windows, theta.components, self.anchor(origin))
 
     def law(self, theta: Theta, origin: int) -> ErrorLaw:
         key = self._key(theta, origin)
         if key not in self.laws:
+            if self.errors == "moments":
+                deltas = self.bank.errors(theta.forecaster, theta.fit_window, self.moments_origins(origin))
+                self.laws[key] = fit_moments_law(deltas)
+                return self.laws[key]
             if self.errors == "newest":
                 deltas = self.bank.newest_errors(theta.forecaster, theta.fit_window, key[-1], theta.error_windows)
             else:
@@ -180,7 +207,8 @@ class Evaluator:
         if not uncertain:
             return constraint(forecast, None, p, theta.inflation)
         law = self.law(theta, sample.origin)
-        return np.maximum(forecast + theta.inflation * law.sigma * self.z_quantile(theta, sample.origin, p), 0.0)
+        spread = theta.inflation * law.sigma * self.z_quantile(theta, sample.origin, p)
+        return np.maximum(forecast + law.centre + spread, 0.0)
 
     def bound(self, sample: Sample) -> float:
         """u*_s bounded by the LP relaxation of problem (1) under the true capacity (HiGHS)."""
@@ -290,8 +318,10 @@ class Trained:
 
 def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objective: str = "sample",
           forecasters: tuple[str, ...] = ()) -> Trained:
-    """Alg. 1: BO (optuna TPE, seeded) of θ on the training samples, minimising sum_s max(v_s - p, 0) / S and,
-    among θ with the same error, maximising the capacity used; the first trial is θ0. With two or more
+    """Alg. 1: BO (optuna TPE, seeded) of θ on BO's samples (`ev.validate`: the last training days, or every
+    training sample), minimising sum_s max(v_s - p, 0) / S and, among θ with the same error, maximising the capacity
+    used; the first trial is θ0. Under the moments law θ is the forecaster and its fit window (kappa stays θ0's,
+    the published 1). Nothing after the training targets is read. With two or more
     `forecasters` the point forecaster is one more categorical parameter of θ (θ0's must be among them); with
     none or one, θ0's forecaster is kept and the search is the same as without the argument."""
     import optuna
@@ -302,8 +332,10 @@ def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objecti
     Outcome(np.zeros(1), np.ones(1), np.zeros(1)).error(p, objective)  # validates the name
     optuna.logging.set_verbosity(logging.WARNING)
     optuna.logging.disable_default_handler()
-    ev.prepare_bounds(ev.train)  # Util's denominator, not part of BO (which scores the fill)
+    samples = ev.validate
+    ev.prepare_bounds(samples)  # Util's denominator, not part of BO (which scores the fill)
     tick = time.perf_counter()
+    moments = ev.errors == "moments"
 
     def score(trial: optuna.Trial) -> float:
         theta = replace(
@@ -311,25 +343,27 @@ def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objecti
             forecaster=(trial.suggest_categorical("forecaster", forecasters) if choose_forecaster
                         else theta0.forecaster),
             fit_window=trial.suggest_categorical("fit_window", FIT_WINDOWS),
-            error_windows=trial.suggest_categorical("error_windows", ERROR_WINDOWS),
-            components=trial.suggest_categorical("components", COMPONENTS),
-            inflation=trial.suggest_float("inflation", *INFLATION),
         )
-        outcome = ev.greedy(theta, ev.train, p)
-        err, used = outcome.error(p, objective), fill(outcome, ev.train)
+        if not moments:
+            theta = replace(theta, error_windows=trial.suggest_categorical("error_windows", ERROR_WINDOWS),
+                            components=trial.suggest_categorical("components", COMPONENTS),
+                            inflation=trial.suggest_float("inflation", *INFLATION))
+        outcome = ev.greedy(theta, samples, p)
+        err, used = outcome.error(p, objective), fill(outcome, samples)
         trial.set_user_attr("error", err)
         trial.set_user_attr("fill", used)
         return PENALTY * err + (1.0 - used)
 
     sampler = optuna.samplers.TPESampler(seed=seed)
     study = optuna.create_study(direction="minimize", sampler=sampler)
-    first: dict[str, Any] = {"fit_window": theta0.fit_window, "error_windows": theta0.error_windows,
-                             "components": theta0.components, "inflation": theta0.inflation}
+    first: dict[str, Any] = {"fit_window": theta0.fit_window} if moments else {
+        "fit_window": theta0.fit_window, "error_windows": theta0.error_windows, "components": theta0.components,
+        "inflation": theta0.inflation}
     study.enqueue_trial({"forecaster": theta0.forecaster, **first} if choose_forecaster else first)
     study.optimize(score, n_trials=steps)
     best = study.best_trial
     theta = replace(theta0, **best.params)
-    outcome = ev.greedy(theta, ev.train, p)
+    outcome = ev.greedy(theta, samples, p)
     trials = [{**t.params, "error": t.user_attrs["error"], "fill": t.user_attrs["fill"]} for t in study.trials]
     return Trained(theta, outcome, time.perf_counter() - tick, trials)
 
@@ -382,7 +416,8 @@ def run_cuc(y: FloatArray, p: float, bo_steps: int, seed: int = 0, jobs: JobConf
     tested, elapsed = test(ev, trained.theta, p)
     calibration = {name: float(exceedance(ev, trained.theta, samples, p).mean())
                    for name, samples in (("train", ev.train), ("test", ev.test))}
-    out = {"train": phase(trained.outcome, trained.time_s).as_dict(),
+    out = {"train": phase(trained.outcome, trained.time_s).as_dict(),  # on BO's samples (ev.validate)
+           "validation_hours": ev.validation_hours,
            "test": phase(tested, elapsed).as_dict(),
            "theta": asdict(trained.theta),
            "exceedance": calibration,

@@ -12,8 +12,18 @@ from models.cuc.data import load_capacity
 from models.cuc.greedy import greedy_schedule
 from models.cuc.jobs import JobConfig
 from models.cuc.problem import utility, violation_rate
-from models.cuc.protocol import Split
-from models.cuc.run import HINDSIGHT_GRID, Evaluator, Outcome, Theta, check_forecasters, hindsight, test, train
+from models.cuc.protocol import SPLITS, make_split
+from models.cuc.run import (
+    HINDSIGHT_GRID,
+    VALIDATION_HOURS,
+    Evaluator,
+    Outcome,
+    Theta,
+    check_forecasters,
+    hindsight,
+    test,
+    train,
+)
 from models.sweep import run_tasks
 
 P_LEVELS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
@@ -39,8 +49,15 @@ class StudyConfig:
     errors: str = "newest"
     baselines_only: bool = False
     forecasters: tuple[str, ...] = ("tsdec",)  # the CUC rows' point forecaster; BO chooses among two or more
+    split: str = "clean"  # models.cuc.protocol.SPLITS
+    scale: float = 1.0  # every series is multiplied by it (the paper's series: 0.06 x m3str, 0.02 x m2str)
+    validation_hours: int = VALIDATION_HOURS  # BO's samples: the last this many training origins (0: all)
 
     def __post_init__(self) -> None:
+        if self.split not in SPLITS:
+            raise ValueError(f"split={self.split!r} is not one of {', '.join(SPLITS)}")
+        if not (np.isfinite(self.scale) and self.scale > 0):
+            raise ValueError(f"scale={self.scale} must be finite and > 0")
         if not self.forecasters:
             raise ValueError("forecasters=() must name at least one point forecaster")
         check_forecasters(self.forecasters, self.theta0)
@@ -126,9 +143,10 @@ class TypeTask:
 
 def type_cells(task: TypeTask) -> dict[str, Cell]:
     """Every method on one VM type's series: {method: its cell for this type}."""
-    y = load_capacity(Path(task.path)).of(task.vm_type)
     cfg = task.cfg
-    ev = Evaluator(y, Split(len(y)), cfg.jobs, cfg.seed, cfg.refit_every, cfg.order, cfg.errors)
+    y = cfg.scale * load_capacity(Path(task.path)).of(task.vm_type)
+    ev = Evaluator(y, make_split(len(y), cfg.split), cfg.jobs, cfg.seed, cfg.refit_every, cfg.order, cfg.errors,
+                   cfg.validation_hours)
     cells: dict[str, Cell] = {}
     run_type(ev, cfg, cells)
     return cells

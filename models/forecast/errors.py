@@ -13,6 +13,7 @@ import numpy as np
 from scipy import stats
 
 from models.arrays import FloatArray
+from models.mixture_fit import gmm_by_bic
 from models.predictive import Empirical, Mixture, Normal, Predictive, SkewNormal
 
 
@@ -97,20 +98,9 @@ class GMMErrors:
             raise ValueError(f"max_components={self.max_components} must be >= 1")
 
     def fit(self, z: FloatArray) -> Self:
-        from sklearn.mixture import GaussianMixture
-
         z = _finite(z, 2, "the GMM error model")
-        column = z.reshape(-1, 1)
-        distinct = np.unique(z).size
-        best: GaussianMixture | None = None
-        self.bic = {}
-        for k in range(1, min(self.max_components, distinct) + 1):
-            gmm = GaussianMixture(n_components=k, random_state=self.seed, reg_covar=1e-6 * max(1.0, z.var()))
-            gmm.fit(column)
-            self.bic[k] = float(gmm.bic(column))
-            if best is None or self.bic[k] < self.bic[best.n_components]:
-                best = gmm
-        assert best is not None
+        ks = range(1, min(self.max_components, np.unique(z).size) + 1)
+        best, self.bic = gmm_by_bic(z.reshape(-1, 1), ks, self.seed, 1e-6 * max(1.0, z.var()))
         self.weights = np.asarray(best.weights_, dtype=np.float64)
         self.weights = self.weights / self.weights.sum()
         self.means = np.asarray(best.means_, dtype=np.float64).ravel()

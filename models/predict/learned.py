@@ -280,17 +280,14 @@ class LearnedPredictor:
             tree = DecisionTreeRegressor(min_samples_leaf=cfg.min_leaf, max_leaf_nodes=cfg.max_leaves,
                                          random_state=cfg.seed)
             return tree.fit(x.astype(np.float32), np.log(y))
-        from sklearn.mixture import GaussianMixture
+        from models.mixture_fit import gmm_by_bic
         mean, scale = x.mean(axis=0), x.std(axis=0)
         scale[scale == 0] = 1.0
         z = (x - mean) / scale
         sample = z if z.shape[0] <= 3000 else z[self._rng.choice(z.shape[0], 3000, replace=False)]
-        best: Any = None
-        for k in range(1, min(cfg.max_components, sample.shape[0] // 10) + 1):
-            gmm = GaussianMixture(k, covariance_type="diag", random_state=cfg.seed, reg_covar=1e-3).fit(sample)
-            if best is None or gmm.bic(sample) < best[0]:
-                best = (gmm.bic(sample), gmm)
-        return (mean, scale, best[1])
+        ks = range(1, min(cfg.max_components, sample.shape[0] // 10) + 1)
+        best = gmm_by_bic(sample, ks, cfg.seed, 1e-3, covariance_type="diag")
+        return (mean, scale, best[0])
 
     @staticmethod
     def _parents(model: Any) -> NDArray[np.int64]:

@@ -43,7 +43,9 @@ def test_cuc_hold_out_online_law_and_hindsight(tmp_path: Path, capsys: pytest.Ca
                  "--max-share", "0.2", "--hours", "264", "--train-hours", "72", "--refit-every", "12",
                  "--errors", "newest", "--hindsight", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["hours"] == 264 and doc["train"]["samples"] == 72 and doc["test"]["samples"] == 25
+    # BO scores the last 48 of the 72 training origins (the default validation split)
+    assert doc["hours"] == 264 and doc["train"]["samples"] == 48 and doc["test"]["samples"] == 25
+    assert doc["train_hours"] == 72 and doc["validation_hours"] == 48
     assert doc["errors"] == "newest" and doc["refit_every"] == 12
     assert set(doc["hindsight"]) == {"inflation", "util", "violation"}
     assert all(int(h) >= 216 and n >= 1 for h, n in doc["violated_hours"].items())

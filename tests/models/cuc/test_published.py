@@ -1,0 +1,101 @@
+"""The published protocol beside ours: the published split, the moments law, BO on a validation split that never
+reads the test days."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from models.cuc.jobs import JobConfig
+from models.cuc.protocol import ErrorLaw, Split, constraint, fit_moments_law, forecaster_spec, make_split
+from models.cuc.run import Evaluator, Theta, train
+from models.forecast.ar import AR1
+from models.forecast.tsdec import TSDec
+
+JOBS = JobConfig(demand_multiple=1.2, max_share=0.2)  # few, large jobs: fast
+
+
+def series(seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(336)
+    return 1000 + 80 * np.sin(2 * np.pi * t / 24) + rng.normal(0, 15, t.size)
+
+
+def test_published_split_trains_on_75_percent_of_the_windows_back_to_back_with_the_test() -> None:
+    split = Split.published(336)
+    windows = 336 - 120 - 24 + 1  # every origin with 120 hours of history and a whole scope
+    assert split.train_origins == range(120, 120 + int(0.75 * windows)) == range(120, 264)
+    assert split.test_origins == range(264, 313)
+    last_target = split.train_origins[-1] + split.T - 1
+    overlapping = [o for o in split.test_origins if o <= last_target]
+    assert len(overlapping) == 23  # the published code's leak: test scopes over training targets
+    clean = Split(336)
+    assert clean.test_origins.start > clean.train_origins[-1] + clean.T - 1  # ours: no overlap
+
+
+def test_make_split_refuses_a_training_length_for_the_published_split_and_unknown_layouts() -> None:
+    assert make_split(336) == Split(336) and make_split(336, "clean", 72) == Split(336, train_hours=72)
+    with pytest.raises(ValueError, match="train_hours=72: the published split fixes it"):
+        make_split(336, "published", 72)
+    with pytest.raises(ValueError, match="split='leaky' is not one of clean, published"):
+        make_split(336, "leaky")
+    with pytest.raises(ValueError, match="split='leaky' is not one of clean, published"):
+        Split(336, layout="leaky")
+    with pytest.raises(ValueError, match="validation_hours=144 must lie in"):
+        Split(336).validation_origins(144)
+
+
+def test_moments_law_cuts_the_forecast_by_minus_phi_inverse_p_sigma_minus_mu() -> None:
+    rng = np.random.default_rng(1)
+    deltas = rng.normal(3.0, 2.0, (50, 24)) * np.linspace(1, 2, 24)
+    law = fit_moments_law(deltas)
+    mu, sd = deltas.mean(axis=0), deltas.std(axis=0, ddof=1)
+    forecast = np.full(24, 500.0)
+    for p in (0.001, 0.1):
+        cut = -stats.norm.ppf(p) * sd - mu  # the published cut-down, kappa 1
+        assert np.allclose(constraint(forecast, law, p, 1.0), forecast - cut, rtol=1e-6)
+    with pytest.raises(ValueError, match="1 error window"):
+        fit_moments_law(deltas[:1])
+
+
+def test_gmm_laws_are_centred_by_their_mixture() -> None:
+    law = ErrorLaw(np.ones(3), np.ones(1), np.array([2.0]), np.ones(1))
+    assert law.centre == 0.0
+    assert np.allclose(constraint(np.zeros(3), law, 0.5, 1.0), 2.0)
+
+
+def test_cuc_forecasters_come_from_the_forecast_registry() -> None:
+    tsdec, ar1 = forecaster_spec("tsdec").build(60), forecaster_spec("ar1").build(60)
+    assert isinstance(tsdec, TSDec) and tsdec.method == "classical" and tsdec.period == 24
+    assert isinstance(ar1, AR1) and ar1.method == "ols"
+    with pytest.raises(ValueError, match="forecaster='arima' is not one of tsdec, ar1"):
+        forecaster_spec("arima")
+
+
+def test_moments_law_of_the_test_uses_every_training_window_and_validation_only_earlier_ones() -> None:
+    y = series()
+    ev = Evaluator(y, Split(len(y)), JOBS, 0, errors="moments", validation_hours=48)
+    assert [s.origin for s in ev.validate] == list(range(216, 264))
+    assert ev.moments_origins(300) == range(120, 264)  # the test: refitted on the whole training span
+    validation = ev.moments_origins(216)
+    assert validation == range(120, 193) and validation[-1] + 24 <= 216  # targets before the validation days
+    theta = Theta()
+    law = ev.law(theta, 300)
+    expected = ev.bank.errors("tsdec", 120, range(120, 264))
+    assert np.allclose(law.centre, expected.mean(axis=0)) and np.allclose(law.sigma, expected.std(axis=0, ddof=1))
+    with pytest.raises(ValueError, match="validation_hours=120 leaves fewer than 2 training windows"):
+        Evaluator(y, Split(len(y)), JOBS, 0, errors="moments", validation_hours=120)
+
+
+@pytest.mark.parametrize("errors", ["moments", "newest"])
+def test_bo_never_reads_the_test_days(errors: str) -> None:
+    """Changing every hour after the training targets (hours 287 on, the test days) leaves BO's trials and θ
+    unchanged."""
+    y = series()
+    perturbed = y.copy()
+    perturbed[287:] = np.random.default_rng(9).uniform(0, 3000, y.size - 287)
+    chosen = []
+    for values in (y, perturbed):
+        ev = Evaluator(values, Split(len(values)), JOBS, 0, refit_every=24, errors=errors, validation_hours=48)
+        chosen.append(train(ev, 0.01, 4, Theta(), 0))
+    assert chosen[0].theta == chosen[1].theta and chosen[0].trials == chosen[1].trials
+    assert np.array_equal(chosen[0].outcome.utility, chosen[1].outcome.utility)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -31,6 +31,7 @@ CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconn
 MAX_TIMEOUT = 1e9  # seconds; gRPC fails a call with a deadline past about 9.2e9 s (2**63 ns) at once
 MIN_KEEPALIVE = 0.001  # seconds: gRPC counts keepalive in whole milliseconds
 T = TypeVar("T")
+_CODE_NAMES = {code.value[0]: code.name for code in grpc.StatusCode}
 
 
 class RpcFailure(Exception):
@@ -40,6 +41,17 @@ class RpcFailure(Exception):
         super().__init__(f"{code}: {details}")
         self.code = code
         self.details = details
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One SoW for `submit_many`: its job id, the tenant (operator only; empty: the caller's own) and its request id
+    (default: a new one, kept for every retry of the stream)."""
+
+    job_id: str
+    sow: SoW | dict[str, Any]
+    tenant: str = ""
+    request_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -215,6 +227,38 @@ class SchedulerClient:
         """Submit a SoW born in the current round; the binding quote and the tenant whose job it is."""
         msg = self.submit_raw(job_id, sow, request_id=request_id, tenant=tenant)
         return convert.quote_from_proto(msg), msg.tenant
+
+    def submit_many(self, submissions: Iterable[Submission]) -> list[tuple[Quote, str] | RpcFailure]:
+        """Submit many SoWs on one stream (SubmitSoWs): for each, in order, its quote and tenant or its refusal, as
+        the same `submit_tenant` calls one after another would give."""
+        return list(self.submit_stream(submissions))
+
+    def submit_stream(self, submissions: Iterable[Submission]) -> Iterator[tuple[Quote, str] | RpcFailure]:
+        """`submit_many`, each answer yielded as it arrives. If the stream fails (UNAVAILABLE, DEADLINE_EXCEEDED),
+        the items not yet answered are sent again on a new stream with their request ids, so none is applied twice;
+        RpcFailure is raised when the retries are spent or the call itself is refused."""
+        from mechanism.sow import SoW
+
+        requests = [pb.SubmitSoWRequest(
+            request_id=s.request_id or new_request_id(), job_id=s.job_id, tenant=s.tenant,
+            sow=convert.sow_to_proto(s.sow.model_dump(mode="json") if isinstance(s.sow, SoW) else s.sow))
+            for s in submissions]
+        answered = 0
+        delays = self.retry.delays()
+        while answered < len(requests):
+            try:
+                for r in self.stub.SubmitSoWs(iter(requests[answered:]), timeout=self.timeout,
+                                              metadata=self._metadata):
+                    answered += 1
+                    yield ((convert.quote_from_proto(r.quote), r.quote.tenant) if r.HasField("quote") else
+                           RpcFailure(_CODE_NAMES.get(r.status.code, str(r.status.code)), r.status.message))
+                code, details = grpc.StatusCode.UNAVAILABLE, "the stream ended before every submission was answered"
+            except grpc.RpcError as exc:
+                code, details = exc.code(), exc.details() or ""
+            delay = next(delays, None) if code in RETRYABLE and answered < len(requests) else None
+            if delay is None and answered < len(requests):
+                raise RpcFailure(code.name, details)
+            time.sleep(delay or 0.0)
 
     def report_arrival(self, job_id: str, signal: Signal = None, *, request_id: str | None = None,
                        tenant: str = "") -> JobStatus:

@@ -22,6 +22,7 @@ MAX_JOB_ID = 128  # characters of a tenant's own job id (the engine's key adds t
 MAX_PAGE = 1000  # jobs or charges in one page of ListJobs or GetInvoice
 DEFAULT_PAGE = 100  # the page size when a request asks for 0
 MAX_WATCHERS = 32  # default limit of open event streams (half the default worker threads)
+STREAM_BATCH = 256  # streamed submissions (SubmitSoWs) that have arrived, applied in one group commit at most
 WATCH_BATCH = 256  # events an event stream reads under the lock at a time
 MESSAGE_HEAD, MESSAGE_TAIL = 300, 200  # characters of a refusal kept: gRPC sends it as metadata (16 KiB at most)
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NoReturn, TypeVar
 
 import grpc
@@ -19,14 +20,23 @@ from server.config import OPERATOR, Principal
 from server.errors import Exhausted, FailedPrecondition, PermissionDenied, Refused, Unauthenticated, Unavailable
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
-from server.limits import DEFAULT_PAGE, MAX_JOB_ID, MAX_PAGE, MAX_REQUEST_ID, MAX_WATCHERS, WATCH_BATCH
-from server.observer import NO_METRICS, Observer
+from server.limits import (
+    DEFAULT_PAGE,
+    MAX_JOB_ID,
+    MAX_PAGE,
+    MAX_REQUEST_ID,
+    MAX_WATCHERS,
+    STREAM_BATCH,
+    WATCH_BATCH,
+)
+from server.observer import NO_METRICS, Acknowledged, Observer
 from server.replay import Result, body_hash
 from server.scheduler import DurableScheduler
+from server.writer import Command
 
 # Calls whose token is checked again after a reload elsewhere: commands by the writer, streams before each event
 # (and a stream's slot is released only once it runs). Every other call only reads, and is checked as it returns.
-RECHECKED_ELSEWHERE = ("SubmitSoW", "ReportArrival", "ReportCompletion", "AdvanceRound", "ReportCapacity",
+RECHECKED_ELSEWHERE = ("SubmitSoW", "SubmitSoWs", "ReportArrival", "ReportCompletion", "AdvanceRound", "ReportCapacity",
                        "WatchEvents")
 WATCH_POLL_S = 0.5  # how often a following event stream re-checks its caller's token while no event comes
 log = logging.getLogger("sowsched.rpc")
@@ -145,12 +155,71 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     def SubmitSoW(self, request: pb.SubmitSoWRequest, context: grpc.ServicerContext) -> pb.Quote:
         def body(p: Principal) -> pb.Quote:
-            tenant = _named_tenant(p, request.tenant, self._configured, "submit for")
-            check_job_id(request.job_id, MAX_JOB_ID)
-            sow = SoW.parse(convert.sow_to_dict(request.sow), self.scheduler.config.platform)
-            data = {"job_id": request.job_id, "tenant": tenant, "sow": sow.model_dump(mode="json")}
-            return pb.Quote.FromString(self._command(p, request.request_id, "submit", data, sow))
+            _, kind, data, sow = self._submission(p, request)
+            return pb.Quote.FromString(self._command(p, request.request_id, kind, data, sow))
         return self._call(context, "SubmitSoW", body)
+
+    def _submission(self, p: Principal, request: pb.SubmitSoWRequest) -> Command:
+        """A SubmitSoWRequest as the writer's command, validated (refusals raise, nothing changed)."""
+        tenant = _named_tenant(p, request.tenant, self._configured, "submit for")
+        check_job_id(request.job_id, MAX_JOB_ID)
+        if len(request.request_id) > MAX_REQUEST_ID:
+            raise Refused(f"request_id has {len(request.request_id)} characters, above the bound {MAX_REQUEST_ID}")
+        sow = SoW.parse(convert.sow_to_dict(request.sow), self.scheduler.config.platform)
+        data = {"job_id": request.job_id, "tenant": tenant, "sow": sow.model_dump(mode="json")}
+        return request.request_id, "submit", data, sow
+
+    def SubmitSoWs(self, requests: Iterable[pb.SubmitSoWRequest],
+                   context: grpc.ServicerContext) -> Iterator[pb.SubmitSoWsReply]:
+        """Each streamed request answered in order; the requests that have arrived (up to STREAM_BATCH) are applied
+        in order and logged in one group commit before any of their replies is sent."""
+        principal = self._call(context, "SubmitSoWs", lambda p: p)
+        arrived: queue.Queue[pb.SubmitSoWRequest | None] = queue.Queue()
+        threading.Thread(target=_read_stream, args=(requests, arrived), name="sowsched-submit-stream",
+                         daemon=True).start()
+        end = False
+        while not end:
+            batch: list[pb.SubmitSoWRequest] = []
+            item = arrived.get()
+            while item is not None:
+                batch.append(item)
+                if len(batch) >= STREAM_BATCH or arrived.empty():
+                    break
+                item = arrived.get_nowait()
+            end = item is None
+            if batch:
+                yield from self._submit_batch(principal, batch, context)
+
+    def _submit_batch(self, p: Principal, batch: list[pb.SubmitSoWRequest],
+                      context: grpc.ServicerContext) -> Iterator[pb.SubmitSoWsReply]:
+        started = time.perf_counter()
+        results: list[Acknowledged | BaseException | None] = []  # None: the writer answers it
+        commands: list[Command] = []
+        try:
+            for request in batch:  # a refused item is answered in its place; the others are applied
+                try:
+                    commands.append(self._submission(p, request))
+                    results.append(None)
+                except errors.REFUSALS as exc:
+                    results.append(exc)
+            applied = iter(self.scheduler.execute_many(p, commands))
+            results = [next(applied) if r is None else r for r in results]
+        except Exception as exc:
+            log.exception("internal error", extra={"fields": {"method": "SubmitSoWs"}})
+            context.abort(*errors.status(exc))
+        writer_ms = sum(r.writer_ms for r in results if isinstance(r, Acknowledged))
+        acks = [r for r in results if isinstance(r, Acknowledged)]
+        log.info("rpc batch", extra={"fields": {
+            "method": "SubmitSoWs", "caller": p.name, "items": len(batch), "refused": len(batch) - len(acks),
+            "ms": round(1000 * (time.perf_counter() - started), 3), "writer_ms": round(writer_ms, 3),
+            "commit_ms": round(sum(r.commit_ms for r in acks), 3)}})
+        for r in results:
+            if isinstance(r, Acknowledged):
+                yield pb.SubmitSoWsReply(quote=pb.Quote.FromString(r.reply))
+            else:
+                assert r is not None
+                code, message = errors.status(r)
+                yield pb.SubmitSoWsReply(status=pb.SubmitStatus(code=code.value[0], message=message))
 
     def ReportArrival(self, request: pb.ReportArrivalRequest, context: grpc.ServicerContext) -> pb.Job:
         def body(p: Principal) -> pb.Job:
@@ -333,6 +402,17 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             reason = "the server is shutting down" if self.stopping.is_set() else broken
             context.abort(*errors.status(Unavailable(f"{reason}; resume from_seq={seq}")))
 
+
+
+def _read_stream(requests: Iterable[pb.SubmitSoWRequest], arrived: queue.Queue[pb.SubmitSoWRequest | None]) -> None:
+    """Hand each streamed request to the servicer as it arrives, then None when the stream ends (or fails)."""
+    try:
+        for request in requests:
+            arrived.put(request)
+    except Exception:  # cancelled or broken by the client: what arrived is answered, then the call ends
+        log.debug("submission stream ended early", exc_info=True)
+    finally:
+        arrived.put(None)
 
 
 def platform_info(engine: Engine, clock: Clock) -> pb.PlatformInfo:

@@ -26,6 +26,8 @@ from server.store import CommandStore, StoreError
 Encoder = Callable[[str, Result], bytes]  # (kind, result) -> the reply as sent
 LegacyEncoder = Callable[[str, Result], tuple[bytes, ...]]  # the replies earlier builds logged for the same result
 
+Command = tuple[str | None, str, dict[str, Any], SoW | None]  # (request_id, kind, body, validated sow)
+
 log = logging.getLogger("sowsched.scheduler")
 
 
@@ -128,6 +130,35 @@ class Writer(SchedulerCore):
         acknowledged before the commit that makes it durable, and reads (under the same lock) see only
         committed state.
         """
+        ticket = self._ticket(caller, request_id, kind, body, sow)
+        self._run([ticket])
+        if ticket.error is not None:
+            raise ticket.error
+        assert ticket.ack is not None
+        return ticket.ack
+
+    def execute_many(self, caller: Principal | str, commands: list[Command]) -> list[Acknowledged | BaseException]:
+        """Apply and log (request_id, kind, body, sow) commands in order, as `execute` one after another would, in
+        the same group commit; each one's reply or refusal, in order (a refusal changes nothing and the rest go on)."""
+        tickets: list[Ticket | BaseException] = []
+        for request_id, kind, body, sow in commands:
+            try:
+                tickets.append(self._ticket(caller, request_id, kind, body, sow))
+            except Refused as exc:
+                tickets.append(exc)
+        self._run([t for t in tickets if isinstance(t, Ticket)])
+        out: list[Acknowledged | BaseException] = []
+        for t in tickets:
+            if isinstance(t, BaseException):
+                out.append(t)
+            else:
+                result = t.error if t.error is not None else t.ack
+                assert result is not None
+                out.append(result)
+        return out
+
+    def _ticket(self, caller: Principal | str, request_id: str | None, kind: str, body: dict[str, Any],
+                sow: SoW | None) -> Ticket:
         if self.store.read_only:
             raise Unavailable(f"store {self.store.path} is open read-only: it takes no commands")
         name = caller.name if isinstance(caller, Principal) else caller
@@ -135,16 +166,15 @@ class Writer(SchedulerCore):
             raise Refused(f"a {kind} command names its job by 'tenant' and 'job_id'; got keys {sorted(body)}")
         logged = body_json(body)
         principal = caller if isinstance(caller, Principal) else None
-        ticket = Ticket(name, principal, request_id or None, kind, body, logged, body_hash(kind, body, logged), sow)
+        return Ticket(name, principal, request_id or None, kind, body, logged, body_hash(kind, body, logged), sow)
+
+    def _run(self, tickets: list[Ticket]) -> None:
+        """Queue the tickets together (in order) and wait until a batch has applied and committed them."""
         with self._queue_lock:
-            self._queue.append(ticket)
+            self._queue.extend(tickets)
         with self._lock:
-            if not ticket.done:
+            if not all(t.done for t in tickets):
                 self._run_batch()
-        if ticket.error is not None:
-            raise ticket.error
-        assert ticket.ack is not None
-        return ticket.ack
 
     def _run_batch(self) -> None:
         with self._queue_lock:

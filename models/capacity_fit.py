@@ -117,16 +117,14 @@ def fit_capacity_model(capacity: np.ndarray, quantile: float = DEFAULT_QUANTILE,
     import warnings
 
     from sklearn.mixture import GaussianMixture
-    from statsmodels.tsa.ar_model import AutoReg
+
+    from models.forecast.ar import fit_ar1_ols
 
     y = np.asarray(capacity, dtype=np.float64)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fit = AutoReg(y, lags=1, trend="c").fit()
-    const, phi = (float(x) for x in fit.params)
-    phi = min(max(phi, -0.99), 0.99)  # stationary by construction
-    mean = min(max(const / (1.0 - phi), float(y.min())), float(y.max()))
-    resid = np.asarray(fit.resid, dtype=np.float64)
+    fit = fit_ar1_ols(y)
+    phi = min(max(fit.phi, -0.99), 0.99)  # stationary by construction
+    mean = min(max(fit.const / (1.0 - phi), float(y.min())), float(y.max()))
+    resid = fit.resid
     if persistence_lags > 1:
         phi = persistence(y, persistence_lags)
         mean = float(y.mean())

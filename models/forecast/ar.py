@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any, Self
 
 import numpy as np
@@ -25,6 +26,31 @@ def _arima(y: FloatArray, order: tuple[int, int, int], exog: FloatArray | None =
         warnings.simplefilter("ignore")
         trend = "c" if order[1] == 0 else "n"
         return ARIMA(y, exog=exog, order=order, trend=trend).fit()
+
+
+@dataclass(frozen=True)
+class AR1Fit:
+    """y_t = const + phi y_{t-1} + e_t by conditional least squares; resid[t-1] = e_t, sigma2 = mean(resid^2)."""
+
+    const: float
+    phi: float
+    sigma2: float
+    resid: FloatArray
+
+    def mean(self, unit_root: float) -> float:
+        """const / (1 - phi), the process's stationary mean; `unit_root` when phi is 1."""
+        return self.const / (1.0 - self.phi) if abs(1.0 - self.phi) > 1e-9 else unit_root
+
+
+def fit_ar1_ols(y: FloatArray) -> AR1Fit:
+    """The one AR(1) least-squares fit (statsmodels AutoReg, lags=1, trend="c"), for AR1 and the capacity model."""
+    from statsmodels.tsa.ar_model import AutoReg
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = AutoReg(np.asarray(y, dtype=np.float64), lags=1, trend="c").fit()
+    const, phi = (float(v) for v in res.params)
+    return AR1Fit(const=const, phi=phi, sigma2=float(res.sigma2), resid=np.asarray(res.resid, dtype=np.float64))
 
 
 def _ar_variance(phi: float, sigma2: float, steps: int) -> FloatArray:
@@ -60,13 +86,10 @@ class AR1(LocationScale):
             self.mu, self.phi, self.sigma2 = (float(v) for v in res.params[:3])
             resid = np.asarray(res.resid)[1:]
         else:
-            from statsmodels.tsa.ar_model import AutoReg
-
-            res = AutoReg(y, lags=1, trend="c").fit()
-            c, phi = (float(v) for v in res.params)
-            self.phi, self.sigma2 = phi, float(res.sigma2)
-            self.mu = c / (1.0 - phi) if abs(1.0 - phi) > 1e-9 else float(y.mean())
-            resid = np.asarray(res.resid)
+            fit = fit_ar1_ols(y)
+            self.phi, self.sigma2 = fit.phi, fit.sigma2
+            self.mu = fit.mean(unit_root=float(y.mean()))
+            resid = fit.resid
         self.sigma2 = max(self.sigma2, 1e-12)
         self._fit_errors(resid, float(np.sqrt(self.sigma2)))
         return self

@@ -13,6 +13,7 @@ from typing import Self
 import numpy as np
 
 from models.arrays import FloatArray, IntArray
+from models.forecast.ar import fit_ar1_ols
 from models.forecast.base import Ahead, LocationScale
 from models.forecast.errors import ErrorModel
 from models.forecast.series import Series
@@ -64,8 +65,6 @@ class TSDec(LocationScale):
         if len(data) < 2 * self.period + 2:
             raise ValueError(f"tsdec needs at least two periods plus 2 windows ({2 * self.period + 2}), "
                              f"got {len(data)}")
-        from statsmodels.tsa.ar_model import AutoReg
-
         seasonal = self._seasonal_component(data.y)
         phases = self._phases(data.start, len(data))
         sums = np.bincount(phases, weights=seasonal, minlength=self.period)
@@ -76,11 +75,10 @@ class TSDec(LocationScale):
             self.mu, self.phi, self.sigma2 = float(d[0]), 0.0, 1e-12
             self._fit_errors(np.zeros(2), 1.0)
             return self
-        res = AutoReg(d, lags=1, trend="c").fit()
-        c, phi = (float(v) for v in res.params)
-        self.phi, self.sigma2 = phi, max(float(res.sigma2), 1e-12)
-        self.mu = c / (1.0 - phi) if abs(1.0 - phi) > 1e-9 else float(d.mean())
-        self._fit_errors(np.asarray(res.resid), float(np.sqrt(self.sigma2)))
+        fit = fit_ar1_ols(d)
+        self.phi, self.sigma2 = fit.phi, max(fit.sigma2, 1e-12)
+        self.mu = fit.mean(unit_root=float(d.mean()))
+        self._fit_errors(fit.resid, float(np.sqrt(self.sigma2)))
         return self
 
     def point(self, query: Ahead) -> FloatArray:

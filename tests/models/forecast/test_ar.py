@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from statsmodels.tsa.arima.model import ARIMA
 
-from models.forecast.ar import AR1, AR1X, ARI11
+from models.capacity_fit import fit_capacity_model
+from models.forecast.ar import AR1, AR1X, ARI11, fit_ar1_ols
 from models.forecast.base import Ahead
 from models.forecast.series import Series
 
@@ -57,6 +58,18 @@ def test_ar1_ols_is_conditional_least_squares() -> None:
     assert model.mu * (1 - model.phi) == pytest.approx(intercept)
     with pytest.raises(ValueError, match="method='css' is not one of"):
         AR1(method="css")
+
+
+def test_the_ar1_least_squares_fit_is_polyfit_and_the_capacity_model_uses_it() -> None:
+    y = simulate_ar1(400, 20.0, 0.6, 1.5, seed=8)
+    fit = fit_ar1_ols(y)
+    slope, intercept = np.polyfit(y[:-1], y[1:], 1)
+    assert (fit.phi, fit.const) == pytest.approx((slope, intercept))
+    assert fit.resid == pytest.approx(y[1:] - intercept - slope * y[:-1], abs=1e-9)
+    assert fit.sigma2 == pytest.approx(float(np.mean(fit.resid ** 2)))
+    assert fit.mean(unit_root=0.0) == pytest.approx(intercept / (1 - slope))
+    capacity = fit_capacity_model(y, persistence_lags=1)
+    assert (capacity.phi, capacity.mean) == pytest.approx((slope, intercept / (1 - slope)))
 
 
 def test_one_step_equals_the_predict_loop() -> None:

@@ -10,12 +10,14 @@ task's lambda c to the R_k of the bundle it was priced at.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 
 import numpy as np
 
 from mechanism.launch_plan import LaunchPlan
-from mechanism.platform import Platform
+from mechanism.platform import MAX_BUNDLES, Bundle, Platform
 from mechanism.sow import SoW
 
 ROOM_TOLERANCE = 1e-9  # R_k is a float sum of lambda c terms; a bundle filled exactly to 2 C_m stays usable
@@ -64,26 +66,80 @@ class BundleMenu:
 
 
 class BundleBook:
-    """The bundles' rounds and prices (from the platform) and R_k, the expected width each holds; R_k never falls."""
+    """The bundles' rounds and prices and R_k, the expected width each holds (R_k never falls while the bundle can
+    still price a run). The platform's bundles come first; with a rolling horizon (`bundle_window` W > 0) each
+    window posts more (`post`), and bundles holding no round from then on are dropped (no later menu can use
+    them). `observed` keeps the (birth, SoW) of the last W rounds' submissions (of the last window with any), what
+    the next window refits on (models/stochastic/rolling.py)."""
 
     def __init__(self, platform: Platform) -> None:
         self.platform = platform
-        bundles = platform.bundles
-        end = max((hi for b in bundles for _, hi in b.rounds), default=0)
-        held = np.zeros((len(bundles), end), dtype=np.int64)
-        for k, b in enumerate(bundles):
+        self._origin = 0  # column 0 of _held is this round
+        self._held = np.zeros((0, 0), dtype=np.int64)  # (K, rounds): 1 where bundle k holds the round
+        self.unit = np.zeros(0, dtype=np.float64)  # p_k
+        self.load = np.zeros(0, dtype=np.float64)  # R_k
+        self.posted = b""  # SHA-256 chain over every post's (round, bundles), for the digest (empty: none)
+        self.posted_round = -1  # the round of the last post
+        self.observed: list[tuple[int, SoW]] = []
+        self._add(platform.bundles)
+
+    def _add(self, bundles: tuple[Bundle, ...]) -> None:
+        end = max((hi for b in bundles for _, hi in b.rounds), default=0) - self._origin
+        width = max(self._held.shape[1], end)
+        held = np.zeros((self._held.shape[0] + len(bundles), width), dtype=np.int64)
+        held[: self._held.shape[0], : self._held.shape[1]] = self._held
+        for k, b in enumerate(bundles, start=self._held.shape[0]):
             for lo, hi in b.rounds:
-                held[k, lo:hi] = 1
+                held[k, lo - self._origin: hi - self._origin] = 1
         self._held = held
-        self.unit = np.array([b.price for b in bundles], dtype=np.float64)
-        self.load = np.zeros(len(bundles), dtype=np.float64)  # R_k
+        self.unit = np.concatenate([self.unit, np.array([b.price for b in bundles], dtype=np.float64)])
+        self.load = np.concatenate([self.load, np.zeros(len(bundles), dtype=np.float64)])
+
+    def post(self, round_: int, bundles: tuple[Bundle, ...]) -> None:
+        """Add the bundles of a window starting at `round_` (each holds rounds >= round_ only); drop the bundles
+        holding no round >= round_ and, when later ones exist, the observations born before round_ - W. Raises
+        ValueError, changing nothing, if a bundle holds an earlier round or the book would exceed MAX_BUNDLES."""
+        if round_ <= self.posted_round:
+            raise ValueError(f"a window's bundles were posted at round {self.posted_round}: round {round_} comes "
+                             "no later")
+        for i, b in enumerate(bundles):
+            if b.rounds[0][0] < round_:
+                raise ValueError(f"bundles[{i}] holds round {b.rounds[0][0]}, before the current round {round_}: "
+                                 "a window prices rounds from its start on")
+        cut = min(max(round_ - self._origin, 0), self._held.shape[1])
+        keep = self._held[:, cut:].any(axis=1)
+        if int(keep.sum()) + len(bundles) > MAX_BUNDLES:
+            raise ValueError(f"{int(keep.sum())} live bundles and {len(bundles)} posted exceed {MAX_BUNDLES}")
+        self._held, self.unit, self.load = self._held[keep, cut:], self.unit[keep], self.load[keep]
+        self._origin += cut
+        self._add(bundles)
+        text = json.dumps([round_, [b.model_dump(mode="json") for b in bundles]], sort_keys=True).encode()
+        self.posted = hashlib.sha256(self.posted + text).digest()
+        self.posted_round = round_
+        recent = [(b, sow) for b, sow in self.observed if b >= round_ - self.platform.bundle_window]
+        if recent:  # a window without submissions keeps the last ones seen (the next refit reuses them)
+            self.observed = recent
+
+    def observe(self, birth: int, sow: SoW) -> None:
+        """Record a submission for the next window's refit (rolling horizon only)."""
+        if self.platform.bundle_window:
+            self.observed.append((birth, sow))
+
+    def held_units(self, start: int, rounds: int) -> np.ndarray:
+        """Units the bundles hold in each round of [start, start + rounds): C_m per bundle holding it."""
+        out = np.zeros(rounds, dtype=np.int64)
+        lo, hi = max(start - self._origin, 0), min(start + rounds - self._origin, self._held.shape[1])
+        if hi > lo:
+            out[lo + self._origin - start: hi + self._origin - start] = self._held[:, lo:hi].sum(axis=0)
+        return out * self.platform.C_m
 
     def menu(self, birth: int) -> BundleMenu:
         """Freeze the bundle prices and rooms of [birth, birth + horizon) for a job born now."""
         h = self.platform.horizon
         window = np.zeros((self._held.shape[0], h), dtype=np.int64)
-        n = max(min(self._held.shape[1] - birth, h), 0)
-        window[:, :n] = self._held[:, birth: birth + n]
+        first = birth - self._origin
+        n = max(min(self._held.shape[1] - first, h), 0)
+        window[:, :n] = self._held[:, first: first + n]
         cover = np.concatenate([np.zeros((window.shape[0], 1), dtype=np.int64), np.cumsum(window, axis=1)], axis=1)
         return BundleMenu(birth=birth, cover=cover, unit=self.unit.copy(), room=2.0 * self.platform.C_m - self.load,
                           blocked=2.0 * self.platform.H)
@@ -101,5 +157,6 @@ class BundleBook:
         np.add.at(self.load, k, t.probability[runs] * sow.concurrency)
 
     def state_bytes(self) -> bytes:
-        """R_k of every bundle, for the state digest."""
-        return self.load.tobytes()
+        """R_k of every bundle, and the bundles posted since the platform's (none without a rolling horizon), for
+        the state digest."""
+        return self.load.tobytes() + self.posted

@@ -24,10 +24,10 @@ from mechanism.history import ChainPoint, History, HistoryLookup, HistoryMarks
 from mechanism.jobs import Job, JobState
 from mechanism.launch_plan import FailureEstimates, choose_plan
 from mechanism.ledger import Charge, Ledger
-from mechanism.platform import Platform
+from mechanism.platform import Bundle, Platform
 from mechanism.pricing import PriceBook, PriceMenu, plan_usage, unit_price
 from mechanism.sow import Signal, SoW
-from mechanism.views import CapacityView, JobView, Quote, RoundReport
+from mechanism.views import BundlesView, CapacityView, JobView, Quote, RoundReport
 
 OracleKind = Literal["mc", "exact"]
 MAX_JOB_KEY = 256  # characters of a job key; the server's keys are a tenant name, '/' and the tenant's own job id,
@@ -138,6 +138,7 @@ class Engine:
         if self.bundles is not None:
             assert isinstance(menu, BundleMenu)
             self.bundles.commit(menu, sow, plan)
+            self.bundles.observe(self.now, sow)
         oracle.append(self._residual(job))
         quote = Quote(job_id, plan)
         self._emit("quote", job, plan=[{"arrival": g.arrival, "signal": g.signal, "start": g.start}
@@ -218,6 +219,21 @@ class Engine:
         if round_ == self.now and self.platform.capacity is not None:
             self._oracle_round = -1  # later quotes of this round condition on it (rebuilt: equal to appending)
         return CapacityView(round_, capacity)
+
+    def post_bundles(self, round_: int, bundles: tuple[Bundle, ...]) -> BundlesView:
+        """A rolling horizon's window starts at `round_` (the current round) with these bundles (pricing
+        'stochastic'; docs/stochastic.md). The bundles are plain numbers, logged and replayed as they are: a replay
+        never re-solves the LP that made them."""
+        if self.bundles is None:
+            raise EngineError("pricing is 'exponential': there are no bundles to post")
+        if isinstance(round_, bool) or not isinstance(round_, int) or round_ != self.now:
+            raise InvalidReport(f"round={round_!r} is not the current round {self.now}: a window's bundles are "
+                                "posted at its start")
+        try:
+            self.bundles.post(round_, tuple(bundles))
+        except ValueError as exc:
+            raise EngineError(str(exc)) from exc
+        return BundlesView(round_, len(bundles))
 
     def capacity_of(self, round_: int) -> int:
         """The capacity step 3 of round `round_` (now or later) evicts against, as reported so far."""

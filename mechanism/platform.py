@@ -21,6 +21,7 @@ from mechanism.validation import number
 MAX_OUTCOMES = 10_000
 MAX_BUNDLES = 100_000
 MAX_BUNDLE_ROUND = 10_000_000
+MAX_BUNDLE_WINDOW = 10_000
 
 
 class Bundle(BaseModel):
@@ -63,12 +64,15 @@ class Platform(BaseModel):
     # The stochastic variant (Thm 5.2): bundle prices of Lemma E.2 in place of the exponential ones (eq. 7).
     pricing: Literal["exponential", "stochastic"] = Field(default="exponential", description="price menus")
     bundles: tuple[Bundle, ...] = Field(default=(), max_length=MAX_BUNDLES, description="pricing 'stochastic'")
+    bundle_window: int = Field(default=0, ge=0, le=MAX_BUNDLE_WINDOW, description=(
+        "pricing 'stochastic': 0 keeps the bundles for good; W > 0 re-solves them every W rounds on the last W "
+        "rounds' submissions (a rolling horizon, docs/stochastic.md)"))
     capacity: CapacityModel | None = Field(
         default=None, description="capacity of future rounds: None = fixed C; else a stochastic process")
 
     # `C = "32"` or `true` in a file is refused
     _numbers = field_validator("C", "C_m", "D_m", "S_m", "H", "epsilon", "eps0", "delta0", "seed", "samples",
-                               mode="before")(number)
+                               "bundle_window", mode="before")(number)
 
     @model_serializer(mode="wrap")
     def _defaults_unsaid(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -80,6 +84,8 @@ class Platform(BaseModel):
             data.pop("bundles", None)
         if self.capacity is None:
             data.pop("capacity", None)
+        if self.bundle_window == 0:
+            data.pop("bundle_window", None)
         return data
 
     @model_validator(mode="after")
@@ -90,6 +96,8 @@ class Platform(BaseModel):
             raise ValueError("pricing='stochastic' needs bundles (from the prior's LP: models/stochastic)")
         if self.pricing == "exponential" and self.bundles:
             raise ValueError(f"bundles ({len(self.bundles)}) are given but pricing is 'exponential'")
+        if self.pricing == "exponential" and self.bundle_window:
+            raise ValueError(f"bundle_window={self.bundle_window} is given but pricing is 'exponential'")
         return self
 
     @property

@@ -71,3 +71,14 @@ class CapacityView:
 
     def to_dict(self) -> dict[str, Any]:
         return {"round": self.round, "capacity": self.capacity}
+
+
+@dataclass(frozen=True)
+class BundlesView:
+    """A window's bundles, as posted (pricing 'stochastic' with a rolling horizon)."""
+
+    round: int
+    bundles: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"round": self.round, "bundles": self.bundles}

@@ -11,12 +11,13 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from mechanism.engine import CapacityView, Engine, JobView, Quote, RoundReport
+from mechanism.engine import BundlesView, CapacityView, Engine, JobView, Quote, RoundReport
+from mechanism.platform import Bundle
 from mechanism.sow import SoW
 from server import namespace
 from server.store import StoreError
 
-Result = Quote | JobView | RoundReport | CapacityView
+Result = Quote | JobView | RoundReport | CapacityView | BundlesView
 REPORTS = ("arrive", "complete")  # reports on a job: before per-tenant ids they named no tenant
 JOB_COMMANDS = ("submit", *REPORTS)  # commands on one job, named by (tenant, job_id)
 
@@ -48,6 +49,8 @@ def apply_command(engine: Engine, kind: str, body: dict[str, Any], sow: SoW | No
         return engine.advance()
     if kind == "capacity":  # the capacity feed (ReportCapacity)
         return engine.report_capacity(body["round"], body["capacity"])
+    if kind == "bundles":  # a rolling horizon's window (the writer logs what it solved; replay never re-solves)
+        return engine.post_bundles(body["round"], tuple(Bundle.model_validate(b) for b in body["bundles"]))
     raise StoreError(f"command kind={kind!r} is unknown")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import threading
@@ -12,7 +13,7 @@ from typing import Any, NoReturn, TypeVar
 import grpc
 
 import server.gen  # noqa: F401
-from mechanism.engine import CapacityView, Engine, JobView, Quote, RoundReport, check_job_id
+from mechanism.engine import BundlesView, CapacityView, Engine, JobView, Quote, RoundReport, check_job_id
 from mechanism.jobs import JobState
 from mechanism.sow import SoW
 from server import convert, errors, namespace, reads, snapshot
@@ -51,6 +52,8 @@ def encode_reply(kind: str, result: Result) -> bytes:
         return convert.job_to_proto(result).SerializeToString(deterministic=True)
     if isinstance(result, CapacityView):
         return convert.capacity_to_proto(result).SerializeToString(deterministic=True)
+    if isinstance(result, BundlesView):  # logged only (a window's bundles are the server's own command)
+        return json.dumps(result.to_dict(), sort_keys=True).encode()
     assert isinstance(result, RoundReport), kind
     return convert.round_to_proto(result).SerializeToString(deterministic=True)
 

@@ -252,9 +252,31 @@ class Writer(SchedulerCore):
         reply = self._encode(t.kind, result)
         self._seq = self.store.append(t.kind, t.caller, t.request_id, t.body, t.hash, reply, self.engine.now,
                                       t.logged)
+        if t.kind == "advance":
+            self._roll_bundles()
         return reply, True
 
+    def _roll_bundles(self) -> None:
+        """At the start of a rolling horizon's window (pricing 'stochastic', bundle_window W, round a multiple of
+        W) solve the window's bundles and log them as a command of their own, in the advance's transaction: a
+        replay applies the logged bundles and never re-solves the LP (docs/stochastic.md)."""
+        engine = self.engine
+        if engine.bundles is None or not engine.platform.bundle_window:
+            return
+        from models.stochastic.rolling import window_bundles, window_due  # the LP's solvers: a rolling horizon only
+
+        if not window_due(engine):
+            return
+        bundles = window_bundles(engine.bundles, engine.platform, engine.now)
+        body = {"round": engine.now, "bundles": [b.model_dump(mode="json") for b in bundles]}
+        logged = body_json(body)
+        reply = self._encode("bundles", apply_command(engine, "bundles", body))
+        self._seq = self.store.append("bundles", OPERATOR, None, body, body_hash("bundles", body, logged), reply,
+                                      engine.now, logged)
+
     def _authorize(self, caller: str, kind: str, body: dict[str, Any]) -> None:
+        if kind == "bundles":
+            raise PermissionDenied("a window's bundles are posted by the server itself, at the window's start")
         if caller in (OPERATOR, CLOCK):
             return
         if kind == "advance":

@@ -22,6 +22,7 @@ class UnitAllocation:
     units: np.ndarray  # int64 (K, rounds)
     sets: tuple[np.ndarray, ...]  # outcome indices of A_k
     z: np.ndarray  # z' per outcome: the part of the LP's z kept (0 if dropped)
+    held: np.ndarray | None = None  # int64 (rounds,): units earlier bundles hold (the LP's `held`); None: none
 
     @property
     def bundles(self) -> int:
@@ -52,8 +53,8 @@ def build_unit_allocation(sol: LPSolution, C_m: int) -> UnitAllocation:
     """
     lp, om = sol.lp, sol.lp.outcomes
     supply = math.floor(lp.capacity + TOLERANCE)
-    per_round = supply // C_m
     rounds = lp.supply.shape[0]
+    per_round = np.maximum(supply - lp.held_units, 0) // C_m  # bundle slots of each round beside earlier bundles
     z_kept = np.zeros(om.size)
     count = np.zeros(rounds, dtype=np.int64)  # bundles covering each round
     covers: list[np.ndarray] = []  # bool (rounds,) per bundle
@@ -80,10 +81,10 @@ def build_unit_allocation(sol: LPSolution, C_m: int) -> UnitAllocation:
         members[k].append(i)
     units = (np.array(covers, dtype=np.int64).reshape(len(covers), rounds)) * C_m
     return UnitAllocation(C_m=C_m, supply=supply, first_round=lp.first_round, units=units,
-                          sets=tuple(np.array(m, dtype=np.int64) for m in members), z=z_kept)
+                          sets=tuple(np.array(m, dtype=np.int64) for m in members), z=z_kept, held=lp.held_units)
 
 
-def _choose_bundle(covers: list[np.ndarray], room: list[float], count: np.ndarray, per_round: int, lo: int,
+def _choose_bundle(covers: list[np.ndarray], room: list[float], count: np.ndarray, per_round: np.ndarray, lo: int,
                    hi: int, mass: float) -> int | None:
     """The bundle for an outcome over rounds [lo, hi) of mass `mass` (len(covers) = a new one), None if none.
 
@@ -96,7 +97,7 @@ def _choose_bundle(covers: list[np.ndarray], room: list[float], count: np.ndarra
     whole = [k for k in covering if room[k] >= mass - TOLERANCE]
     if whole:
         return min(whole, key=lambda k: (room[k], k))
-    if np.all(count[lo:hi] < per_round):
+    if np.all(count[lo:hi] < per_round[lo:hi]):
         return len(covers)
     if covering:
         return min(covering, key=lambda k: (-room[k], k))
@@ -124,10 +125,11 @@ def check_unit_allocation(outcomes: Outcomes, z_lp: np.ndarray, alloc: UnitAlloc
     units = alloc.units
     if np.any(units < 0):
         bad.append("a bundle holds a negative number of units")
-    over = np.flatnonzero(units.sum(axis=0) > alloc.supply)
+    taken = units.sum(axis=0) + (alloc.held if alloc.held is not None else 0)
+    over = np.flatnonzero(taken > alloc.supply)
     if over.size:
         bad.append(f"rounds {(over[:5] + alloc.first_round).tolist()} give bundles more than the supply "
-                   f"{alloc.supply} units")
+                   f"{alloc.supply} units (earlier bundles' included)")
     for k, s in enumerate(alloc.sets):
         where = f"bundle {k}"
         thin = np.flatnonzero((units[k] > 0) & (units[k] < alloc.C_m))

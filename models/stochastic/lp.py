@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,13 +67,24 @@ def enumerate_outcomes(prior: Prior, platform: Platform) -> Outcomes:
 
 @dataclass(frozen=True)
 class StochasticLP:
-    """max V~ . z  s.t.  supply @ z <= capacity (per round),  tasks @ z <= caps,  0 <= z <= 1."""
+    """max V~ . z  s.t.  supply @ z <= capacity - held (per round),  tasks @ z <= caps,  0 <= z <= 1."""
 
     outcomes: Outcomes
     first_round: int  # supply row r is round first_round + r
     capacity: float
     supply: sp.csr_matrix  # (rounds, outcomes): x_t(omega) = w(omega) for t in omega's interval
     tasks: sp.csr_matrix  # (cap rows, outcomes): 1 where omega is a start of that (job, SoW, task)
+    held: np.ndarray | None = None  # int64 (rounds,): units earlier bundles hold (a rolling horizon); None: none
+
+    @property
+    def held_units(self) -> np.ndarray:
+        """Units earlier bundles hold in each round of the LP (zeros without a rolling horizon)."""
+        return np.zeros(self.supply.shape[0], dtype=np.int64) if self.held is None else self.held
+
+    @property
+    def round_capacity(self) -> np.ndarray:
+        """The supply row's bound per round: capacity - held, at least 0."""
+        return np.maximum(self.capacity - self.held_units, 0.0)
 
     @property
     def rows(self) -> int:
@@ -87,8 +99,10 @@ class StochasticLP:
         return int(self.supply.nnz + self.tasks.nnz)
 
 
-def build_lp(prior: Prior, platform: Platform, capacity: float) -> StochasticLP:
-    """The App. E LP of `prior` with supply `capacity` per round (sparse)."""
+def build_lp(prior: Prior, platform: Platform, capacity: float,
+             held: Callable[[int, int], np.ndarray] | None = None) -> StochasticLP:
+    """The App. E LP of `prior` with supply `capacity` per round (sparse), less `held(first, rounds)`: the units
+    earlier bundles hold in rounds first, ..., first + rounds - 1 (none by default)."""
     if not capacity > 0:
         raise ValueError(f"capacity={capacity} must be positive")
     om = enumerate_outcomes(prior, platform)
@@ -101,7 +115,9 @@ def build_lp(prior: Prior, platform: Platform, capacity: float) -> StochasticLP:
     supply = sp.csr_matrix((om.width[col], (row, col)), shape=(last - first, om.size))
     # Task caps: sum over omega of (SoW_j, tau_i) of z_omega <= q_SoW.
     tasks = sp.csr_matrix((np.ones(om.size), (om.cap_row, np.arange(om.size))), shape=(om.caps.size, om.size))
-    return StochasticLP(outcomes=om, first_round=first, capacity=float(capacity), supply=supply, tasks=tasks)
+    taken = np.zeros(last - first, dtype=np.int64) if held is None else np.asarray(held(first, last - first))
+    return StochasticLP(outcomes=om, first_round=first, capacity=float(capacity), supply=supply, tasks=tasks,
+                        held=taken.astype(np.int64))
 
 
 @dataclass(frozen=True)
@@ -127,7 +143,7 @@ def solve_lp(lp: StochasticLP) -> LPSolution:
     h.setOptionValue("solver", "simplex")
     h.setOptionValue("random_seed", 0)
     a = sp.vstack([lp.supply, lp.tasks]).tocsc()
-    upper = np.concatenate([np.full(lp.supply.shape[0], lp.capacity), lp.outcomes.caps])
+    upper = np.concatenate([lp.round_capacity, lp.outcomes.caps])
     inf = highspy.kHighsInf
     h.addRows(upper.size, np.full(upper.size, -inf), upper, 0, np.zeros(0, dtype=np.int32),
               np.zeros(0, dtype=np.int32), np.zeros(0))

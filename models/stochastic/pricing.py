@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,12 +45,31 @@ def runs_of(held: np.ndarray, first_round: int) -> tuple[tuple[int, int], ...]:
                  for lo, hi in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), strict=True))
 
 
-def stochastic_pricing(prior: Prior, platform: Platform) -> StochasticPricing:
+def stochastic_pricing(prior: Prior, platform: Platform, window: int = 0) -> StochasticPricing:
     """Solve the App. E LP of `prior` with C' = C/2 (C: the relaxed simulator's capacity, MODEL.md section 4),
-    build and check its fractional unit allocation, and put the bundles and p_k into the platform."""
+    build and check its fractional unit allocation, and put the bundles and p_k into the platform; window W > 0:
+    a rolling horizon re-solves them every W rounds (models/stochastic/rolling.py)."""
     check_prior(prior, platform)
-    base = Platform.model_validate({**platform.model_dump(), "pricing": "exponential", "bundles": ()})
-    solution = solve_lp(build_lp(prior, base, base.sim_capacity / 2.0))
+    base = exponential(platform)
+    solution, alloc, prices, bundles = solve_bundles(prior, base)
+    if not bundles:
+        raise ValueError("the prior's LP allocates nothing: no bundle to price")
+    priced = Platform.model_validate({**base.model_dump(), "pricing": "stochastic", "bundles": bundles,
+                                      "bundle_window": window})
+    return StochasticPricing(platform=priced, solution=solution, allocation=alloc, prices=prices)
+
+
+def exponential(platform: Platform) -> Platform:
+    """The platform without bundle prices (what the LP's capacity C_sim is read from)."""
+    return Platform.model_validate({**platform.model_dump(), "pricing": "exponential", "bundles": (),
+                                    "bundle_window": 0})
+
+
+def solve_bundles(prior: Prior, base: Platform, held: Callable[[int, int], np.ndarray] | None = None
+                  ) -> tuple[LPSolution, UnitAllocation, np.ndarray, tuple[Bundle, ...]]:
+    """The LP of `prior` under C' = C_sim / 2 less the units `held` by earlier bundles, its checked unit allocation,
+    and the bundles with p_k (the sets A_k that kept something; their prices alongside)."""
+    solution = solve_lp(build_lp(prior, base, base.sim_capacity / 2.0, held))
     alloc = build_unit_allocation(solution, base.C_m)
     problems = check_unit_allocation(solution.lp.outcomes, solution.z, alloc)
     if problems:
@@ -58,10 +78,7 @@ def stochastic_pricing(prior: Prior, platform: Platform) -> StochasticPricing:
     prices = unit_prices(solution.lp.outcomes, alloc)
     bundles = tuple(Bundle(price=float(prices[k]), rounds=runs_of(alloc.units[k] > 0, alloc.first_round))
                     for k in keep)
-    if not bundles:
-        raise ValueError("the prior's LP allocates nothing: no bundle to price")
-    priced = Platform.model_validate({**base.model_dump(), "pricing": "stochastic", "bundles": bundles})
-    return StochasticPricing(platform=priced, solution=solution, allocation=alloc, prices=prices[keep])
+    return solution, alloc, prices[keep], bundles
 
 
 def check_stochastic_workload(workload: Workload) -> Prior:

@@ -13,7 +13,7 @@ from mechanism.platform import Platform
 from mechanism.sow import Signal, SoW
 
 if TYPE_CHECKING:
-    from models.stochastic.prior import Prior
+    from models.prior import Prior
 
 TERMINAL = ("completed", "evicted", "cancelled", "expired", "not_scheduled")
 _END_EVENTS = {"complete": "completed", "evict": "evicted", "cancel": "cancelled", "expire": "expired",

@@ -17,8 +17,8 @@ from mechanism.engine import EngineError, check_job_id
 from mechanism.platform import Platform
 from mechanism.sow import SoW
 from mechanism.validation import validation_message
+from models.prior import JobPrior, Prior, parse_prior, prior_document
 from models.simulation import Workload, WorkloadJob
-from models.stochastic.prior import JobPrior, Prior, parse_prior, prior_document
 
 WORKLOADS = ("toy", "pipelines", "overload", "stochastic")
 
@@ -258,7 +258,7 @@ class _WorkloadFile(BaseModel):
 
     platform: Platform
     jobs: list[_FileJob]
-    prior: dict[str, Any] | None = None  # the known F_j the jobs' SoWs were drawn from (models/stochastic/prior.py)
+    prior: dict[str, Any] | None = None  # the known F_j the jobs' SoWs were drawn from (models/prior.py)
     capacity: list[int] | None = Field(default=None, max_length=MAX_ROUND,
                                        description="realized capacity of rounds 0, 1, ... (the feed)")
 

@@ -1,5 +1,5 @@
-"""The import graph: no cycles, and no package imports one above it (mechanism <- models <- server <- clients <- cli
-<- benchmarks)."""
+"""The import graph: no cycles between modules nor between the subpackages of one package, and no package imports
+one above it (mechanism <- models <- server <- clients <- cli <- benchmarks)."""
 
 from __future__ import annotations
 
@@ -55,6 +55,32 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def sibling_graphs(graph: dict[str, set[str]]) -> dict[str, dict[str, set[str]]]:
+    """For each package, the graph between its direct children (modules and subpackages, each standing for every
+    module inside it): a child imports another if any module inside the one imports any module inside the other."""
+
+    def child(package: str, module: str) -> str | None:
+        prefix = f"{package}." if package else ""
+        if not module.startswith(prefix) or module == package:
+            return None
+        return prefix + module[len(prefix):].split(".")[0]
+
+    packages = {".".join(name.split(".")[:i]) for name in graph for i in range(name.count(".") + 1)}
+    out: dict[str, dict[str, set[str]]] = {}
+    for package in sorted(packages):
+        children: dict[str, set[str]] = {}
+        for name, deps in graph.items():
+            if (a := child(package, name)) is None:
+                continue
+            children.setdefault(a, set())
+            children[a] |= {b for dep in deps if (b := child(package, dep)) is not None and b != a}
+        for targets in list(children.values()):
+            for b in targets:
+                children.setdefault(b, set())
+        out[package] = children
+    return out
+
+
 def test_the_layers_cover_every_project_package() -> None:
     assert set(LAYERS) == set(PROJECT_PACKAGES)
     assert {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()} - {"tests"} == set(LAYERS)
@@ -68,6 +94,19 @@ def test_no_module_imports_a_package_above_its_own() -> None:
 
 def test_the_import_graph_has_no_cycle() -> None:
     assert find_cycle(import_graph()) is None
+
+
+def test_no_two_subpackages_of_one_package_import_each_other_in_a_cycle() -> None:
+    cycles = {package or "(root)": cycle for package, children in sibling_graphs(import_graph()).items()
+              if (cycle := find_cycle(children)) is not None}
+    assert cycles == {}
+
+
+def test_a_cycle_between_subpackages_is_found_though_their_modules_form_none() -> None:
+    modules = {"m.a.x": {"m.b.y"}, "m.b.y": set(), "m.b.z": {"m.a.w"}, "m.a.w": set()}
+    assert find_cycle(modules) is None
+    assert find_cycle(sibling_graphs(modules)["m"]) == ["m.a", "m.b", "m.a"]
+    assert find_cycle(sibling_graphs({**modules, "m.b.z": set()})["m"]) is None
 
 
 def test_the_cycle_finder_finds_a_planted_cycle_and_the_layer_check_a_planted_upward_import() -> None:

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from mechanism.platform import Platform
 from models.highs import quiet_highs
-from models.stochastic.prior import Prior
+from models.prior import Prior
 
 
 @dataclass(frozen=True)

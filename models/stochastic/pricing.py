@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 from mechanism.platform import Bundle, Platform
+from models.prior import Prior, check_prior
 from models.simulation import Workload
 from models.stochastic.allocation import UnitAllocation, build_unit_allocation, check_unit_allocation, unit_prices
 from models.stochastic.lp import LPSolution, build_lp, solve_lp
-from models.stochastic.prior import Prior, check_prior
 
 
 @dataclass(frozen=True)

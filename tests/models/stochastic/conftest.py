@@ -8,7 +8,7 @@ import numpy as np
 
 from mechanism.platform import Platform
 from mechanism.sow import SoW
-from models.stochastic.prior import JobPrior, Prior
+from models.prior import JobPrior, Prior
 
 
 def tiny_platform(**kw: object) -> Platform:

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from mechanism.sow import SoW
+from models.prior import JobPrior, Prior, check_prior
 from models.stochastic.lp import build_lp, enumerate_outcomes, solve_lp
-from models.stochastic.prior import JobPrior, Prior, check_prior
 from tests.models.stochastic.conftest import random_prior, sow_of, tiny_platform
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from models.stochastic.prior import parse_prior
+from models.prior import parse_prior
 from models.workloads import make_workload, parse_workload, workload_document
 
 

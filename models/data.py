@@ -8,6 +8,10 @@ from pathlib import Path
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 KTH_SP2 = DATA_DIR / "KTH-SP2.swf"
 CTC_SP2 = DATA_DIR / "CTC-SP2-1996-3.1-cln.swf.gz"
+PWA_TRACES = tuple(DATA_DIR / "pwa" / name for name in (
+    "SDSC-SP2-1998-4.2-cln.swf.gz", "SDSC-DS-2004-2.1-cln.swf.gz", "Sandia-Ross-2001-1.1-cln.swf.gz",
+    "LANL-CM5-1994-4.1-cln.swf.gz"))
+SIX_TRACES = (KTH_SP2, CTC_SP2, *PWA_TRACES)  # the traces issue 39's backfilling is chosen and judged on
 AZURE_VM_CPU = DATA_DIR / "azure-vm-cpu"
 AZURE_CAPACITY = DATA_DIR / "azure-capacity"
 AZURE_CAPACITY_COLUMNS = ("TimeStamp", "Column1", "TotalCores")  # the capacity files: one row per (hour, VM type)

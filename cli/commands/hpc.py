@@ -13,7 +13,7 @@ from cli.verbs import add_verb
 from models.hpc.cp import DEFAULT_TIME_LIMIT, Objective
 from models.hpc.jobs import ESTIMATE_MODES, Workload
 from models.hpc.study import StudyConfig, is_cp, make_scheduler, run_scheduler, run_study, study_table
-from models.hpc.swf import CLEANING_RULES, CleaningReport, load_workload
+from models.hpc.swf import CLEANING_RULES, CleaningReport, SwfTrace, clean, read_swf
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -122,7 +122,7 @@ def _check_study_runs(name: str, args: argparse.Namespace) -> None:
         raise ValueError(f"--schedulers names {name} but --cp-jobs=0 skips the on-line CP schedulers")
 
 
-Body = Callable[[argparse.Namespace, Workload, CleaningReport], int]
+Body = Callable[[argparse.Namespace, SwfTrace, Workload, CleaningReport], int]
 
 
 def _refusing_bad_input(command: str, body: Body) -> Callable[[argparse.Namespace], int]:
@@ -130,17 +130,18 @@ def _refusing_bad_input(command: str, body: Body) -> Callable[[argparse.Namespac
     def run(args: argparse.Namespace) -> int:
         try:
             _check_flags(command, args)
-            loaded = load_workload(args.trace, args.nodes)
+            trace = read_swf(args.trace)  # read once: a prediction-driven run cleans it again as predictsim does
+            loaded = clean(trace, args.nodes)
             if not loaded[0].jobs:
                 raise ValueError(f"no job left after cleaning ({_dropped(loaded[1])})")
         except (OSError, ValueError) as exc:
             print(f"sowsched {command}: {exc}", file=sys.stderr)
             return 2
-        return body(args, *loaded)
+        return body(args, trace, *loaded)
     return run
 
 
-def _predictive(args: argparse.Namespace) -> int:
+def _predictive(args: argparse.Namespace, trace: SwfTrace) -> int:
     """A prediction-driven EASY on the trace cleaned as predictsim does (the data README)."""
     from models.predict.jobs import load_trace
     from models.predict.schedulers import run_predictive
@@ -148,7 +149,7 @@ def _predictive(args: argparse.Namespace) -> int:
     if not 0.0 < args.reservation_q < 1.0:
         print(f"sowsched hpc: --reservation-q={args.reservation_q} must lie strictly between 0 and 1", file=sys.stderr)
         return 2
-    workload, table = load_trace(args.trace, args.jobs)
+    workload, table = load_trace(trace, args.jobs)
     options: dict[str, Any] = {"risk": args.risk, "reservation_q": args.reservation_q, "corrector": args.corrector}
     if args.window is not None:
         from models.predict.learned import LearnedConfig
@@ -159,9 +160,9 @@ def _predictive(args: argparse.Namespace) -> int:
     return _print(out, args.json)
 
 
-def hpc(args: argparse.Namespace, workload: Workload, report: CleaningReport) -> int:
+def hpc(args: argparse.Namespace, trace: SwfTrace, workload: Workload, report: CleaningReport) -> int:
     if args.scheduler in PREDICTIVE:
-        return _predictive(args)
+        return _predictive(args, trace)
     window = workload.prefix(args.jobs)
     result = run_scheduler(window, args.scheduler, args.estimates, args.time_limit)
     out = {
@@ -174,7 +175,7 @@ def hpc(args: argparse.Namespace, workload: Workload, report: CleaningReport) ->
     return _print(out, args.json)
 
 
-def hpc_study(args: argparse.Namespace, workload: Workload, report: CleaningReport) -> int:
+def hpc_study(args: argparse.Namespace, trace: SwfTrace, workload: Workload, report: CleaningReport) -> int:
     from tqdm import tqdm
 
     config = StudyConfig(

@@ -31,6 +31,8 @@ FIELDS: tuple[str, ...] = (
     "think_time",
 )
 FLOAT_FIELDS = frozenset({"average_cpu_time", "used_memory", "requested_memory"})
+_FLOAT_POSITIONS: tuple[int, ...] = tuple(k for k, name in enumerate(FIELDS) if name in FLOAT_FIELDS)
+_IS_FLOAT: tuple[bool, ...] = tuple(name in FLOAT_FIELDS for name in FIELDS)
 
 
 # Cleaning rules, in the order they are applied; each counter in CleaningReport.counts names one.
@@ -124,8 +126,13 @@ def parse_record(text: str, line: int) -> SwfRecord:
     tokens = text.split()
     if len(tokens) != len(FIELDS):
         raise SwfParseError(f"line {line}: expected {len(FIELDS)} fields, found {len(tokens)}")
-    values = {name: _parse_value(tok, name, line) for name, tok in zip(FIELDS, tokens, strict=True)}
-    return SwfRecord(line=line, **values)  # type: ignore[arg-type]
+    try:  # the common case, plain integers and finite floats, without a call per field
+        values = [float(tok) if is_float else int(tok) for tok, is_float in zip(tokens, _IS_FLOAT, strict=True)]
+        if not all(math.isfinite(values[k]) for k in _FLOAT_POSITIONS):
+            raise ValueError
+    except ValueError:
+        values = [_parse_value(tok, name, line) for name, tok in zip(FIELDS, tokens, strict=True)]
+    return SwfRecord(line, *values)  # type: ignore[arg-type]
 
 
 def _parse_header(text: str) -> tuple[str, str] | None:
@@ -154,15 +161,23 @@ def parse_swf(lines: Iterable[str]) -> SwfTrace:
 
 
 def machine_nodes(header: dict[str, str], override: int | None = None) -> int:
-    """R: `override`, else header MaxProcs (job sizes count processors), else MaxNodes."""
+    """R: `override`, else header MaxProcs (job sizes count processors), else MaxNodes.
+
+    A header that lists partitions after the total (SDSC DataStar: `MaxProcs: 1664 (72, 1368, 224)`) gives the
+    total: the machine is scheduled as one pool.
+    """
     if override is not None:
         if override <= 0:
             raise ValueError(f"nodes={override} must be > 0")
         return override
     for key in ("MaxProcs", "MaxNodes"):
         if key in header:
+            text = header[key]
+            total, _, partitions = text.partition("(")
+            if partitions and not partitions.rstrip().endswith(")"):
+                raise ValueError(f"header {key}={text!r} is not an integer")
             try:
-                value = int(header[key])
+                value = int(total)
             except ValueError:
                 raise ValueError(f"header {key}={header[key]!r} is not an integer") from None
             if value <= 0:

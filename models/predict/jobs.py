@@ -10,7 +10,7 @@ import numpy as np
 
 from models.arrays import IntArray
 from models.hpc.jobs import Workload
-from models.hpc.swf import SwfRecord, clean_records, read_swf
+from models.hpc.swf import SwfRecord, SwfTrace, clean_records, read_swf
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,10 @@ def table_from_records(workload: Workload, records: Sequence[SwfRecord]) -> JobT
     )
 
 
-def load_trace(path: str | Path, jobs: int | None = None) -> tuple[Workload, JobTable]:
-    """An SWF trace cleaned as predictsim does (data README), as a workload and a job table."""
-    workload, _, records = clean_records(read_swf(path), mode="predictsim")
+def load_trace(path: str | Path | SwfTrace, jobs: int | None = None) -> tuple[Workload, JobTable]:
+    """An SWF trace (a file or one already read) cleaned as predictsim does (data README), as a workload and a
+    job table."""
+    trace = path if isinstance(path, SwfTrace) else read_swf(path)
+    workload, _, records = clean_records(trace, mode="predictsim")
     workload = workload.prefix(jobs)
     return workload, table_from_records(workload, records[: len(workload.jobs)])

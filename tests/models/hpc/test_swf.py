@@ -82,6 +82,12 @@ def test_machine_nodes_prefers_override_then_maxprocs_then_maxnodes() -> None:
     assert machine_nodes({"MaxNodes": "8"}, override=3) == 3
 
 
+def test_machine_nodes_of_a_partitioned_header_is_its_total() -> None:
+    assert machine_nodes({"MaxProcs": "1664 (72, 1368, 224)"}) == 1664
+    with pytest.raises(ValueError, match=r"MaxProcs='1664 \(72' is not an integer"):
+        machine_nodes({"MaxProcs": "1664 (72"})
+
+
 def test_machine_nodes_errors_name_the_key_and_value() -> None:
     with pytest.raises(ValueError, match="neither MaxNodes nor MaxProcs"):
         machine_nodes({})

@@ -1,0 +1,298 @@
+"""EASY and EASY++ on point predictions, compiled: the event simulator of prediction_backfill in one numba loop.
+
+`simulate_point` gives the start times, passes, backfills and corrections that `simulate_backfill` gives with
+the point policies of models/predict/schedulers.py (requested time, true runtime, Tsafrir's average of the
+user's last two completed runtimes, each corrected to the requested time when it runs out), event for event:
+the same order at one instant (predictions over, then submissions, then terminations, each in push order), one
+pass after the instant's last event, the same shadow time and spare nodes. Tests hold the two equal.
+
+Events live in one binary heap of int64 keys ((time * 3 + kind) * stride + counter); submissions, already in
+(submit, id) order, are read from the arrays. The queue is a slice of one array, compacted in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numba
+import numpy as np
+
+from models.arrays import IntArray
+from models.hpc.jobs import Workload
+
+# Event kinds in their order at one instant (pyss EVENTS_ORDER), as in prediction_backfill.
+_PREDICTION_OVER, _TERMINATION = 0, 2
+
+
+class PointMode(IntEnum):
+    """The point prediction a job gets at submission (each is capped by, and corrected to, the requested time)."""
+
+    REQUESTED = 0
+    EXACT = 1
+    TSAFRIR = 2
+
+
+@dataclass(frozen=True)
+class PointRun:
+    """Start time b_j of every job and the counters of the run (as BackfillResult)."""
+
+    starts: tuple[int, ...]
+    passes: int
+    backfilled: int
+    corrections: int
+
+
+@numba.njit(cache=True, nogil=True)
+def _heap_push(heap: IntArray, size: int, key: int) -> int:
+    i = size
+    heap[i] = key
+    while i > 0:
+        parent = (i - 1) >> 1
+        if heap[parent] <= key:
+            break
+        heap[i] = heap[parent]
+        i = parent
+    heap[i] = key
+    return size + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _heap_pop(heap: IntArray, size: int) -> int:
+    """Removes the smallest key (returned by the caller from heap[0] before the call); returns the new size."""
+    size -= 1
+    last = heap[size]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and heap[child + 1] < heap[child]:
+            child += 1
+        if last <= heap[child]:
+            break
+        heap[i] = heap[child]
+        i = child
+    if size > 0:
+        heap[i] = last
+    return size
+
+
+@numba.njit(cache=True, nogil=True)
+def _free_now(nodes: int, busy: int, now: int, running: IntArray, n_running: int, pend: IntArray,
+              size: IntArray) -> int:
+    """Nodes free at `now` by the predicted ends (a job predicted to end at `now` frees its nodes now)."""
+    free = nodes - busy
+    for k in range(n_running):
+        j = running[k]
+        if pend[j] == now:
+            free += size[j]
+    return free
+
+
+@numba.njit(cache=True, nogil=True)
+def _start(j: int, now: int, predicted: IntArray, starts: IntArray, pend: IntArray, running: IntArray,
+           where: IntArray, n_running: int) -> int:
+    """Job j starts at `now` (its predicted end set, added to the running set); returns the new running count."""
+    starts[j] = now
+    pend[j] = now + predicted[j]
+    running[n_running] = j
+    where[j] = n_running
+    return n_running + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _simulate(submit: IntArray, runtime: IntArray, size: IntArray, requested: IntArray, user: IntArray,
+              nodes: int, mode: int, sjf: bool, pass_if_new_fits: bool) -> tuple[IntArray, int, int, int]:
+    n = submit.size
+    stride = 3 * n + 1
+    starts = np.full(n, -1, dtype=np.int64)
+    predicted = np.zeros(n, dtype=np.int64)
+    pend = np.zeros(n, dtype=np.int64)  # predicted end of a running job
+    heap = np.empty(2 * n + 1, dtype=np.int64)
+    heap_size = 0
+    event_job = np.empty(stride, dtype=np.int64)  # counter -> job
+    counter = n
+    queue = np.empty(n, dtype=np.int64)
+    q0 = 0
+    q1 = 0
+    running = np.empty(n, dtype=np.int64)
+    where = np.full(n, -1, dtype=np.int64)  # position of a running job in `running`
+    n_running = 0
+    busy = 0
+    users = user.max() + 1 if n else 1
+    seen = np.zeros(users, dtype=np.int64)  # completed jobs per user
+    last1 = np.zeros(users, dtype=np.int64)  # the user's last completed runtime
+    last2 = np.zeros(users, dtype=np.int64)  # the one before
+    started = np.empty(n, dtype=np.int64)
+    cand = np.empty(n, dtype=np.int64)
+    keys = np.empty(n, dtype=np.int64)
+    ends = np.empty(n, dtype=np.int64)
+    nsz = np.empty(n, dtype=np.int64)
+    passes = backfilled = corrections = 0
+    nxt = 0  # next submission
+    while nxt < n or heap_size > 0:
+        now = submit[nxt] if nxt < n else heap[0] // stride // 3
+        if heap_size > 0 and heap[0] // stride // 3 < now:
+            now = heap[0] // stride // 3
+        wanted = False
+        # predictions that ran out: corrected to the requested time
+        while heap_size > 0 and heap[0] // stride == now * 3 + _PREDICTION_OVER:
+            j = event_job[heap[0] % stride]
+            heap_size = _heap_pop(heap, heap_size)
+            elapsed = now - starts[j]
+            new = requested[j]
+            if new <= elapsed:
+                raise ValueError("a corrected prediction is not above the elapsed time")
+            corrections += 1
+            predicted[j] = new
+            pend[j] = starts[j] + new
+            if new < runtime[j]:
+                event_job[counter] = j
+                heap_size = _heap_push(heap, heap_size, (pend[j] * 3 + _PREDICTION_OVER) * stride + counter)
+                counter += 1
+        # submissions
+        while nxt < n and submit[nxt] == now:
+            j = nxt
+            nxt += 1
+            p = requested[j]
+            if mode == 1:
+                p = runtime[j]
+            elif mode == 2:
+                u = user[j]
+                if seen[u] >= 2:
+                    p = min(requested[j], (last1[u] + last2[u]) // 2)
+            predicted[j] = max(1, p)
+            queue[q1] = j
+            q1 += 1
+            if not wanted:
+                wanted = not pass_if_new_fits or size[j] <= _free_now(nodes, busy, now, running, n_running, pend,
+                                                                     size)
+        # terminations
+        while heap_size > 0 and heap[0] // stride == now * 3 + _TERMINATION:
+            j = event_job[heap[0] % stride]
+            heap_size = _heap_pop(heap, heap_size)
+            k = where[j]
+            n_running -= 1
+            moved = running[n_running]
+            running[k] = moved
+            where[moved] = k
+            where[j] = -1
+            busy -= size[j]
+            u = user[j]
+            seen[u] += 1
+            last2[u] = last1[u]
+            last1[u] = runtime[j]
+            wanted = True
+        if not wanted:
+            continue
+        # the instant's one pass
+        passes += 1
+        n_started = 0
+        free = _free_now(nodes, busy, now, running, n_running, pend, size)
+        while q0 < q1 and size[queue[q0]] <= free:
+            j = queue[q0]
+            q0 += 1
+            started[n_started] = j
+            n_started += 1
+            free -= size[j]
+            busy += size[j]
+            n_running = _start(j, now, predicted, starts, pend, running, where, n_running)
+        n_heads = n_started
+        if q1 - q0 > 1:
+            m = 0
+            for k in range(q0 + 1, q1):
+                if size[queue[k]] <= free:
+                    cand[m] = queue[k]
+                    m += 1
+            if m > 0:
+                # the head's reservation: the earliest predicted end that frees enough nodes
+                need = size[queue[q0]]
+                r = 0
+                for k in range(n_running):
+                    j = running[k]
+                    if pend[j] > now:
+                        ends[r] = pend[j]
+                        nsz[r] = size[j]
+                        r += 1
+                order = np.argsort(ends[:r], kind="mergesort")
+                available = free
+                shadow = -1
+                extra = 0
+                k = 0
+                while k < r:
+                    end = ends[order[k]]
+                    while k < r and ends[order[k]] == end:
+                        available += nsz[order[k]]
+                        k += 1
+                    if available >= need:
+                        shadow = end
+                        extra = available - need
+                        break
+                if shadow < 0:
+                    raise ValueError("a job never fits the machine")
+                if sjf:
+                    for k in range(m):
+                        keys[k] = predicted[cand[k]]
+                    order = np.argsort(keys[:m], kind="mergesort")  # stable: ties in queue (index) order
+                else:
+                    order = np.arange(m)
+                for k in range(m):
+                    j = cand[order[k]]
+                    if size[j] > free:
+                        continue
+                    if now + predicted[j] <= shadow:
+                        pass
+                    elif size[j] <= extra:
+                        extra -= size[j]
+                    else:
+                        continue
+                    free -= size[j]
+                    busy += size[j]
+                    n_running = _start(j, now, predicted, starts, pend, running, where, n_running)
+                    started[n_started] = j
+                    n_started += 1
+                if n_started > n_heads:
+                    backfilled += n_started - n_heads
+                    w = q0
+                    for k in range(q0, q1):
+                        if starts[queue[k]] < 0:
+                            queue[w] = queue[k]
+                            w += 1
+                    q1 = w
+        for k in range(n_started):
+            j = started[k]
+            event_job[counter] = j
+            heap_size = _heap_push(heap, heap_size, ((now + runtime[j]) * 3 + _TERMINATION) * stride + counter)
+            counter += 1
+            if predicted[j] < runtime[j]:
+                event_job[counter] = j
+                heap_size = _heap_push(heap, heap_size, ((now + predicted[j]) * 3 + _PREDICTION_OVER) * stride
+                                       + counter)
+                counter += 1
+    if q1 > q0:
+        raise ValueError("the simulation ended with jobs never started")
+    return starts, passes, backfilled, corrections
+
+
+def simulate_point(workload: Workload, requested: IntArray, user: IntArray, mode: PointMode, sjf: bool,
+                   pass_if_new_fits: bool) -> PointRun:
+    """Replay the workload under EASY on point predictions (`sjf`: backfill shortest-predicted first).
+
+    `requested` and `user` are aligned with workload.jobs (the job table's columns).
+    """
+    jobs = workload.jobs
+    n = len(jobs)
+    if requested.shape != (n,) or user.shape != (n,):
+        raise ValueError(f"requested and user must have shape ({n},), got {requested.shape} and {user.shape}")
+    submit = np.fromiter((j.submit for j in jobs), dtype=np.int64, count=n)
+    runtime = np.fromiter((j.runtime for j in jobs), dtype=np.int64, count=n)
+    size = np.fromiter((j.size for j in jobs), dtype=np.int64, count=n)
+    horizon = int(submit.max() + requested.sum()) + 1 if n else 1  # every job has ended by then
+    if horizon * 3 * (3 * n + 1) >= 2**62:
+        raise ValueError(f"the trace spans {horizon} s over {n} jobs: event keys would overflow int64")
+    _, dense = np.unique(user, return_inverse=True)  # user ids as 0..U-1
+    starts, passes, backfilled, corrections = _simulate(
+        submit, runtime, size, requested.astype(np.int64), dense.astype(np.int64).ravel(), workload.nodes,
+        int(mode), sjf, pass_if_new_fits)
+    return PointRun(tuple(starts.tolist()), int(passes), int(backfilled), int(corrections))

@@ -13,10 +13,11 @@ import numpy as np
 from models.predict.baselines import Exact, LastFive, RequestedTime, Tsafrir
 from models.predict.jobs import JobTable
 from models.predict.learned import LearnedConfig, LearnedPredictor
+from models.predict.protocol import Predictor
 from models.predictive import Discrete
 
 LEVELS: tuple[float, ...] = (0.5, 0.9, 0.95)
-PREDICTORS: dict[str, Callable[[], Any]] = {
+PREDICTORS: dict[str, Callable[[], Predictor]] = {
     "requested": RequestedTime,
     "tsafrir": Tsafrir,
     "last5": LastFive,
@@ -26,7 +27,7 @@ PREDICTORS: dict[str, Callable[[], Any]] = {
 }
 
 
-def make_predictor(name: str, window: int | None = None) -> Any:
+def make_predictor(name: str, window: int | None = None) -> Predictor:
     """A fresh predictor by name (one of PREDICTORS); `window` sets the learned models' training window."""
     if name not in PREDICTORS:
         raise ValueError(f"predictor={name!r} must be one of {sorted(PREDICTORS)}")
@@ -42,7 +43,7 @@ def completions(table: JobTable) -> list[int]:
     return sorted(range(len(table)), key=lambda i: (int(end[i]), i))
 
 
-def replay(table: JobTable, predictor: Any, on_batch: Callable[[list[int], Discrete], None]) -> float:
+def replay(table: JobTable, predictor: Predictor, on_batch: Callable[[list[int], Discrete], None]) -> float:
     """Feed `predictor` the trace causally; returns the seconds spent predicting.
 
     Jobs submitted at one instant are predicted together, after every job that completed strictly before

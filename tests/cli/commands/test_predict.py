@@ -93,14 +93,16 @@ def test_evaluate_window_sets_the_learned_models_training_window(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     from models.predict.baselines import Tsafrir
     from models.predict.evaluate import make_predictor
+    from models.predict.learned import LearnedPredictor
 
     trace = write_trace(tmp_path)
     assert main(["predict", "evaluate", "--trace", str(trace), "--predictor", "learned", "--predictor", "tsafrir",
                  "--window", "20", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["window"] == 20 and set(out["predictors"]) == {"learned", "tsafrir"}
-    assert make_predictor("learned", 20).config.window == 20
-    gmm = make_predictor("learned-gmm", 20)
+    learned, gmm = make_predictor("learned", 20), make_predictor("learned-gmm", 20)
+    assert isinstance(learned, LearnedPredictor) and isinstance(gmm, LearnedPredictor)
+    assert learned.config.window == 20
     assert gmm.config.window == 20 and gmm.config.clustering == "gmm" and gmm.name == "learned-gmm"
     assert isinstance(make_predictor("tsafrir", 20), Tsafrir)
     with pytest.raises(SystemExit) as exc:

@@ -7,6 +7,7 @@ import pytest
 
 from models.predict.baselines import Exact, LastFive, RequestedTime, Tsafrir
 from models.predict.evaluate import replay
+from models.predict.protocol import Predictor
 from models.predictive import Discrete
 from tests.models.predict.conftest import make_table
 
@@ -15,7 +16,7 @@ RUNTIMES = [100, 300, 50, 400, 900, 200]
 REQUESTED = [1000, 1000, 1000, 1000, 1000, 210]
 
 
-def _predictions(predictor: object) -> list[float]:
+def _predictions(predictor: Predictor) -> list[float]:
     table = make_table([1000 * i for i in range(6)], RUNTIMES, REQUESTED)
     out: list[float] = []
     replay(table, predictor, lambda batch, law: out.extend(law.mean().tolist()))
@@ -56,3 +57,10 @@ def test_completion_after_submission_is_not_seen() -> None:
     out: list[float] = []
     replay(table, LastFive(), lambda batch, law: out.extend(law.mean().tolist()))
     assert out == [1000, 1000, 20]
+
+
+def test_every_registered_predictor_implements_the_predictor_protocol() -> None:
+    from models.predict.evaluate import PREDICTORS, make_predictor
+    for name in PREDICTORS:
+        predictor = make_predictor(name)
+        assert isinstance(predictor, Predictor) and predictor.name == name

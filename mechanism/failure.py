@@ -47,6 +47,11 @@ class Residual:
     probability: np.ndarray  # float64, sums to 1
 
     @cached_property
+    def runs(self) -> bool:
+        """Whether some outcome runs the job (start >= 0)."""
+        return bool(np.any(self.start >= 0))
+
+    @cached_property
     def cdf(self) -> np.ndarray:
         c = np.cumsum(self.probability)
         c[-1] = 1.0
@@ -175,7 +180,7 @@ class MonteCarloOracle:
         """A job born in this round joins the earlier jobs of every later SoW of the round."""
         self._appended.append(residual)
         self._app = self._app.plus(Packed.of(self.platform, self.round, [residual]))
-        if self._paths is not None and bool(np.any(residual.start >= 0)):
+        if self._paths is not None and residual.runs:
             self._bound += residual.concurrency
 
     def settle(self) -> bool:
@@ -198,7 +203,7 @@ class MonteCarloOracle:
         assert self._paths is not None
         for k in range(int(self._applied.min()), len(self._appended)):
             r = self._appended[k]
-            if not bool(np.any(r.start >= 0)):  # it never runs: nothing to add anywhere
+            if not r.runs:  # it never runs: nothing to add anywhere
                 self._applied[self._applied == k] = k + 1
                 continue
             key = np.uint64(stream_key(self.platform.seed, self.round, r.job))
@@ -209,14 +214,16 @@ class MonteCarloOracle:
     def _built(self) -> np.ndarray:
         if self._paths is None:
             p = self.platform
-            packed = Packed.of(p, self.round, self._earlier)
+            # A job that never runs in any outcome adds nothing to any row, and each job draws from its own stream:
+            # leaving it out skips its draws and changes no other job's.
+            packed = Packed.of(p, self.round, [r for r in self._earlier if r.runs])
             streams = CapacityStreams.of(p, self.round, self._last_capacity, self._current_capacity,
                                          self._level)
             self._paths, self._peak, self._first = _build_paths(*packed.arrays(), self.samples, p.horizon,
                                                                 p.capacity_top, np.zeros(0, dtype=self._dtype()),
                                                                 *streams.arrays())
             self._applied = np.zeros(self.samples, dtype=np.int64)
-            pending = sum(r.concurrency for r in self._appended if bool(np.any(r.start >= 0)))
+            pending = sum(r.concurrency for r in self._appended if r.runs)
             self._bound = self._peak + pending  # appended before the paths existed: pending on every row
         return self._paths
 
@@ -246,6 +253,8 @@ class MonteCarloOracle:
 @numba.njit(cache=True, inline="always", nogil=True)
 def _draw(key: np.uint64, sample: int, cdf: np.ndarray, lo: int, hi: int) -> int:  # pragma: no cover
     """Index in [lo, hi) of the outcome drawn for `sample` by inverse CDF: the first with cdf > u."""
+    if hi - lo == 1:  # one outcome: no number to draw (each stream is its own, so skipping it shifts no other)
+        return lo
     u = uniform(key, sample)
     if hi - lo <= SMALL_SUPPORT:  # count the entries <= u without branches (vectorised; cdf[hi - 1] = 1 > u)
         i = lo

@@ -29,6 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clients", type=int_list(1), default=[1, 8, 32], help="comma-separated concurrent client counts")
     p.add_argument("--active", type=bounded_int(0), default=100, help="jobs submitted (and active) before measuring")
     p.add_argument("--submits", type=bounded_int(1), default=64, help="measured submissions per client count")
+    p.add_argument("--stream-submits", type=bounded_int(1), default=512,
+                   help="measured streamed submissions (SubmitSoWs) per client count, split among the clients")
     p.add_argument("--echo-seconds", type=positive_float, default=2.0, help="measured Echo time per client count")
     p.add_argument("--samples", type=bounded_int(1), default=None, help="Monte Carlo samples (default: Lemma F.1)")
 
@@ -73,13 +75,26 @@ class BenchServer:
         self.proc.wait(timeout=120)
 
     def submit_ms(self, last: int) -> tuple[list[float], list[float], float]:
-        """(writer ms, commit ms) of the last `last` SubmitSoW calls, and the writer ms the settler spent after
-        them (oracle work moved off the reply path), from the server's structured log."""
-        rows = [json.loads(line) for line in self.log.read_text().splitlines()
-                if '"method": "SubmitSoW"' in line or '"msg": "settle"' in line]
+        """(writer ms, commit ms) of the last `last` SubmitSoW calls, and the writer ms the settler spent while they
+        ran (oracle work moved off the reply path), from the server's structured log."""
+        rows = self._rows()
         calls = [i for i, r in enumerate(rows) if r.get("method") == "SubmitSoW"][-last:]
-        settled = sum(float(r["writer_ms"]) for r in rows[calls[0]:] if r.get("msg") == "settle") if calls else 0.0
+        settled = sum(float(r["writer_ms"]) for r in rows[calls[0]:calls[-1] + 1]
+                      if r.get("msg") == "settle") if calls else 0.0
         return ([float(rows[i]["writer_ms"]) for i in calls], [float(rows[i]["commit_ms"]) for i in calls], settled)
+
+    def stream_ms(self) -> tuple[float, float, float]:
+        """Over every SubmitSoWs batch logged: writer ms and commit ms per streamed submission, and items per batch."""
+        batches = [r for r in self._rows() if r.get("method") == "SubmitSoWs" and "items" in r]
+        items = sum(int(r["items"]) for r in batches)
+        if not items:
+            return 0.0, 0.0, 0.0
+        return (sum(float(r["writer_ms"]) for r in batches) / items,
+                sum(float(r["commit_ms"]) for r in batches) / items, items / len(batches))
+
+    def _rows(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.log.read_text().splitlines()
+                if '"method": "SubmitSoW' in line or '"msg": "settle"' in line]
 
 
 def hammer(
@@ -121,6 +136,24 @@ def hammer(
     return time.perf_counter() - t0, [x for lat in latencies for x in lat]
 
 
+def stream(clients: list[SchedulerClient], total: int, sows: list[dict[str, Any]]) -> tuple[float, int]:
+    """Each client streams its share of `total` SoWs on one SubmitSoWs call at once; (seconds, quotes received)."""
+    from clients.client import Submission
+
+    shares = [[Submission(f"s{k}-{i}", sows[k + i * len(clients)]) for i in range(len(range(k, total, len(clients))))]
+              for k in range(len(clients))]
+    quoted = [0] * len(clients)
+
+    def one(c: SchedulerClient, k: int, i: int) -> bool:
+        if i > 0:
+            return False
+        quoted[k] = sum(1 for r in c.submit_many(shares[k]) if isinstance(r, tuple))
+        return True
+
+    secs, _ = hammer(clients, one)
+    return secs, sum(quoted)
+
+
 def measure(n_clients: int, args: argparse.Namespace, platform: Platform) -> dict[str, Any]:
     from clients.client import RetryPolicy, SchedulerClient
 
@@ -138,6 +171,8 @@ def measure(n_clients: int, args: argparse.Namespace, platform: Platform) -> dic
             per = [len(range(k, args.submits, n_clients)) for k in range(n_clients)]
             secs, lat = hammer(clients, lambda c, k, i: i < per[k] and bool(
                 c.submit(f"c{k}-{i}", sows[k + i * n_clients])))
+            stream_secs, streamed = stream(clients, args.stream_submits,
+                                           [bench_sow(rng, platform) for _ in range(args.stream_submits)])
             end = time.perf_counter() + args.echo_seconds
             echo_secs, echo_lat = hammer(clients, lambda c, k, i: time.perf_counter() < end and bool(
                 c.echo(b"x" * 64) or True))
@@ -145,8 +180,13 @@ def measure(n_clients: int, args: argparse.Namespace, platform: Platform) -> dic
         finally:
             server.stop()
         writer_ms, commit_ms, settled_ms = server.submit_ms(len(lat))
+        stream_writer_ms, stream_commit_ms, batch_items = server.stream_ms()
     submit_rate, echo_rate = len(lat) / secs, len(echo_lat) / echo_secs
+    stream_rate = streamed / stream_secs
     return {"submit_per_s": submit_rate, "echo_per_s": echo_rate, "ratio": submit_rate / echo_rate,
+            "stream_per_s": stream_rate, "stream_ratio": stream_rate / submit_rate, "streamed": streamed,
+            "stream_writer_ms_mean": stream_writer_ms, "stream_commit_ms_mean": stream_commit_ms,
+            "stream_batch_items_mean": batch_items,
             "p50_ms": 1000 * float(np.percentile(lat, 50)), "p99_ms": 1000 * float(np.percentile(lat, 99)),
             "echo_p50_ms": 1000 * float(np.percentile(echo_lat, 50)),
             "echo_p99_ms": 1000 * float(np.percentile(echo_lat, 99)),
@@ -159,21 +199,28 @@ def measure(n_clients: int, args: argparse.Namespace, platform: Platform) -> dic
 def run(args: argparse.Namespace) -> dict[str, Any]:
     platform = PLATFORM.model_copy(update={"samples": args.samples})
     return {"platform": platform.model_dump(), "samples": platform.sample_count, "active_jobs": args.active,
-            "target_ratio": 0.5, "clients": {str(n): measure(n, args, platform) for n in args.clients}}
+            "target_ratio": 0.3, "target_stream_ratio": 5.0,
+            "clients": {str(n): measure(n, args, platform) for n in args.clients}}
 
 
 def table(result: dict[str, Any]) -> str:
     lines = [f"gRPC SubmitSoW vs Echo (same server, SQLite WAL log, N={result['samples']} Monte Carlo samples, "
-             f"{result['active_jobs']} active jobs before measuring; target ratio >= {result['target_ratio']})",
+             f"{result['active_jobs']} active jobs before measuring; target ratio >= {result['target_ratio']}, "
+             f"streamed >= {result['target_stream_ratio']}x single-RPC)",
+             "stream/s: submissions per second streamed on SubmitSoWs (one stream per client), same server and run;",
+             "s.writer, s.commit: writer and commit ms per streamed submission; s.batch: submissions per group commit",
              "writer ms: time a SubmitSoW held the one writer (engine + log commit), from the server's own log;",
              "commit ms: its share of the log commits (fsync), part of writer ms;",
              "settle ms: oracle work per submission done while its reply is on the wire (the writer is held too);",
              "writer/s: 1000 / (writer ms + settle ms), the ceiling of the one writer that applies commands in order",
              f"{'clients':>7} {'submit/s':>9} {'echo/s':>9} {'ratio':>7} {'p50 ms':>8} {'p99 ms':>8} "
-             f"{'echo p50':>9} {'echo p99':>9} {'writer ms':>9} {'commit ms':>9} {'settle ms':>9} {'writer/s':>8}"]
+             f"{'echo p50':>9} {'echo p99':>9} {'writer ms':>9} {'commit ms':>9} {'settle ms':>9} {'writer/s':>8} "
+             f"{'stream/s':>9} {'x single':>8} {'s.writer':>8} {'s.commit':>8} {'s.batch':>7}"]
     for n, r in result["clients"].items():
         lines.append(f"{n:>7} {r['submit_per_s']:9.1f} {r['echo_per_s']:9.1f} {r['ratio']:7.3f} {r['p50_ms']:8.1f} "
                      f"{r['p99_ms']:8.1f} {r['echo_p50_ms']:9.2f} {r['echo_p99_ms']:9.2f} {r['writer_ms_mean']:9.2f} "
                      f"{r['commit_ms_mean']:9.2f} {r['settle_ms_mean']:9.2f} "
-                     f"{r['writer_per_s']:8.1f}")
+                     f"{r['writer_per_s']:8.1f} {r['stream_per_s']:9.1f} {r['stream_ratio']:8.2f} "
+                     f"{r['stream_writer_ms_mean']:8.2f} {r['stream_commit_ms_mean']:8.2f} "
+                     f"{r['stream_batch_items_mean']:7.1f}")
     return "\n".join(lines)

@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "cuc_jobs": ("benchmarks.cuc_jobs", "CUC's generated job size against problem (1)'s size and solve times"),
     "forecast": ("benchmarks.forecast", "forecaster fit and predict time per VM on the Azure VM CPU series"),
     "planning": ("benchmarks.planning", "scale of the COS planners (seed 000): size, status and gap in a time limit"),
+    "backfill": ("benchmarks.backfill", "EASY, EASY++ and easy-learned on several traces; leave-one-trace-out"),
     "predict": ("benchmarks.predict", "prediction engine speed; easy-learned vs EASY time on KTH"),
     "core": ("benchmarks.core", "mechanism core: quote latency (fixed and forecast capacity), App. F, advance"),
     "hpc": ("benchmarks.hpc", "HPC trace study speed: EASY, conservative and CP-SAT rounds"),

@@ -41,6 +41,9 @@ def register(sub: Any) -> None:
                    help="easy-learned: the predicted quantile used for reservations (0 < q < 1)")
     p.add_argument("--corrector", choices=("conditional", "reqtime", "doubling"), default="conditional",
                    help="easy-learned: re-prediction of a job that outlives its prediction")
+    p.add_argument("--guard", type=number, default=None,
+                   help="easy-learned: a backfill's expected run past the head's reservation at most GUARD times "
+                        "the time left to it (default: no bound)")
     p.add_argument("--window", type=bounded_int(10), default=None,
                    help="easy-learned: completed jobs the engine trains on (default: LearnedConfig's)")
     p.set_defaults(func=_refusing_bad_input("hpc", hpc))
@@ -150,7 +153,12 @@ def _predictive(args: argparse.Namespace, trace: SwfTrace) -> int:
         print(f"sowsched hpc: --reservation-q={args.reservation_q} must lie strictly between 0 and 1", file=sys.stderr)
         return 2
     workload, table = load_trace(trace, args.jobs)
+    if args.guard is not None and not args.guard >= 0.0:
+        print(f"sowsched hpc: --guard={args.guard} must be >= 0", file=sys.stderr)
+        return 2
     options: dict[str, Any] = {"risk": args.risk, "reservation_q": args.reservation_q, "corrector": args.corrector}
+    if args.guard is not None:
+        options["guard"] = args.guard
     if args.window is not None:
         from models.predict.learned import LearnedConfig
         options["config"] = LearnedConfig(window=args.window)

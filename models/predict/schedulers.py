@@ -103,6 +103,7 @@ class RiskPolicy:
     reservation_q: float = DEFAULT_RESERVATION_Q
     corrector: str = "conditional"
     order_q: float = 0.5  # backfill candidates in ascending order of this predicted quantile
+    guard: float | None = None  # a candidate's expected overrun past the shadow at most guard * (shadow - now)
     laws: dict[int, JobLaw] = field(default_factory=dict)
     predicted: dict[int, int] = field(default_factory=dict)
     key: dict[int, float] = field(default_factory=dict)
@@ -112,6 +113,8 @@ class RiskPolicy:
             raise ValueError(f"risk={self.risk} must lie in [0, 1]")
         if not 0.0 < self.reservation_q < 1.0:
             raise ValueError(f"reservation_q={self.reservation_q} must lie strictly between 0 and 1")
+        if self.guard is not None and not self.guard >= 0.0:
+            raise ValueError(f"guard={self.guard} must be >= 0")
         if self.corrector not in CORRECTORS:
             raise ValueError(f"corrector={self.corrector!r} must be one of {CORRECTORS}")
         self.predictor.fit(self.table)
@@ -138,7 +141,15 @@ class RiskPolicy:
         return self.key[index]
 
     def ends_by(self, index: int, now: int, shadow: int) -> bool:
-        return self.laws[index].cdf(shadow - now) >= self._threshold
+        law, window = self.laws[index], shadow - now
+        if law.cdf(window) < self._threshold:
+            return False
+        return self.guard is None or expected_overrun(law, window) <= self.guard * window
+
+
+def expected_overrun(law: JobLaw, window: float) -> float:
+    """E[(X - window)^+]: how long, in expectation, a job started now runs past `window` seconds from now."""
+    return float(np.dot(law.probs, np.maximum(law.support - window, 0.0)))
 
 
 @dataclass(frozen=True)
@@ -148,11 +159,13 @@ class PredictiveRun:
     scheduler: str
     metrics: Metrics
     details: dict[str, Any]
+    starts: tuple[int, ...] = ()
 
 
 def make_policy(name: str, table: JobTable, risk: float = DEFAULT_RISK,
                 reservation_q: float = DEFAULT_RESERVATION_Q, corrector: str = "conditional",
-                config: LearnedConfig | None = None, order_q: float = 0.5) -> tuple[Any, bool]:
+                config: LearnedConfig | None = None, order_q: float = 0.5,
+                guard: float | None = None) -> tuple[Any, bool]:
     """The policy of a PREDICTIVE_SCHEDULERS name, and whether it runs pyss's plain-EASY submission rule."""
     if name == "easy-requested":
         return PointPolicy(RequestedTime(), table, sjf=False), True
@@ -162,7 +175,7 @@ def make_policy(name: str, table: JobTable, risk: float = DEFAULT_RISK,
         return PointPolicy(Tsafrir(), table, sjf=True), False
     if name == "easy-learned":
         predictor = LearnedPredictor(config or LearnedConfig())
-        return RiskPolicy(predictor, table, risk, reservation_q, corrector, order_q), False
+        return RiskPolicy(predictor, table, risk, reservation_q, corrector, order_q, guard), False
     raise ValueError(f"scheduler={name!r} must be one of {PREDICTIVE_SCHEDULERS}")
 
 
@@ -179,7 +192,7 @@ def run_predictive(workload: Workload, table: JobTable, name: str, **options: An
         seconds = time.perf_counter() - began
         return PredictiveRun(name, evaluate(workload.jobs, point.starts, workload.nodes),
                              {"passes": point.passes, "backfilled": point.backfilled,
-                              "corrections": point.corrections, "seconds": round(seconds, 3)})
+                              "corrections": point.corrections, "seconds": round(seconds, 3)}, point.starts)
     policy, plain = make_policy(name, table, **options)
     began = time.perf_counter()
     result: BackfillResult = simulate_backfill(workload, policy, pass_if_new_fits=plain)
@@ -189,4 +202,4 @@ def run_predictive(workload: Workload, table: JobTable, name: str, **options: An
                                **{k: v for k, v in options.items() if k != "config"}}
     if isinstance(policy, RiskPolicy):
         details["engine"] = {**policy.predictor.stats, "window": policy.predictor.config.window}
-    return PredictiveRun(name, evaluate(workload.jobs, result.starts, workload.nodes), details)
+    return PredictiveRun(name, evaluate(workload.jobs, result.starts, workload.nodes), details, result.starts)

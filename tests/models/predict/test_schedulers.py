@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
 import pytest
 
+from models.data import KTH_SP2
 from models.hpc.jobs import Job, Workload
 from models.hpc.prediction_backfill import simulate_backfill
-from models.predict.jobs import JobTable
-from models.predict.schedulers import make_policy, run_predictive
+from models.predict.jobs import JobTable, load_trace
+from models.predict.learned import JobLaw
+from models.predict.schedulers import RiskPolicy, expected_overrun, make_policy, run_predictive
 from tests.models.predict.conftest import make_table
 
 # 2 nodes. Users 1's two first jobs (10 s each) finish at 10, so Tsafrir predicts (10 + 10) // 2 = 10 for its
@@ -88,3 +94,64 @@ def test_one_pass_per_instant_sees_simultaneous_submissions_together() -> None:
     workload, table = _workload(rows, 2)
     run = simulate_backfill(workload, make_policy("easy-pp", table)[0])
     assert run.starts == (0, 100, 110, 5) and run.passes == 6  # instants 0, 5, 25, 100, 110, 200
+
+
+def _risk_policy(guard: float | None) -> RiskPolicy:
+    _, table = _trace()
+    policy, _ = make_policy("easy-learned", table, guard=guard)  # type: ignore[arg-type]
+    assert isinstance(policy, RiskPolicy)
+    return policy
+
+
+def test_guard_bounds_the_expected_overrun_past_the_reservation() -> None:
+    # a candidate that ends at 10 s or at 1000 s with equal odds, 100 s before the head's reservation: it passes
+    # the risk test (P(X <= 100) = 0.5 >= 1 - 0.9), and runs past the reservation by 0.5 * 900 = 450 s in
+    # expectation: allowed with no guard or guard 5 (450 <= 500), refused with guard 1 (450 > 100)
+    law = JobLaw.of(np.array([10.0, 1000.0]), np.array([0.5, 0.5]))
+    assert expected_overrun(law, 100) == 450.0
+    for guard, starts in ((None, True), (5.0, True), (1.0, False)):
+        policy = _risk_policy(guard)
+        policy.laws[4] = law
+        assert policy.ends_by(4, now=1000, shadow=1100) is starts, guard
+    with pytest.raises(ValueError, match=r"guard=-1\.0 must be >= 0"):
+        _risk_policy(-1.0)
+
+
+def test_guard_never_refuses_a_job_sure_to_end_by_the_reservation() -> None:
+    law = JobLaw.of(np.array([10.0, 90.0]), np.array([0.5, 0.5]))
+    policy = _risk_policy(0.0)
+    policy.laws[4] = law
+    assert expected_overrun(law, 100) == 0.0 and policy.ends_by(4, now=0, shadow=100)
+
+
+def test_easy_learned_decisions_before_t_ignore_the_trace_after_t() -> None:
+    # causality: change every job submitted after t (runtimes, requests, sizes); the laws of the jobs submitted
+    # by t and every start before t stay as they were
+    workload, table = load_trace(str(KTH_SP2), 700)
+    cut = 450
+    t = int(table.submit[cut])
+    later = table.submit > t
+    runtime = np.where(later, table.runtime * 3 + 7, table.runtime)
+    requested = np.maximum(table.requested, runtime)
+    size = np.where(later, np.minimum(table.size * 2, workload.nodes), table.size)
+    altered = replace(table, runtime=runtime, requested=requested, size=size)
+    jobs = tuple(Job(id=j.id, submit=j.submit, runtime=int(runtime[i]), size=int(size[i]), requested=int(requested[i]))
+                 for i, j in enumerate(workload.jobs))
+    runs = []
+    for w, tab in ((workload, table), (Workload(jobs, workload.nodes), altered)):
+        policy, _ = make_policy("easy-learned", tab, guard=2.0)
+        seen: dict[int, tuple[float, ...]] = {}
+        submit = policy.on_submit
+
+        def recording(index: int, now: int, submit: Any = submit, seen: dict[int, Any] = seen,
+                      laws: dict[int, JobLaw] = policy.laws) -> int:
+            out = submit(index, now)
+            seen[index] = tuple(laws[index].cum) + tuple(laws[index].support_list)
+            return int(out)
+        policy.on_submit = recording
+        runs.append((simulate_backfill(w, policy).starts, seen))
+    (starts, laws), (starts_b, laws_b) = runs
+    assert all(starts_b[i] == b for i, b in enumerate(starts) if b < t)
+    assert sum(b < t for b in starts) > 300
+    assert all(laws[i] == laws_b[i] for i in range(len(starts)) if table.submit[i] <= t)
+    assert any(laws[i] != laws_b[i] for i in range(len(starts)) if table.submit[i] > t)

@@ -15,6 +15,7 @@ import grpc
 
 import server.gen  # noqa: F401
 from mechanism.events import Event
+from mechanism.executor import ExecutorInfo
 from mechanism.ledger import Charge
 from mechanism.views import CapacityView, JobView, Quote, RoundReport
 from server import convert
@@ -267,10 +268,22 @@ class SchedulerClient:
                                       **convert.signal_field(signal))
         return _status(self._call(self.stub.ReportArrival, req))
 
-    def report_completion(self, job_id: str, *, request_id: str | None = None, tenant: str = "") -> JobStatus:
-        """The job's work ends in this round; `tenant` (operator only) names whose job, empty for the caller's own."""
+    def report_completion(self, job_id: str, *, request_id: str | None = None, tenant: str = "",
+                          executor: ExecutorInfo | None = None) -> JobStatus:
+        """The job's work ends in this round; `tenant` (operator or executor) names whose job, empty for the caller's
+        own; `executor` says where it ran (a repeat with the same info answers OK with no second effect)."""
         req = pb.ReportCompletionRequest(request_id=request_id or new_request_id(), job_id=job_id, tenant=tenant)
+        if executor is not None:
+            req.executor.CopyFrom(convert.executor_to_proto(executor))
         return _status(self._call(self.stub.ReportCompletion, req))
+
+    def report_launch(self, job_id: str, executor: ExecutorInfo, *, request_id: str | None = None,
+                      tenant: str = "") -> JobStatus:
+        """Where a running job's work was launched (executor or operator); repeated with the same kind and
+        external_id it answers OK with no second effect."""
+        req = pb.ReportLaunchRequest(request_id=request_id or new_request_id(), job_id=job_id, tenant=tenant,
+                                     executor=convert.executor_to_proto(executor))
+        return _status(self._call(self.stub.ReportLaunch, req))
 
     def advance(self, *, request_id: str | None = None) -> RoundReport:
         """Play the current round (operator, simulated clock); its report, without the tenant of each event."""

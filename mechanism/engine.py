@@ -18,6 +18,7 @@ import numpy as np
 from mechanism.bundle_pricing import BundleBook, BundleMenu, check_duration_revealed
 from mechanism.capacity import MAX_CAPACITY
 from mechanism.events import Event
+from mechanism.executor import ExecutorInfo
 from mechanism.failure import MonteCarloOracle, Residual
 from mechanism.failure_exact import DEFAULT_MAX_COMBINATIONS, ExactOracle
 from mechanism.history import ChainPoint, History, HistoryLookup, HistoryMarks
@@ -181,15 +182,44 @@ class Engine:
         job.pending_arrival = (self.now, signal)
         return self.view(job_id)
 
-    def report_completion(self, job_id: str) -> JobView:
-        """The job's work ends in this round (its last occupied round is now); processed in step 5."""
+    def report_completion(self, job_id: str, executor: ExecutorInfo | None = None) -> JobView:
+        """The job's work ends in this round (its last occupied round is now); processed in step 5. `executor`, when
+        given, says where it ran (the same work it was launched as, if a launch was reported) and is recorded."""
         job = self._job(job_id)
         if job.pending_completion is not None:
             raise InvalidReport(f"job {job_id!r} already reported its completion in round {job.pending_completion}")
         if self._start_if_running_now(job) is None:
             raise InvalidReport(f"job {job_id!r} is {job.state.value} and does not run in round {self.now}")
+        if executor is not None and job.executor is not None and not job.executor.same_work(executor):
+            raise InvalidReport(f"job {job_id!r} was launched as {job.executor.kind} {job.executor.external_id!r}; "
+                                f"a completion of {executor.kind} {executor.external_id!r} is not its work")
         job.pending_completion = self.now
+        if executor is not None:
+            job.executor = executor
         return self.view(job_id)
+
+    def report_launch(self, job_id: str, executor: ExecutorInfo) -> JobView:
+        """Record where a running job's work was launched; no mechanism state changes."""
+        job = self._job(job_id)
+        if executor.exit_code is not None:
+            raise EngineError(f"executor.exit_code={executor.exit_code} is for completions: a launch has none")
+        if job.state is not JobState.RUNNING:
+            raise InvalidReport(f"job {job_id!r} is {job.state.value}: only a RUNNING job's launch is recorded")
+        if job.executor is not None and not job.executor.same_work(executor):
+            raise InvalidReport(f"job {job_id!r} was launched as {job.executor.kind} {job.executor.external_id!r}; "
+                                f"a second launch as {executor.kind} {executor.external_id!r} is refused")
+        job.executor = executor
+        return self.view(job_id)
+
+    def repeats_report(self, job_id: str, kind: Literal["launch", "complete"], executor: ExecutorInfo) -> bool:
+        """Whether this executor report was accepted before (the same launch, or the same completion, pending or
+        done): answered as it is, with no second effect."""
+        job = self.jobs.get(job_id) or self._forgotten_job(job_id)
+        if job is None or job.executor is None:
+            return False
+        if kind == "launch":
+            return executor.exit_code is None and job.executor.same_work(executor)
+        return job.executor == executor and (job.pending_completion is not None or job.state is JobState.COMPLETED)
 
     def _start_if_running_now(self, job: Job) -> int | None:
         if job.state is JobState.RUNNING or (job.state is JobState.WAITING and job.start == self.now):
@@ -405,7 +435,8 @@ class Engine:
             j.plan.start_for(*j.pending_arrival) if j.pending_arrival else None)
         return JobView(id=j.id, seq=j.seq, state=j.state.value, birth=j.birth, concurrency=j.concurrency,
                        arrival=j.arrival, signal=j.signal, start=j.start, finish=j.finish, ended=j.ended,
-                       charge=j.charge, value=j.value, reported_arrival=reported, scheduled_start=scheduled)
+                       charge=j.charge, value=j.value, reported_arrival=reported, scheduled_start=scheduled,
+                       command=j.command, env=j.env, after=j.after, executor=j.executor)
 
     def quote(self, job_id: str) -> Quote:
         """The job's binding quote; an ended job keeps it only if it completed (its invoice line quotes it)."""
@@ -434,6 +465,8 @@ class Engine:
         return sum(1 for j in self._active if j.state.active)
 
     def _emit(self, kind: str, job: Job, **data: Any) -> None:
+        if job.executor is not None:  # where the job runs or ran, as known when the event was made
+            data["executor"] = job.executor.to_dict()
         event = Event(seq=self.forgotten.events + len(self.events), round=self.now, type=kind, job=job.id, data=data)
         self.events.append(event)
         self._event_chain = _chain(self._event_chain, event.to_dict())
@@ -455,6 +488,8 @@ class Engine:
     def _job_state(self, job: Job) -> dict[str, Any]:
         state = self.view_of(job).to_dict()
         state["pending_completion"] = job.pending_completion
+        if job.after:  # only jobs with parents: every other job hashes as before
+            state["parents_left"] = job.parents_left
         if job.pending_arrival is not None:  # its signal too: the next advance acts on it (never set once retired)
             state["pending_arrival"] = list(job.pending_arrival)
         return state

@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from mechanism.executor import ExecutorInfo
 from mechanism.launch_plan import LaunchPlan
 from mechanism.pricing import PriceMenu
 from mechanism.sow import Signal, SoW
@@ -69,6 +70,12 @@ class Job:
     value: float = 0.0
     pending_arrival: tuple[int, Signal] | None = field(default=None, repr=False)
     pending_completion: int | None = field(default=None, repr=False)
+    # Kept after the job ends (the mechanism ignores them): its payload, its parents (engine keys) and where it ran.
+    command: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()  # sorted by name
+    after: tuple[str, ...] = ()
+    parents_left: int = 0  # parents not completed yet; at 0 the server reports its arrival (docs/workloads-and-sows.md)
+    executor: ExecutorInfo | None = None
 
     @property
     def sow(self) -> SoW:

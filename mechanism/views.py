@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from mechanism.events import Event
 
 if TYPE_CHECKING:  # annotations only: a client reading views loads neither numpy nor pydantic
+    from mechanism.executor import ExecutorInfo
     from mechanism.plans import LaunchPlan
     from mechanism.sow import Signal
 
@@ -57,9 +58,26 @@ class JobView:
     value: float
     reported_arrival: int | None
     scheduled_start: int | None  # start from the plan once an arrival is known or reported
+    # Payload, parents and executor: shown where set (a job without them reads, and hashes, as before they existed).
+    command: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    after: tuple[str, ...] = ()
+    executor: ExecutorInfo | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = {k: v for k, v in self.__dict__.items() if k not in OPTIONAL_JOB_FIELDS}
+        if self.command:
+            out["command"] = list(self.command)
+        if self.env:
+            out["env"] = dict(self.env)
+        if self.after:
+            out["after"] = list(self.after)
+        if self.executor is not None:
+            out["executor"] = self.executor.to_dict()
+        return out
+
+
+OPTIONAL_JOB_FIELDS = ("command", "env", "after", "executor")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from mechanism.platform import Platform
 from server.limits import MAX_TENANT_NAME, MAX_TOKEN_FILE
 
 OPERATOR = "operator"
+EXECUTOR = "executor"  # the agent that runs jobs: reads every job and event, reports arrivals, launches, completions
+SERVER = "server"  # the caller the server's own derived commands (a dependent job's arrival) are logged as
 CLOCK = "clock"  # the caller wall-clock rounds are logged as; it may act on every job
 TENANT_NAME = rf"^[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_TENANT_NAME - 1}}}$"
 
@@ -118,6 +120,10 @@ class TenantConfig(TokenSource):
             raise ValueError(f"name={v!r} is reserved for the operator")
         if v == CLOCK:
             raise ValueError(f"name={v!r} is reserved for the wall clock")
+        if v == EXECUTOR:
+            raise ValueError(f"name={v!r} is reserved for the executor ([executor])")
+        if v == SERVER:
+            raise ValueError(f"name={v!r} is reserved for the server's own derived commands")
         return v
 
 
@@ -128,13 +134,15 @@ class ServerSection(BaseModel):
 
 
 class ConfigFile(BaseModel):
-    """The whole platform.toml: [platform], optional [server], optional [operator] and [[tenants]]."""
+    """The whole platform.toml: [platform], optional [server], optional [operator], optional [executor] and
+    [[tenants]]."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     platform: Platform
     server: ServerSection = ServerSection()
     operator: TokenSource | None = None
+    executor: TokenSource | None = None
     tenants: tuple[TenantConfig, ...] = ()
 
     @model_validator(mode="after")
@@ -144,8 +152,9 @@ class ConfigFile(BaseModel):
             if t.name in seen:
                 raise ValueError(f"tenants[{i}].name={t.name!r} is used twice")
             seen.add(t.name)
-        if self.tenants and self.operator is None:
-            raise ValueError("tenants are configured but [operator] is missing: give the operator a token")
+        if (self.tenants or self.executor) and self.operator is None:
+            raise ValueError(f"{'tenants are' if self.tenants else '[executor] is'} configured but [operator] is "
+                             "missing: give the operator a token")
         return self
 
 
@@ -166,6 +175,16 @@ class Principal:
     @property
     def is_operator(self) -> bool:
         return self.name == OPERATOR
+
+    @property
+    def is_executor(self) -> bool:
+        return self.name == EXECUTOR
+
+    @property
+    def acts_for_tenants(self) -> bool:
+        """Whether it names the tenant whose job it means (the operator and the executor) instead of acting in a
+        namespace of its own."""
+        return self.name in (OPERATOR, EXECUTOR)
 
     def holds(self, config: ServerConfig) -> bool:
         """Whether its token still names it under `config` (a principal made without a configuration always does)."""
@@ -227,6 +246,7 @@ def parse_config(data: dict[str, Any], resolve_tokens: bool = True, base: Path =
         return ServerConfig(platform=doc.platform, oracle=doc.server.oracle, tokens=tokens,
                             tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits, reinstated=reinstated)
     holders: list[tuple[str, str, TokenSource]] = [("operator", OPERATOR, doc.operator)] if doc.operator else []
+    holders += [("executor", EXECUTOR, doc.executor)] if doc.executor else []
     holders += [(f"tenants[{i}]", t.name, t) for i, t in enumerate(doc.tenants)]
     for where, name, source in holders:
         for token in source.resolve(where, base):
@@ -298,6 +318,9 @@ oracle = "mc"   # or "exact" (small instances only)
 
 [operator]
 token_env = "SOWSCHED_OPERATOR_TOKEN"
+
+# [executor]    # optional: the agent that runs jobs (sowsched agent): reads every job, reports launches/completions
+# token_env = "SOWSCHED_EXECUTOR_TOKEN"
 
 [[tenants]]
 name = "acme"

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import server.gen  # noqa: F401  (puts the generated `sowsched.v1` package on the import path)
 from mechanism.events import Event
+from mechanism.executor import ExecutorInfo, ExecutorInfoError
 from mechanism.plans import GroupPlan, LaunchPlan, OutcomeQuote
 from mechanism.views import CapacityView, JobView, Quote, RoundReport
+from server.errors import Refused
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.namespace import split
 
@@ -89,22 +91,46 @@ _JOB_OPTIONAL = ("arrival", "signal", "start", "finish", "ended", "reported_arri
 
 def job_to_proto(v: JobView) -> pb.Job:
     tenant, job_id = split(v.id)
-    return pb.Job(job_id=job_id, seq=v.seq, state=v.state, birth=v.birth, concurrency=v.concurrency,
-                  charge=v.charge, value=v.value, tenant=tenant,
-                  **_present(**{k: getattr(v, k) for k in _JOB_OPTIONAL}))
+    msg = pb.Job(job_id=job_id, seq=v.seq, state=v.state, birth=v.birth, concurrency=v.concurrency,
+                 charge=v.charge, value=v.value, tenant=tenant, command=v.command, env=dict(v.env),
+                 after=[split(parent)[1] for parent in v.after],
+                 **_present(**{k: getattr(v, k) for k in _JOB_OPTIONAL}))
+    if v.executor is not None:
+        msg.executor.CopyFrom(executor_to_proto(v.executor))
+    return msg
 
 
 def job_from_proto(msg: pb.Job) -> JobView:
     return JobView(id=msg.job_id, seq=msg.seq, state=msg.state, birth=msg.birth, concurrency=msg.concurrency,
-                   charge=msg.charge, value=msg.value, **{k: _opt(msg, k) for k in _JOB_OPTIONAL})
+                   charge=msg.charge, value=msg.value, **{k: _opt(msg, k) for k in _JOB_OPTIONAL},
+                   command=tuple(msg.command), env=tuple(sorted(msg.env.items())), after=tuple(msg.after),
+                   executor=executor_from_proto(msg.executor) if msg.HasField("executor") else None)
+
+
+# ---- executors ----
+
+def executor_to_proto(info: ExecutorInfo) -> pb.ExecutorInfo:
+    return pb.ExecutorInfo(kind=info.kind, external_id=info.external_id, **_present(exit_code=info.exit_code))
+
+
+def executor_from_proto(msg: pb.ExecutorInfo) -> ExecutorInfo:
+    """The message as validated executor info; a broken rule is refused (INVALID_ARGUMENT) naming the field."""
+    try:
+        return ExecutorInfo(msg.kind, msg.external_id, _opt(msg, "exit_code"))
+    except ExecutorInfoError as exc:
+        raise Refused(str(exc)) from None
 
 
 # ---- events and rounds ----
 
 def event_to_proto(e: Event) -> pb.Event:
     tenant, job_id = split(e.job)
-    return pb.Event(seq=e.seq, round=e.round, type=e.type, job_id=job_id, tenant=tenant,
-                    data_json=json.dumps(e.data, sort_keys=True))
+    data = {**e.data, "parent": split(e.data["parent"])[1]} if "parent" in e.data else e.data
+    msg = pb.Event(seq=e.seq, round=e.round, type=e.type, job_id=job_id, tenant=tenant,
+                   data_json=json.dumps(data, sort_keys=True))
+    if "executor" in e.data:
+        msg.executor.CopyFrom(executor_to_proto(ExecutorInfo.from_dict(e.data["executor"])))
+    return msg
 
 
 def event_from_proto(msg: pb.Event) -> Event:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from mechanism.engine import BundlesView, CapacityView, Engine, JobView, Quote, RoundReport
+from mechanism.executor import ExecutorInfo
 from mechanism.platform import Bundle
 from mechanism.sow import SoW
 from server import namespace
@@ -19,7 +20,8 @@ from server.store import StoreError
 
 Result = Quote | JobView | RoundReport | CapacityView | BundlesView
 REPORTS = ("arrive", "complete")  # reports on a job: before per-tenant ids they named no tenant
-JOB_COMMANDS = ("submit", *REPORTS)  # commands on one job, named by (tenant, job_id)
+JOB_COMMANDS = ("submit", *REPORTS, "launch")  # commands on one job, named by (tenant, job_id)
+EXECUTOR_REPORTS = ("launch", "complete")  # repeated with the same executor info: answered, no second effect
 
 
 def body_json(body: dict[str, Any]) -> str:
@@ -44,7 +46,10 @@ def apply_command(engine: Engine, kind: str, body: dict[str, Any], sow: SoW | No
     if kind == "arrive":
         return engine.report_arrival(namespace.key(body["tenant"], body["job_id"]), body["signal"])
     if kind == "complete":
-        return engine.report_completion(namespace.key(body["tenant"], body["job_id"]))
+        return engine.report_completion(namespace.key(body["tenant"], body["job_id"]), executor_of(body))
+    if kind == "launch":
+        return engine.report_launch(namespace.key(body["tenant"], body["job_id"]),
+                                    ExecutorInfo.from_dict(body["executor"]))
     if kind == "advance":
         return engine.advance()
     if kind == "capacity":  # the capacity feed (ReportCapacity)
@@ -52,6 +57,22 @@ def apply_command(engine: Engine, kind: str, body: dict[str, Any], sow: SoW | No
     if kind == "bundles":  # a rolling horizon's window (the writer logs what it solved; replay never re-solves)
         return engine.post_bundles(body["round"], tuple(Bundle.model_validate(b) for b in body["bundles"]))
     raise StoreError(f"command kind={kind!r} is unknown")
+
+
+def executor_of(body: dict[str, Any]) -> ExecutorInfo | None:
+    """The executor info a report's body carries, if any."""
+    return ExecutorInfo.from_dict(body["executor"]) if "executor" in body else None
+
+
+def repeated_report(engine: Engine, kind: str, body: dict[str, Any]) -> JobView | None:
+    """The job's view if this is an executor's launch or completion report that was accepted before with the same
+    executor info (its retry after a lost reply or a restart, under any request id): answered, not applied again."""
+    executor = executor_of(body) if kind in EXECUTOR_REPORTS else None
+    if executor is None:
+        return None
+    key = namespace.key(body["tenant"], body["job_id"])
+    return engine.view(key) if engine.repeats_report(key, "launch" if kind == "launch" else "complete",
+                                                     executor) else None
 
 
 def upgraded(engine: Engine, kind: str, body: dict[str, Any], tenants: Iterable[str]) -> dict[str, Any]:

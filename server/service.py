@@ -37,8 +37,8 @@ from server.writer import Command
 
 # Calls whose token is checked again after a reload elsewhere: commands by the writer, streams before each event
 # (and a stream's slot is released only once it runs). Every other call only reads, and is checked as it returns.
-RECHECKED_ELSEWHERE = ("SubmitSoW", "SubmitSoWs", "ReportArrival", "ReportCompletion", "AdvanceRound", "ReportCapacity",
-                       "WatchEvents")
+RECHECKED_ELSEWHERE = ("SubmitSoW", "SubmitSoWs", "ReportArrival", "ReportCompletion", "ReportLaunch", "AdvanceRound",
+                       "ReportCapacity", "WatchEvents")
 WATCH_POLL_S = 0.5  # how often a following event stream re-checks its caller's token while no event comes
 log = logging.getLogger("sowsched.rpc")
 T = TypeVar("T")
@@ -164,6 +164,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     def _submission(self, p: Principal, request: pb.SubmitSoWRequest) -> Command:
         """A SubmitSoWRequest as the writer's command, validated (refusals raise, nothing changed)."""
+        if p.is_executor:
+            raise PermissionDenied("SubmitSoW is not for the executor token: a tenant or the operator submits")
         tenant = _named_tenant(p, request.tenant, self._configured, "submit for")
         check_job_id(request.job_id, MAX_JOB_ID)
         if len(request.request_id) > MAX_REQUEST_ID:
@@ -237,9 +239,24 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         def body(p: Principal) -> pb.Job:
             tenant = _named_tenant(p, request.tenant, self._known, "report on the jobs of")
             check_job_id(request.job_id, MAX_JOB_ID)
-            data = {"job_id": request.job_id, "tenant": tenant}
+            data: dict[str, Any] = {"job_id": request.job_id, "tenant": tenant}
+            if request.HasField("executor"):
+                data["executor"] = convert.executor_from_proto(request.executor).to_dict()
             return pb.Job.FromString(self._command(p, request.request_id, "complete", data))
         return self._call(context, "ReportCompletion", body)
+
+    def ReportLaunch(self, request: pb.ReportLaunchRequest, context: grpc.ServicerContext) -> pb.Job:
+        def body(p: Principal) -> pb.Job:
+            if not p.acts_for_tenants:
+                raise PermissionDenied("ReportLaunch needs the executor or the operator token")
+            tenant = _named_tenant(p, request.tenant, self._known, "report on the jobs of")
+            check_job_id(request.job_id, MAX_JOB_ID)
+            if not request.HasField("executor"):
+                raise Refused("executor is required: the kind and external_id of the launched work")
+            data = {"job_id": request.job_id, "tenant": tenant,
+                    "executor": convert.executor_from_proto(request.executor).to_dict()}
+            return pb.Job.FromString(self._command(p, request.request_id, "launch", data))
+        return self._call(context, "ReportLaunch", body)
 
     def AdvanceRound(self, request: pb.AdvanceRoundRequest, context: grpc.ServicerContext) -> pb.RoundReport:
         def body(p: Principal) -> pb.RoundReport:
@@ -323,6 +340,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     def GetInvoice(self, request: pb.GetInvoiceRequest, context: grpc.ServicerContext) -> pb.Invoice:
         def body(p: Principal) -> pb.Invoice:
+            if p.is_executor:
+                raise PermissionDenied("GetInvoice is not for the executor token: a tenant or the operator reads it")
             tenant = _visible_tenant(p, request.tenant) or p.name
             self._known(tenant)
             size, after = _page_size(request.page_size), _page_token(request.page_token)
@@ -396,7 +415,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                     sched.changed.wait(WATCH_POLL_S)
                     continue
                 batch, seq = reads.event_batch(sched.engine, sched.store.archive, namespace.tenant_of, seq,
-                                               WATCH_BATCH, None if principal.is_operator else principal.name)
+                                               WATCH_BATCH, None if principal.acts_for_tenants else principal.name)
             for e in batch:
                 if not principal.holds(sched.config):  # revoked while the batch was on the wire: send no more of it
                     _revoked(context, principal, e.seq)
@@ -459,8 +478,9 @@ def _revoked(context: grpc.ServicerContext, principal: Principal, seq: int) -> N
 
 def _named_tenant(p: Principal, requested: str, check: Callable[[str], None], verb: str) -> str:
     """The namespace a job id is read in (server/namespace.py): a tenant's own, or for the operator the tenant it
-    names (its own when it names none), which `check` refuses if it is unknown."""
-    if not p.is_operator:
+    names (its own when it names none), which `check` refuses if it is unknown; the executor names it as the
+    operator does."""
+    if not p.acts_for_tenants:
         if requested and requested != p.name:
             raise PermissionDenied(f"tenant {p.name!r} cannot {verb} tenant {requested!r}")
         return p.name
@@ -470,8 +490,9 @@ def _named_tenant(p: Principal, requested: str, check: Callable[[str], None], ve
 
 
 def _visible_tenant(p: Principal, requested: str) -> str:
-    """Whose jobs a read covers: a tenant sees only its own; the operator every tenant's, or the one it names."""
-    if p.is_operator:
+    """Whose jobs a read covers: a tenant sees only its own; the operator and the executor every tenant's, or the
+    one they name."""
+    if p.acts_for_tenants:
         return requested
     if requested and requested != p.name:
         raise PermissionDenied(f"tenant {p.name!r} cannot read tenant {requested!r}: platform-wide views need "

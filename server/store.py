@@ -18,7 +18,7 @@ from server.archive import SCHEMA as ARCHIVE_SCHEMA
 from server.archive import Archive, ArchiveError
 
 SCHEMA_VERSION = "1"
-COMMAND_KINDS = ("submit", "arrive", "complete", "advance", "capacity", "bundles")
+COMMAND_KINDS = ("submit", "arrive", "complete", "advance", "capacity", "bundles", "launch", "release")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

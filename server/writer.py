@@ -16,11 +16,11 @@ from mechanism.history import HistoryMarks
 from mechanism.sow import SoW
 from server import namespace
 from server.archive import ArchiveError
-from server.config import CLOCK, OPERATOR, Principal, ServerConfig
+from server.config import CLOCK, EXECUTOR, OPERATOR, SERVER, Principal, ServerConfig
 from server.errors import LimitReached, PermissionDenied, Refused, Unauthenticated, Unavailable
 from server.limits import ActiveLimits
 from server.observer import Acknowledged, Observer
-from server.replay import JOB_COMMANDS, REPORTS, Result, apply_command, body_hash, body_json
+from server.replay import JOB_COMMANDS, REPORTS, Result, apply_command, body_hash, body_json, repeated_report
 from server.store import CommandStore, StoreError
 
 Encoder = Callable[[str, Result], bytes]  # (kind, result) -> the reply as sent
@@ -29,6 +29,7 @@ LegacyEncoder = Callable[[str, Result], tuple[bytes, ...]]  # the replies earlie
 Command = tuple[str | None, str, dict[str, Any], SoW | None]  # (request_id, kind, body, validated sow)
 
 log = logging.getLogger("sowsched.scheduler")
+EXECUTOR_COMMANDS = ("arrive", "complete", "launch")  # what the executor may do, on any tenant's job
 
 
 @dataclass
@@ -246,6 +247,9 @@ class Writer(SchedulerCore):
             refusal = self.limits.refusal(self.engine, t.body["tenant"])
             if refusal is not None:
                 raise LimitReached(refusal)
+        again = repeated_report(self.engine, t.kind, t.body)
+        if again is not None:  # an executor's report accepted before: the same answer, nothing logged
+            return self._encode(t.kind, again), False
         result = apply_command(self.engine, t.kind, t.body, t.sow)
         if t.kind == "submit":
             self.limits.admitted(self.engine, namespace.key(t.body["tenant"], t.body["job_id"]))
@@ -277,12 +281,19 @@ class Writer(SchedulerCore):
     def _authorize(self, caller: str, kind: str, body: dict[str, Any]) -> None:
         if kind == "bundles":
             raise PermissionDenied("a window's bundles are posted by the server itself, at the window's start")
-        if caller in (OPERATOR, CLOCK):
+        if caller in (OPERATOR, CLOCK, SERVER):
+            return
+        if caller == EXECUTOR:
+            if kind not in EXECUTOR_COMMANDS:
+                raise PermissionDenied(f"the executor token may report arrivals, launches and completions only, "
+                                       f"not {kind}")
             return
         if kind == "advance":
             raise PermissionDenied("AdvanceRound needs the operator token")
         if kind == "capacity":
             raise PermissionDenied("ReportCapacity needs the operator token")
+        if kind == "launch":
+            raise PermissionDenied("ReportLaunch needs the executor or the operator token")
         if body["tenant"] != caller:  # a tenant acts in its own namespace only
             raise PermissionDenied(f"tenant {caller!r} cannot {kind} in tenant {body['tenant']!r}'s namespace")
 

@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=bounded_int(1), help="prefix of every trace (default: all)")
     p.add_argument("--configs", type=nonempty, default="risk=0.9,reservation_q=0.4",
                    help="easy-learned configurations, ';'-separated, each comma-separated key=value of "
-                        "risk, reservation_q, guard (the leave-one-trace-out choice is among them)")
+                        "risk, reservation_q, guard, calibrate (the leave-one-trace-out choice is among them)")
     p.add_argument("--scores", action="store_true", help="also score the tsafrir and learned predictors "
                    "(coverage, pinball, log score) on each trace")
 
@@ -39,9 +39,10 @@ def parse_config(text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for item in text.split(","):
         key, sep, value = item.partition("=")
-        if not sep or key not in ("risk", "reservation_q", "guard"):
-            raise ValueError(f"--configs item {item!r} must be key=value with key risk, reservation_q or guard")
-        out[key] = float(value)
+        if not sep or key not in ("risk", "reservation_q", "guard", "calibrate"):
+            raise ValueError(f"--configs item {item!r} must be key=value with key risk, reservation_q, guard or "
+                             "calibrate")
+        out[key] = int(value) if key == "calibrate" else float(value)
     return out
 
 

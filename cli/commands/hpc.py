@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, nonempty, number, positive_float
+from cli.args import add_output_arguments, bounded_int, nonempty, nonnegative_float, number, positive_float
 from cli.verbs import add_verb
 from models.hpc.cp import DEFAULT_TIME_LIMIT, Objective
 from models.hpc.jobs import ESTIMATE_MODES, Workload
@@ -41,9 +41,11 @@ def register(sub: Any) -> None:
                    help="easy-learned: the predicted quantile used for reservations (0 < q < 1)")
     p.add_argument("--corrector", choices=("conditional", "reqtime", "doubling"), default="conditional",
                    help="easy-learned: re-prediction of a job that outlives its prediction")
-    p.add_argument("--guard", type=number, default=None,
+    p.add_argument("--guard", type=nonnegative_float, default=None,
                    help="easy-learned: a backfill's expected run past the head's reservation at most GUARD times "
                         "the time left to it (default: no bound)")
+    p.add_argument("--calibrate", type=bounded_int(0), default=0,
+                   help="easy-learned: recalibrate the risk test on the PIT of this many recent completions (0: off)")
     p.add_argument("--window", type=bounded_int(10), default=None,
                    help="easy-learned: completed jobs the engine trains on (default: LearnedConfig's)")
     p.set_defaults(func=_refusing_bad_input("hpc", hpc))
@@ -153,12 +155,11 @@ def _predictive(args: argparse.Namespace, trace: SwfTrace) -> int:
         print(f"sowsched hpc: --reservation-q={args.reservation_q} must lie strictly between 0 and 1", file=sys.stderr)
         return 2
     workload, table = load_trace(trace, args.jobs)
-    if args.guard is not None and not args.guard >= 0.0:
-        print(f"sowsched hpc: --guard={args.guard} must be >= 0", file=sys.stderr)
-        return 2
     options: dict[str, Any] = {"risk": args.risk, "reservation_q": args.reservation_q, "corrector": args.corrector}
     if args.guard is not None:
         options["guard"] = args.guard
+    if args.calibrate:
+        options["calibrate"] = args.calibrate
     if args.window is not None:
         from models.predict.learned import LearnedConfig
         options["config"] = LearnedConfig(window=args.window)

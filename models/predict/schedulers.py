@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,6 +23,8 @@ CORRECTORS: tuple[str, ...] = ("conditional", "reqtime", "doubling")
 PREDICTIVE_SCHEDULERS: tuple[str, ...] = ("easy-requested", "easy-exact", "easy-pp", "easy-learned")
 DEFAULT_RISK = 0.9  # one configuration for every trace (docs/prediction.md)
 DEFAULT_RESERVATION_Q = 0.4
+CALIBRATION_MIN = 200  # completions before the risk test is recalibrated
+CALIBRATION_EVERY = 50  # completions between recalibrations
 # The point schedulers as the compiled simulator runs them: prediction, shortest-first backfilling, and pyss's
 # plain-EASY submission rule (the same choices make_policy's PointPolicy makes for the reference simulator).
 POINT_RUNS: dict[str, tuple[PointMode, bool, bool]] = {
@@ -104,6 +108,7 @@ class RiskPolicy:
     corrector: str = "conditional"
     order_q: float = 0.5  # backfill candidates in ascending order of this predicted quantile
     guard: float | None = None  # a candidate's expected overrun past the shadow at most guard * (shadow - now)
+    calibrate: int = 0  # recalibrate the risk test on the PIT of this many recent completions (0: off)
     laws: dict[int, JobLaw] = field(default_factory=dict)
     predicted: dict[int, int] = field(default_factory=dict)
     key: dict[int, float] = field(default_factory=dict)
@@ -117,9 +122,14 @@ class RiskPolicy:
             raise ValueError(f"guard={self.guard} must be >= 0")
         if self.corrector not in CORRECTORS:
             raise ValueError(f"corrector={self.corrector!r} must be one of {CORRECTORS}")
+        if self.calibrate < 0:
+            raise ValueError(f"calibrate={self.calibrate} must be >= 0")
         self.predictor.fit(self.table)
         self._requested: list[int] = self.table.requested.tolist()
+        self._runtime: list[int] = self.table.runtime.tolist()
         self._threshold = 1.0 - self.risk - 1e-12  # ends_by: P(runtime <= shadow - now) at least this
+        self._pit: deque[float] = deque(maxlen=max(self.calibrate, 1))  # F_j(runtime_j) of recent completions
+        self._scored = 0
 
     def on_submit(self, index: int, now: int) -> int:
         law = self.laws[index] = self.predictor.predict_one(index)
@@ -135,7 +145,12 @@ class RiskPolicy:
 
     def on_complete(self, index: int, now: int) -> None:
         self.predictor.observe(index)
-        self.laws.pop(index, None)
+        law = self.laws.pop(index, None)
+        if self.calibrate and law is not None:
+            self._pit.append(law.cdf(self._runtime[index]))
+            self._scored += 1
+            if self._scored >= CALIBRATION_MIN and self._scored % CALIBRATION_EVERY == 0:
+                self._threshold = recalibrated_threshold(self._pit, 1.0 - self.risk)
 
     def backfill_key(self, index: int) -> float:
         return self.key[index]
@@ -145,6 +160,13 @@ class RiskPolicy:
         if law.cdf(window) < self._threshold:
             return False
         return self.guard is None or expected_overrun(law, window) <= self.guard * window
+
+
+def recalibrated_threshold(pit: Sequence[float], level: float) -> float:
+    """The cdf level the risk test asks for so that, on the recent completions, the test is right as often as
+    `level` says: the empirical `level`-quantile of their PIT values F_j(runtime_j) (the level itself when the
+    laws are calibrated). A candidate passes when F(shadow - now) reaches it."""
+    return float(np.quantile(np.asarray(pit, dtype=np.float64), level, method="inverted_cdf")) - 1e-12
 
 
 def expected_overrun(law: JobLaw, window: float) -> float:
@@ -165,7 +187,7 @@ class PredictiveRun:
 def make_policy(name: str, table: JobTable, risk: float = DEFAULT_RISK,
                 reservation_q: float = DEFAULT_RESERVATION_Q, corrector: str = "conditional",
                 config: LearnedConfig | None = None, order_q: float = 0.5,
-                guard: float | None = None) -> tuple[Any, bool]:
+                guard: float | None = None, calibrate: int = 0) -> tuple[Any, bool]:
     """The policy of a PREDICTIVE_SCHEDULERS name, and whether it runs pyss's plain-EASY submission rule."""
     if name == "easy-requested":
         return PointPolicy(RequestedTime(), table, sjf=False), True
@@ -175,7 +197,7 @@ def make_policy(name: str, table: JobTable, risk: float = DEFAULT_RISK,
         return PointPolicy(Tsafrir(), table, sjf=True), False
     if name == "easy-learned":
         predictor = LearnedPredictor(config or LearnedConfig())
-        return RiskPolicy(predictor, table, risk, reservation_q, corrector, order_q, guard), False
+        return RiskPolicy(predictor, table, risk, reservation_q, corrector, order_q, guard, calibrate), False
     raise ValueError(f"scheduler={name!r} must be one of {PREDICTIVE_SCHEDULERS}")
 
 

@@ -52,6 +52,8 @@ def test_an_unknown_scheduler_exits_2_before_the_trace_is_read(command: str, fla
     ("hpc", ["--scheduler", "cp-af", "--time-limit", "0"], "argument --time-limit: 0.0 must be positive and finite"),
     ("hpc-study", ["--offline-time-limit", "0"], "argument --offline-time-limit: 0.0 must be positive and finite"),
     ("hpc-study", ["--cp-jobs", "-1"], "argument --cp-jobs: -1 is below the bound 0"),
+    ("hpc", ["--scheduler", "easy-learned", "--guard", "-1"], "argument --guard: -1.0 must be"),
+    ("hpc", ["--scheduler", "easy-learned", "--calibrate", "-1"], "argument --calibrate: -1 is below the bound 0"),
 ])
 def test_bad_limits_and_counts_are_refused_by_the_parser(command: str, flags: list[str], match: str, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:

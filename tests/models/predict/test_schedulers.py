@@ -13,7 +13,7 @@ from models.hpc.jobs import Job, Workload
 from models.hpc.prediction_backfill import simulate_backfill
 from models.predict.jobs import JobTable, load_trace
 from models.predict.learned import JobLaw
-from models.predict.schedulers import RiskPolicy, expected_overrun, make_policy, run_predictive
+from models.predict.schedulers import RiskPolicy, expected_overrun, make_policy, recalibrated_threshold, run_predictive
 from tests.models.predict.conftest import make_table
 
 # 2 nodes. Users 1's two first jobs (10 s each) finish at 10, so Tsafrir predicts (10 + 10) // 2 = 10 for its
@@ -155,3 +155,25 @@ def test_easy_learned_decisions_before_t_ignore_the_trace_after_t() -> None:
     assert sum(b < t for b in starts) > 300
     assert all(laws[i] == laws_b[i] for i in range(len(starts)) if table.submit[i] <= t)
     assert any(laws[i] != laws_b[i] for i in range(len(starts)) if table.submit[i] > t)
+
+
+def test_calibration_raises_the_risk_threshold_when_laws_promise_short_runs_that_never_come() -> None:
+    # every law says P(X <= 10) = 0.2, P(X <= 100) = 0.5, yet each of 250 completed jobs ran exactly 100 s: their
+    # PIT values F_j(100) are all 0.5, so the 0.1-quantile of the recent PIT is 0.5 and a candidate now needs
+    # P(X <= shadow - now) >= 0.5 instead of 0.1. A candidate with P(X <= 50) = 0.3 passed before and is refused.
+    n = 300
+    table = make_table(list(range(n)), [100] * n, [1000] * n)
+    law = JobLaw.of(np.array([10.0, 100.0, 1000.0]), np.array([0.2, 0.3, 0.5]))
+    candidate = JobLaw.of(np.array([10.0, 1000.0]), np.array([0.3, 0.7]))
+    decisions = []
+    for calibrate in (0, 250):
+        policy, _ = make_policy("easy-learned", table, calibrate=calibrate)
+        for i in range(250):
+            policy.laws[i] = law
+            policy.on_complete(i, 0)
+        policy.laws[299] = candidate
+        decisions.append(policy.ends_by(299, now=0, shadow=50))
+    assert decisions == [True, False]
+    assert recalibrated_threshold([0.1 * k for k in range(1, 11)], 0.1) == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="calibrate=-1 must be >= 0"):
+        make_policy("easy-learned", table, calibrate=-1)

@@ -7,7 +7,8 @@ import time
 from typing import Any
 
 from cli.args import bounded_int, positive_float, probability
-from models.planning.methods import METHODS, plan
+from models.planning.methods import plan
+from models.planning.names import METHODS
 from models.planning.plan import SolveParams
 from models.planning.synthetic import generate
 

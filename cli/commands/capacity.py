@@ -10,8 +10,8 @@ from typing import Any
 
 from cli.args import add_output_arguments, bounded_int, comma_list, int_list, nonempty, number, positive_float
 from cli.verbs import add_verb
+from models.planning.names import METHODS
 
-METHODS = ("det-p50", "det-p75", "det-p100", "det-mode", "cospis", "milp-p50", "milp-indexed", "soru-p50", "manual")
 MAX_JOBS = 2000  # synthetic problems: beyond this one CP-SAT model is a typo on 2 cores
 
 

@@ -11,18 +11,18 @@ from typing import Any
 
 from cli.args import add_output_arguments, bounded_int, nonempty, nonnegative_float, positive_float, probability
 from cli.verbs import add_verb
+from models.cuc.names import ERROR_SETS, FORECASTERS, OBJECTIVES, ORDERS, SPLITS
 
 DEFAULT_DATA = Path("../shared/data/azure-capacity")
 DEFAULT_FILES = ("capacity_azure2017.csv", "capacity_azure2019.csv")
-FORECASTER_NAMES = ("tsdec", "ar1")  # models.cuc.protocol.FORECASTERS, not imported so the parser stays light
 
 
 def forecaster_names(text: str) -> tuple[str, ...]:
     """`--forecaster`: one point forecaster, or a comma-separated list that BO chooses among (the first is θ0's)."""
     names = tuple(part.strip() for part in text.split(","))
     for name in names:
-        if name not in FORECASTER_NAMES:
-            raise argparse.ArgumentTypeError(f"{text!r}: {name!r} is not one of {', '.join(FORECASTER_NAMES)}")
+        if name not in FORECASTERS:
+            raise argparse.ArgumentTypeError(f"{text!r}: {name!r} is not one of {', '.join(FORECASTERS)}")
     if len(set(names)) != len(names):
         raise argparse.ArgumentTypeError(f"{text!r} names a forecaster twice")
     return names
@@ -35,17 +35,17 @@ def _generator(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-share", type=probability,
                         help="largest job demand as a share of the hourly capacity (default: the generator's, 0.002)")
     parser.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the jobs, the GMM and BO")
-    parser.add_argument("--objective", choices=("sample", "mean", "ucb"), default="sample",
+    parser.add_argument("--objective", choices=OBJECTIVES, default="sample",
                         help="BO's violation error: per sample (the seed's text), the mean rate, or its 95 %% UCB")
-    parser.add_argument("--order", choices=("ratio", "value"), default="ratio",
+    parser.add_argument("--order", choices=ORDERS, default="ratio",
                         help="Alg. 3 line 1: by c_i/d_i (the seed's text, default) or by the utility c_i d_i")
     parser.add_argument("--refit-every", type=bounded_int(1), default=1,
                         help="hours between error-law refits (default 1: a law per sample, Alg. 2 as written)")
-    parser.add_argument("--errors", choices=("full", "newest", "moments"), default="newest",
+    parser.add_argument("--errors", choices=ERROR_SETS, default="newest",
                         help="the error law: GMM of whole inner windows' errors, GMM of the newest observed per step "
                         "(default), or moments: the published law (per-step mean and sd over the training windows, "
                         "frozen, kappa 1)")
-    parser.add_argument("--split", choices=("clean", "published"), default="clean",
+    parser.add_argument("--split", choices=SPLITS, default="clean",
                         help="clean (default): a day between the training targets and the test scopes; published: the "
                         "paper's code, 75 %% of the 120-hour-history windows train, the rest test (23 test scopes "
                         "overlap training targets)")
@@ -54,7 +54,7 @@ def _generator(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--validation-hours", type=bounded_int(0), default=48,
                         help="BO scores θ on the last N training origins (default 48: the last two training days; 0: "
                         "on every training origin, in-sample)")
-    parser.add_argument("--forecaster", type=forecaster_names, default=FORECASTER_NAMES[:1], metavar="F[,F]",
+    parser.add_argument("--forecaster", type=forecaster_names, default=FORECASTERS[:1], metavar="F[,F]",
                         help="the point forecaster of Alg. 2: tsdec (default, the seed's), ar1 (an AR(1) by OLS), or "
                         "tsdec,ar1: BO chooses it as one more parameter of θ, the first named in θ0")
     add_output_arguments(parser)

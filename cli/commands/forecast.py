@@ -11,9 +11,8 @@ from typing import Any
 
 from cli.args import add_output_arguments, bounded_int, comma_list, nonempty, number, positive_float, probability
 from cli.verbs import add_verb
+from models.forecast.names import ERROR_MODELS, FIT_METHODS, MODELS
 
-MODELS = ("ar1", "ar1x", "ari11", "var1", "markov", "markovx", "tsdec", "autopilot")
-RESIDUALS = ("normal", "skewnorm", "empirical", "gmm")
 DEFAULT_CUTOFFS = "0.001,0.003,0.005,0.01,0.03,0.05,0.07,0.1"
 
 
@@ -53,10 +52,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--adjust", type=_pair, help="adjustment policy ON,OFF: switch on after ON failures, off after "
                    "OFF successes (seed 004 1.9)")
     p.add_argument("--granularity", type=_nonnegative, default=0.0, help="CPU percent per core (0: none)")
-    p.add_argument("--residuals", choices=RESIDUALS, default="normal", help="error model of the AR-type models")
+    p.add_argument("--residuals", choices=ERROR_MODELS, default="normal", help="error model of the AR-type models")
     p.add_argument(
         "--fit",
-        choices=("mle", "ols"),
+        choices=FIT_METHODS,
         default="mle",
         help="ar1, ari11: exact ML, or conditional least squares (online refits in closed form with normal "
         "residuals)",

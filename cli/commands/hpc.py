@@ -14,6 +14,7 @@ from models.hpc.cp import DEFAULT_TIME_LIMIT, Objective
 from models.hpc.jobs import ESTIMATE_MODES, Workload
 from models.hpc.study import StudyConfig, is_cp, make_scheduler, run_scheduler, run_study, study_table
 from models.hpc.swf import CLEANING_RULES, CleaningReport, SwfTrace, clean, read_swf
+from models.predict.names import CORRECTORS, PREDICTIVE_SCHEDULERS
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -34,12 +35,12 @@ def register(sub: Any) -> None:
     _common(p)
     p.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
     p.add_argument("--scheduler", required=True, help="e.g. fcfs-conservative, easy, cp-af, cp-offline-awf; "
-                   "prediction-driven (trace cleaned as predictsim does): " + ", ".join(PREDICTIVE))
+                   "prediction-driven (trace cleaned as predictsim does): " + ", ".join(PREDICTIVE_SCHEDULERS))
     p.add_argument("--risk", type=_unit_float, default=0.9,  # models.predict.schedulers.DEFAULT_RISK
                    help="easy-learned: backfill when P(delaying the head's reservation) <= risk")
     p.add_argument("--reservation-q", type=_unit_float, default=0.4,  # DEFAULT_RESERVATION_Q
                    help="easy-learned: the predicted quantile used for reservations (0 < q < 1)")
-    p.add_argument("--corrector", choices=("conditional", "reqtime", "doubling"), default="conditional",
+    p.add_argument("--corrector", choices=CORRECTORS, default="conditional",
                    help="easy-learned: re-prediction of a job that outlives its prediction")
     p.add_argument("--guard", type=nonnegative_float, default=None,
                    help="easy-learned: a backfill's expected run past the head's reservation at most GUARD times "
@@ -64,9 +65,6 @@ def register(sub: Any) -> None:
     s.set_defaults(func=_refusing_bad_input("hpc-study", hpc_study))
 
 
-PREDICTIVE = ("easy-requested", "easy-exact", "easy-pp", "easy-learned")  # models.predict.schedulers
-
-
 def _unit_float(text: str) -> float:
     """An argparse type: a number in [0, 1]."""
     value = number(text)
@@ -81,7 +79,7 @@ def _cleaning(report: Any) -> dict[str, Any]:
 
 def check_scheduler(name: str) -> None:
     """Raise ValueError for a name that is neither a list, an on-line CP nor an off-line CP scheduler."""
-    if name in PREDICTIVE:
+    if name in PREDICTIVE_SCHEDULERS:
         return
     if name.startswith("cp-offline-"):
         if name.removeprefix("cp-offline-") not in {o.value for o in Objective}:
@@ -170,7 +168,7 @@ def _predictive(args: argparse.Namespace, trace: SwfTrace) -> int:
 
 
 def hpc(args: argparse.Namespace, trace: SwfTrace, workload: Workload, report: CleaningReport) -> int:
-    if args.scheduler in PREDICTIVE:
+    if args.scheduler in PREDICTIVE_SCHEDULERS:
         return _predictive(args, trace)
     window = workload.prefix(args.jobs)
     result = run_scheduler(window, args.scheduler, args.estimates, args.time_limit)

@@ -10,8 +10,7 @@ from typing import Any
 
 from cli.args import add_output_arguments, bounded_int, nonempty
 from cli.verbs import add_verb
-
-PREDICTOR_NAMES = ("requested", "tsafrir", "last5", "exact", "learned", "learned-gmm")  # models.predict.evaluate
+from models.predict.names import PREDICTORS
 
 
 def register(sub: Any) -> None:
@@ -19,7 +18,7 @@ def register(sub: Any) -> None:
     psub = p.add_subparsers(dest="predict_command", required=True)
     e = psub.add_parser("evaluate", help="replay an SWF trace causally and score each predictor")
     e.add_argument("--trace", required=True, help="SWF file (.swf or .swf.gz), cleaned as predictsim does")
-    e.add_argument("--predictor", choices=PREDICTOR_NAMES, action="append",
+    e.add_argument("--predictor", choices=PREDICTORS, action="append",
                    help="predictor to score (repeatable; default: all but learned-gmm)")
     e.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
     e.add_argument("--window", type=bounded_int(10), default=None,
@@ -63,7 +62,7 @@ def evaluate(args: argparse.Namespace) -> int:
     from models.predict.jobs import load_trace
 
     _, table = load_trace(args.trace, args.jobs)
-    names = args.predictor or [n for n in PREDICTOR_NAMES if n != "learned-gmm"]
+    names = args.predictor or [n for n in PREDICTORS if n != "learned-gmm"]
     out = {"trace": str(args.trace), "jobs": len(table), "window": args.window,
            "predictors": {n: score(table, n, args.window) for n in names}}
     if args.json:

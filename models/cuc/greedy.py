@@ -7,9 +7,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from models.arrays import IntArray
+from models.cuc.names import ORDERS
 from models.cuc.problem import UNSCHEDULED, Jobs
-
-ORDERS = ("ratio", "value")  # Alg. 3 line 1 as the seed writes it (c_i / d_i), or by the utility c_i d_i
 
 
 def greedy_order(jobs: Jobs, order: str = "ratio") -> IntArray:

@@ -23,16 +23,13 @@ import numpy as np
 
 from models.arrays import FloatArray
 from models.cuc.jobs import JobConfig, generate_jobs
+from models.cuc.names import FORECASTERS, SPLITS
 from models.cuc.problem import Jobs
 from models.mixture_fit import gmm_by_bic
 
 if TYPE_CHECKING:
     from models.forecast.registry import ModelSpec
 
-FORECASTERS = ("tsdec", "ar1")
-# the law's errors: whole inner windows (o' + T <= o), per step the newest seen, or the training windows' moments
-ERROR_SETS = ("full", "newest", "moments")
-SPLITS = ("clean", "published")  # a gap of T hours between the training targets and the test scopes, or none
 PUBLISHED_TRAIN_SHARE = 0.75  # the published code: the first 75 % of the windows train
 PERIOD = 24  # hours: the daily season of the capacity series
 MIN_FIT = 2 * PERIOD + 2  # the classical decomposition needs two periods plus two hours

@@ -12,12 +12,11 @@ import numpy as np
 
 from models.arrays import FloatArray, IntArray
 from models.cuc.exact import lp_bound, solve_exact
-from models.cuc.greedy import ORDERS, greedy_schedule
+from models.cuc.greedy import greedy_schedule
 from models.cuc.jobs import JobConfig
+from models.cuc.names import ERROR_SETS, FORECASTERS, OBJECTIVES, ORDERS
 from models.cuc.problem import utility, utility_ratio, violation_rate
 from models.cuc.protocol import (
-    ERROR_SETS,
-    FORECASTERS,
     ErrorLaw,
     ForecastBank,
     Sample,
@@ -35,7 +34,6 @@ ERROR_WINDOWS = (24, 36, 48, 60, 72)
 COMPONENTS = (1, 2, 3)
 INFLATION = (0.5, 3.0)
 PENALTY = 1e4  # weight of the violation error against the (0..1) fill in the BO objective
-OBJECTIVES = ("sample", "mean", "ucb")
 VALIDATION_HOURS = 48  # the commands' default: BO scores θ on the last two training days, then θ serves the test
 UCB_ALPHA = 0.05  # the "ucb" objective: one-sided 95 % Clopper-Pearson upper bound of the training violation rate
 

@@ -11,8 +11,9 @@ import numpy as np
 from models.cuc.data import load_capacity
 from models.cuc.greedy import greedy_schedule
 from models.cuc.jobs import JobConfig
+from models.cuc.names import SPLITS
 from models.cuc.problem import utility, violation_rate
-from models.cuc.protocol import SPLITS, make_split
+from models.cuc.protocol import make_split
 from models.cuc.run import (
     HINDSIGHT_GRID,
     VALIDATION_HOURS,

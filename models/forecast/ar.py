@@ -11,11 +11,10 @@ import numpy as np
 from models.arrays import FloatArray, IntArray
 from models.forecast.base import Ahead, LocationScale
 from models.forecast.errors import ErrorModel, NormalErrors
+from models.forecast.names import FIT_METHODS
 from models.forecast.rolling import rolling_ols
 from models.forecast.series import Series
 from models.predictive import Normal, Predictive
-
-FIT_METHODS = ("mle", "ols")
 
 
 def _arima(y: FloatArray, order: tuple[int, int, int], exog: FloatArray | None = None) -> Any:

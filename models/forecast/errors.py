@@ -13,6 +13,7 @@ import numpy as np
 from scipy import stats
 
 from models.arrays import FloatArray
+from models.forecast.names import ERROR_MODELS
 from models.mixture_fit import gmm_by_bic
 from models.predictive import Empirical, Mixture, Normal, Predictive, SkewNormal
 
@@ -116,9 +117,6 @@ class GMMErrors:
         scale = np.maximum(np.broadcast_to(np.asarray(scale, dtype=np.float64), loc.shape), 1e-12)
         return Mixture(self.weights, loc[:, None] + scale[:, None] * self.means[None, :],
                        scale[:, None] * self.sds[None, :])
-
-
-ERROR_MODELS = ("normal", "skewnorm", "empirical", "gmm")
 
 
 def make_errors(name: str, seed: int = 0) -> ErrorModel:

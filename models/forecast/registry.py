@@ -9,10 +9,10 @@ from models.forecast.autopilot import Autopilot
 from models.forecast.base import Forecaster
 from models.forecast.errors import make_errors
 from models.forecast.markov import Markov
+from models.forecast.names import MODELS
 from models.forecast.tsdec import DECOMPOSITIONS, TSDec
 from models.forecast.var import VAR1
 
-MODELS = ("ar1", "ar1x", "ari11", "var1", "markov", "markovx", "tsdec", "autopilot")
 NEEDS_AVERAGE = frozenset({"ar1x", "var1", "markovx"})
 
 

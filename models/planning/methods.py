@@ -9,12 +9,11 @@ import numpy as np
 from models.planning import cpsat, milp
 from models.planning.execution import RUNS, Evaluation, evaluate
 from models.planning.history import Estimator
+from models.planning.names import METHODS
 from models.planning.plan import Plan, SolveParams
 from models.planning.problem import Problem
 from models.planning.synthetic import generate
 
-METHODS = ("det-p50", "det-p75", "det-p100", "det-mode", "cospis", "milp-p50", "milp-indexed", "soru-p50",
-           "manual")
 SAMPLES = 25  # K (Sec. 5.2)
 ALPHA = 0.4  # tolerance (Sec. 5.2)
 

@@ -17,10 +17,9 @@ from models.hpc.prediction_backfill import BackfillResult, simulate_backfill
 from models.predict.baselines import Exact, PointPredictor, RequestedTime, Tsafrir
 from models.predict.jobs import JobTable
 from models.predict.learned import JobLaw, LearnedConfig, LearnedPredictor
+from models.predict.names import CORRECTORS, PREDICTIVE_SCHEDULERS
 
 Corrector = Literal["conditional", "reqtime", "doubling"]
-CORRECTORS: tuple[str, ...] = ("conditional", "reqtime", "doubling")
-PREDICTIVE_SCHEDULERS: tuple[str, ...] = ("easy-requested", "easy-exact", "easy-pp", "easy-learned")
 DEFAULT_RISK = 0.9  # one configuration for every trace (docs/prediction.md)
 DEFAULT_RESERVATION_Q = 0.4
 CALIBRATION_MIN = 200  # completions before the risk test is recalibrated

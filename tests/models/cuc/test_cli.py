@@ -128,18 +128,9 @@ def test_cuc_refuses_a_bad_forecaster_list(tmp_path: Path, capsys: pytest.Captur
         assert exc.value.code == 2 and re.search(match, err), err
 
 
-def test_cuc_forecaster_names_are_the_models() -> None:
-    from cli.commands.cuc import FORECASTER_NAMES
-    from models.cuc.protocol import FORECASTERS
-
-    assert set(FORECASTER_NAMES) == set(FORECASTERS)
-
-
 def test_cuc_choices_are_the_models_names() -> None:
     from cli.main import build_parser
-    from models.cuc.greedy import ORDERS
-    from models.cuc.protocol import ERROR_SETS
-    from models.cuc.run import OBJECTIVES
+    from models.cuc.names import ERROR_SETS, OBJECTIVES, ORDERS
 
     verbs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
     for verb, names in (("cuc", ("--objective", "--order", "--errors")),

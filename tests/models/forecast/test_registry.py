@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from models.forecast.base import Ahead
-from models.forecast.registry import MODELS, ModelSpec
+from models.forecast.names import MODELS
+from models.forecast.registry import ModelSpec
 from models.forecast.series import aggregate, load_table
 from models.predictive import Model, Predictive
 

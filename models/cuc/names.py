@@ -1,0 +1,9 @@
+"""CUC's option names (forecasters, error laws, splits, greedy orders, BO objectives), importing nothing: the CLI's
+parser reads them without loading a model."""
+
+FORECASTERS = ("tsdec", "ar1")
+# the law's errors: whole inner windows (o' + T <= o), per step the newest seen, or the training windows' moments
+ERROR_SETS = ("full", "newest", "moments")
+SPLITS = ("clean", "published")  # a gap of T hours between the training targets and the test scopes, or none
+ORDERS = ("ratio", "value")  # Alg. 3 line 1 as the seed writes it (c_i / d_i), or by the utility c_i d_i
+OBJECTIVES = ("sample", "mean", "ucb")

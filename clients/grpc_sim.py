@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from clients.client import JobStatus, RpcFailure, SchedulerClient
+from clients.client import JobStatus, RpcFailure, SchedulerClient, Submission
 from mechanism.engine import (
     CapacityView,
     DuplicateJob,
@@ -40,6 +40,18 @@ class GrpcScheduler:
     def submit(self, job_id: str, sow: SoW) -> Quote:
         return _refusals_as_engine_errors(lambda: self.client.submit(job_id, sow, tenant=self._tenant(job_id)))
 
+    def submit_many(self, jobs: list[tuple[str, SoW]]) -> list[Quote]:
+        """The round's SoWs on one SubmitSoWs stream; the first refusal is raised as the engine's exception."""
+        answers = _refusals_as_engine_errors(lambda: self.client.submit_many(
+            [Submission(job_id, sow, self._tenant(job_id)) for job_id, sow in jobs]))
+        quotes = []
+        for answer in answers:
+            if isinstance(answer, RpcFailure):
+                error = _as_engine_error(answer)
+                raise error from (None if error is answer else answer)
+            quotes.append(answer[0])
+        return quotes
+
     def report_arrival(self, job_id: str, signal: Signal) -> JobStatus:
         return _refusals_as_engine_errors(
             lambda: self.client.report_arrival(job_id, signal, tenant=self._tenant(job_id)))
@@ -62,10 +74,16 @@ def _refusals_as_engine_errors(call: Callable[[], T]) -> T:
     try:
         return call()
     except RpcFailure as exc:
-        kind = _REFUSALS.get(exc.code)
-        if kind is None:
+        error = _as_engine_error(exc)
+        if error is exc:
             raise
-        raise kind(exc.details) from exc
+        raise error from exc
+
+
+def _as_engine_error(failure: RpcFailure) -> Exception:
+    """The engine's own exception for a refusal it would have raised in process; other failures as they are."""
+    kind = _REFUSALS.get(failure.code)
+    return failure if kind is None else kind(failure.details)
 
 
 def check_server(client: SchedulerClient, workload: Workload, oracle: OracleKind) -> None:

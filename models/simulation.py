@@ -62,6 +62,13 @@ class SchedulerPort(Protocol):
     def advance(self) -> RoundReport: ...
 
 
+class BatchPort(Protocol):
+    """A scheduler that takes a round's submissions at once (a server's SubmitSoWs stream), quoting each exactly as
+    `submit` one after another would."""
+
+    def submit_many(self, jobs: list[tuple[str, SoW]]) -> list[Quote]: ...
+
+
 class CapacityPort(Protocol):
     """A scheduler that takes the capacity feed (ReportCapacity)."""
 
@@ -137,10 +144,15 @@ def drive(workload: Workload, port: SchedulerPort) -> SimulationResult:
     while next_birth < len(jobs) or len(ended) < len(jobs):
         if workload.capacity is not None and t < len(workload.capacity):
             cast(CapacityPort, port).report_capacity(t, workload.capacity[t])
+        born = []
         while next_birth < len(jobs) and jobs[next_birth].birth == t:
-            job = jobs[next_birth]
-            result.quotes[job.id] = port.submit(job.id, job.sow)
+            born.append(jobs[next_birth])
             next_birth += 1
+        if born and hasattr(port, "submit_many"):  # one stream for the round's SoWs
+            quotes = cast(BatchPort, port).submit_many([(job.id, job.sow) for job in born])
+        else:
+            quotes = [port.submit(job.id, job.sow) for job in born]
+        result.quotes.update((job.id, quote) for job, quote in zip(born, quotes, strict=True))
         for job in jobs[:next_birth]:
             if job.id in ended:
                 continue

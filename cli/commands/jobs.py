@@ -66,9 +66,10 @@ TENANT_HELP = "operator only: the tenant whose job this is (job ids are per tena
 
 def register(sub: Any) -> None:
     p = _command(sub, "submit", submit, mutating=True)
-    p.add_argument("sow", type=Path, metavar="SOW.json",
-                   help="one SoW as a JSON object (schema: docs/workloads-and-sows.md)")
-    p.add_argument("--job-id", help="job id (default: the file name without .json)")
+    p.add_argument("sow", type=Path, nargs="+", metavar="SOW.json",
+                   help="a SoW as a JSON object (schema: docs/workloads-and-sows.md); several files, or '-' for JSON "
+                        'lines on stdin ({"job_id": ..., "sow": {...}} each), go on one stream (SubmitSoWs)')
+    p.add_argument("--job-id", help="job id of a single SoW (default: the file name without .json)")
     _tenant(p, "operator only: submit on behalf of this tenant")
     _command(sub, "status", status)
     p = _command(sub, "job", job)
@@ -189,26 +190,31 @@ def _text(out: dict[str, Any]) -> str:
 
 def read_sow(path: Path) -> dict[str, Any]:
     """The SoW in a JSON file, checked against its own rules; a syntax error names the line and column."""
-    from pydantic import ValidationError
-
-    from mechanism.sow import SoW
-    from mechanism.validation import validation_message
-
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except RecursionError:
         raise ValueError(f"{path}: JSON nested too deeply for a SoW") from None
+    return check_sow(data, str(path))
+
+
+def check_sow(data: Any, where: str) -> dict[str, Any]:
+    """A decoded SoW checked against its own rules; errors start with `where`."""
+    from pydantic import ValidationError
+
+    from mechanism.sow import SoW
+    from mechanism.validation import validation_message
+
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: a SoW is a JSON object, not {type(data).__name__}")
+        raise ValueError(f"{where}: a SoW is a JSON object, not {type(data).__name__}")
     try:  # the SoW's own rules here (types, unknown fields, sums); the server checks the platform's bounds
         checked: dict[str, Any] = SoW.model_validate(data).model_dump(mode="json")
     except ValidationError as exc:
-        raise ValueError(f"{path}: {validation_message(exc, 'sow')}") from None
+        raise ValueError(f"{where}: {validation_message(exc, 'sow')}") from None
     for field, value in _integers(checked, "sow"):  # the wire's fields are int64
         if not -(2**63) <= value < 2**63:
-            raise ValueError(f"{path}: {field} (value {value}) is outside the 64-bit range [-2**63, 2**63 - 1]")
+            raise ValueError(f"{where}: {field} (value {value}) is outside the 64-bit range [-2**63, 2**63 - 1]")
     return checked
 
 
@@ -225,9 +231,61 @@ def _integers(data: Any, where: str) -> Iterator[tuple[str, int]]:
 
 
 def submit(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
-    job_id = args.sow.stem if args.job_id is None else args.job_id
-    quote, tenant = client.submit_tenant(job_id, read_sow(args.sow), request_id=args.request_id, tenant=args.tenant)
-    return {**quote.to_dict(), "tenant": tenant, "text": quote_text(quote)}
+    if len(args.sow) == 1 and str(args.sow[0]) != "-":
+        job_id = args.sow[0].stem if args.job_id is None else args.job_id
+        quote, tenant = client.submit_tenant(job_id, read_sow(args.sow[0]), request_id=args.request_id,
+                                             tenant=args.tenant)
+        return {**quote.to_dict(), "tenant": tenant, "text": quote_text(quote)}
+    return submit_many(client, args)
+
+
+def submit_many(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    """Several SoWs on one stream; item i's request id is `--request-id` and '-i', so re-running the command with the
+    same --request-id gets every logged reply and applies nothing twice. A refused item is reported in its place."""
+    from clients.client import RpcFailure, Submission
+
+    if args.job_id is not None:
+        raise ValueError("--job-id names a single SoW's job; with several, each file's name (or JSON line's job_id) "
+                         "is its job id")
+    items = [(job_id, sow) for path in args.sow for job_id, sow in _sows_in(path)]
+    submissions = [Submission(job_id, sow, args.tenant, f"{args.request_id}-{i}")
+                   for i, (job_id, sow) in enumerate(items)]
+    results: list[dict[str, Any]] = []
+    lines: list[str] = []
+    first_refusal: RpcFailure | None = None
+    for (job_id, _), answer in zip(items, client.submit_many(submissions), strict=True):
+        if isinstance(answer, RpcFailure):
+            first_refusal = first_refusal or answer
+            results.append({"job_id": job_id, "error": _error(answer)})
+            lines.append(f"{job_id}: refused: {answer}")
+        else:
+            quote, tenant = answer
+            results.append({**quote.to_dict(), "tenant": tenant})
+            lines.append(f"{job_id}: quoted, estimated utility {quote.plan.utility:.4f}, starts "
+                         + ", ".join("never" if g.start is None else str(g.start) for g in quote.plan.groups))
+    refused = sum(1 for r in results if "error" in r)
+    out = {"results": results, "quoted": len(results) - refused, "refused": refused, "text": "\n".join(lines)}
+    if first_refusal is not None:
+        raise PartialFailure(out, first_refusal, f" (and {refused - 1} more refused)" if refused > 1 else "")
+    return out
+
+
+def _sows_in(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(job id, SoW) of a SoW file (its name is the job id), or of each JSON line on stdin for '-'."""
+    if str(path) != "-":
+        yield path.stem, read_sow(path)
+        return
+    for number, line in enumerate(sys.stdin, start=1):
+        if not line.strip():
+            continue
+        where = f"stdin line {number}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: not valid JSON at column {exc.colno}: {exc.msg}") from None
+        if not isinstance(item, dict) or not isinstance(item.get("job_id"), str) or "sow" not in item:
+            raise ValueError(f'{where}: each line is {{"job_id": "...", "sow": {{...}}}}')
+        yield item["job_id"], check_sow(item["sow"], where)
 
 
 def quote_text(q: Quote) -> str:

@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "solvers": ("benchmarks.solvers", "offline solvers: CP-SAT against the HiGHS time-indexed MILP"),
     "capacity": ("benchmarks.capacity", "quoting with a capacity model vs assuming the mean, on real capacity series"),
     "capacity_pool": ("benchmarks.capacity_pool", "bench capacity results of consecutive seed ranges as one"),
+    "capacity_daily": ("benchmarks.capacity_daily", "a daily-profile capacity model vs the AR(1), held-out RMSE"),
     "welfare": ("cli.commands.welfare", "welfare sweep: the mechanism against the offline optimum and baselines"),
 }
 

@@ -41,6 +41,7 @@ bench: setup
 	$(BIN)/sowsched bench hpc --out bench-hpc.json
 	$(BIN)/sowsched bench grpc --out bench-grpc.json
 	$(BIN)/sowsched bench writer --out bench-writer.json
+	$(BIN)/sowsched bench scale --out bench-scale.json
 	$(BIN)/sowsched bench history --out bench-history.json
 	$(BIN)/sowsched bench solvers --time-limit 20 --out bench-solvers.json
 	$(BIN)/sowsched bench welfare --workload overload --loads 0.5,1,2 --seeds 2 --time-limit 5 --out bench-out/welfare

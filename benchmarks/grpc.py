@@ -51,7 +51,7 @@ def bench_sow(rng: np.random.Generator, p: Platform) -> dict[str, Any]:
 class BenchServer:
     """`sowsched serve` in a subprocess (its own interpreter, so clients and server do not share a GIL)."""
 
-    def __init__(self, tmp: Path, platform: Platform) -> None:
+    def __init__(self, tmp: Path, platform: Platform, *extra: str) -> None:
         config = tmp / "platform.toml"
         self.log = tmp / "server.log"
         lines = ["[platform]", *(f"{k} = {v!r}" for k, v in platform.model_dump().items() if v is not None),
@@ -62,7 +62,7 @@ class BenchServer:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "cli.commands.server", "serve", "--listen", "127.0.0.1:0", "--store",
                  str(tmp / "bench.db"), "--config", str(config), "--port-file", str(port_file), "--log-level",
-                 "info"], stdout=subprocess.DEVNULL, stderr=err)
+                 "info", *extra], stdout=subprocess.DEVNULL, stderr=err)
         deadline = time.monotonic() + 120
         while not port_file.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:

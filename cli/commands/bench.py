@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "hpc": ("benchmarks.hpc", "HPC trace study speed: EASY, conservative and CP-SAT rounds"),
     "grpc": ("benchmarks.grpc", "gRPC throughput: SoW submissions vs a trivial Echo, 1-32 clients"),
     "writer": ("benchmarks.writer", "one SubmitSoW by stage in process: servicer, engine, oracle, plan, log, encoding"),
+    "scale": ("benchmarks.scale", "server submissions/s, round time, memory and snapshot size vs active jobs and C"),
     "history": ("benchmarks.history", "server memory per ended job, with and without archiving"),
     "solvers": ("benchmarks.solvers", "offline solvers: CP-SAT against the HiGHS time-indexed MILP"),
     "capacity": ("benchmarks.capacity", "quoting with a capacity model vs assuming the mean, on real capacity series"),

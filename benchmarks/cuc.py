@@ -7,7 +7,7 @@ import statistics
 import time
 from typing import Any
 
-from cli.args import bounded_int, probability
+from cli.args import bounded_int, positive_float, probability
 
 DEFAULT_CAPACITY = "../shared/data/azure-capacity/capacity_azure2017.csv"
 TARGET_S = 1.0
@@ -18,6 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vm-type", default="t1str", help="VM type (default t1str)")
     parser.add_argument("--max-share", type=probability, help="the generator's largest job as a share of the capacity "
                         "(default: the generator's)")
+    parser.add_argument("--demand-multiple", type=positive_float,
+                        help="the generator's total demand over the capacity-hours (default: the generator's)")
     parser.add_argument("--p", type=probability, default=0.001, help="violation level p (default 0.001)")
     parser.add_argument("--repeats", type=bounded_int(1), default=3, help="days timed, each from a cold forecast cache")
 
@@ -25,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _jobs(args: argparse.Namespace) -> Any:
     from models.cuc.jobs import job_config
 
-    return job_config(max_share=args.max_share)
+    return job_config(args.demand_multiple, args.max_share)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -15,6 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vm-type", default="t1str", help="VM type (default t1str)")
     parser.add_argument("--max-share", type=probability, help="the generator's largest job as a share of the capacity "
                         "(default: the generator's)")
+    parser.add_argument("--demand-multiple", type=positive_float,
+                        help="the generator's total demand over the capacity-hours (default: the generator's)")
     parser.add_argument("--every", type=bounded_int(1), default=12,
                         help="every k-th test origin (default 12: 3 samples)")
     parser.add_argument("--time-limit", type=positive_float, default=20.0,
@@ -24,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _jobs(args: argparse.Namespace) -> Any:
     from models.cuc.jobs import job_config
 
-    return job_config(max_share=args.max_share)
+    return job_config(args.demand_multiple, args.max_share)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

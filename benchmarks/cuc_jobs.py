@@ -18,6 +18,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vm-types", type=nonempty, help="comma-separated VM types (default: every type of each file)")
     parser.add_argument("--shares", type=comma_list(_share), default=[0.05, 0.01, 0.005, 0.002],
                         help="max_share values (default 0.05,...,0.002)")
+    parser.add_argument("--demand-multiples", type=comma_list(_positive), default=[5.0],
+                        help="the generator's total demand over the capacity-hours, comma-separated (default 5, the "
+                        "generator's)")
+    parser.add_argument("--scale", type=_positive, default=1.0,
+                        help="multiply every series by it (the paper's: 0.06 x 2019 m3str, 0.02 x 2017 m2str)")
     parser.add_argument("--hours", type=bounded_int(1),
                         help="use the series' first N hours (264 with --train-hours 72: the hold-out's test "
                              "origins; default: the whole series, the study's test origins)")
@@ -31,6 +36,14 @@ def _share(text: str) -> float:
     value = number(text)
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"{value} must lie in (0, 1]")
+    return value
+
+
+def _positive(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    value = number(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{value} must be > 0")
     return value
 
 
@@ -54,17 +67,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     types = [t for t in args.vm_types.split(",") if t] if args.vm_types else None
     for path in args.capacity or list(DEFAULT_FILES):
         cap = load_capacity(path)
-        for share in args.shares:
+        for multiple, share in ((m, s) for m in args.demand_multiples for s in args.shares):
             acc: dict[str, list[float]] = {k: [] for k in ("jobs", "cols", "lp_s", "greedy_ms", "ratio", "value",
-                                                            "gap", "lp_job_s", "rounded", "rounded_s")}
+                                                            "gap", "lp_job_s", "rounded", "rounded_s", "lp_fill",
+                                                            "rounded_fill")}
             for k, vm in enumerate(types or cap.vm_types):
-                y = cap.of(vm)[:args.hours] if args.hours else cap.of(vm)
+                y = args.scale * (cap.of(vm)[:args.hours] if args.hours else cap.of(vm))
                 try:
                     split = Split(len(y), train_hours=args.train_hours)
                 except ValueError as e:  # too few hours for the split: a bad --hours or --train-hours
                     raise BenchInputError(f"{path} {vm} with --hours {args.hours} --train-hours "
                                           f"{args.train_hours}: {e}") from None
-                samples = make_samples(y, split.test_origins, split.T, JobConfig(max_share=share), 0)
+                samples = make_samples(y, split.test_origins, split.T, JobConfig(multiple, share), 0)
                 greedy_schedule(samples[0].jobs, samples[0].truth, "ratio")  # numba compile: not timed
                 for j, s in enumerate(samples):
                     tick = time.perf_counter()
@@ -81,27 +95,35 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     rounded = solve_rounded(s.jobs, s.truth)
                     acc["rounded"].append(rounded.utility / lp)
                     acc["rounded_s"].append(rounded.time_s)
+                    acc["lp_fill"].append(lp / float(s.truth.sum()))  # u* <= LP <= sum a_t
+                    acc["rounded_fill"].append(rounded.utility / float(s.truth.sum()))  # u* >= the rounded LP
                     if k == 0 and j < args.per_job_samples:
                         tick = time.perf_counter()
                         solve_exact(s.jobs, s.truth, relax=True)
                         acc["lp_job_s"].append(time.perf_counter() - tick)
             row: dict[str, Any] = {"dataset": Path(path).name.split(".")[0], "max_share": share,
+                                   "demand_multiple": multiple,
                                    "samples": len(acc["jobs"])}
             row.update({k: float(np.mean(v)) if v else None for k, v in acc.items() if k != "gap"})
             row["certified_gap_max"] = float(max(acc["gap"]))
             row["rounded_min"] = float(min(acc["rounded"]))
+            row["rounded_fill_min"] = float(min(acc["rounded_fill"]))
             rows.append(row)
-    return {"rows": rows, "hours": args.hours, "train_hours": args.train_hours, "jobs": "generated"}
+    return {"rows": rows, "hours": args.hours, "train_hours": args.train_hours, "jobs": "generated",
+            "scale": args.scale}
 
 
 def table(result: dict[str, Any]) -> str:
-    lines = ["| dataset | max_share | jobs / sample | X_it / sample | LP by classes (s) | LP per job (s) | "
+    lines = ["| dataset | demand multiple | max_share | u* / sum a_t: rounded LP (least) .. LP | "
+             "jobs / sample | X_it / sample | LP by classes (s) | LP per job (s) | "
              "Alg. 3 (ms) | Alg. 3 / LP (c/d) | Alg. 3 / LP (c d) | rounded LP / LP, mean (least) | rounded LP (s) | "
              "certified gap, max |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in result["rows"]:
         per_job = "-" if r["lp_job_s"] is None else f"{r['lp_job_s']:.3f}"
-        lines.append(f"| {r['dataset']} | {r['max_share']:g} | {r['jobs']:.0f} | {r['cols']:.0f} | {r['lp_s']:.3f} | "
+        fill = f"{100 * r['rounded_fill']:.2f} % ({100 * r['rounded_fill_min']:.2f} %) .. {100 * r['lp_fill']:.2f} %"
+        lines.append(f"| {r['dataset']} | {r['demand_multiple']:g} | {r['max_share']:g} | {fill} | "
+                     f"{r['jobs']:.0f} | {r['cols']:.0f} | {r['lp_s']:.3f} | "
                      f"{per_job} | {r['greedy_ms']:.2f} | {100 * r['ratio']:.2f} % | {100 * r['value']:.2f} % | "
                      f"{100 * r['rounded']:.2f} % ({100 * r['rounded_min']:.2f} %) | {r['rounded_s']:.3f} | "
                      f"{100 * r['certified_gap_max']:.2f} % |")

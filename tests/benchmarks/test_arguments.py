@@ -27,6 +27,8 @@ from cli.main import main
     (["cuc_jobs", "--hours", "-1"], "argument --hours: -1 is below the bound 1"),
     (["cuc_jobs", "--train-hours", "0"], "argument --train-hours: 0 is below the bound 1"),
     (["cuc_jobs", "--shares", "0.05,2"], "argument --shares: 2.0 must lie in \\(0, 1\\]"),
+    (["cuc_jobs", "--demand-multiples", "5,0"], "argument --demand-multiples: 0.0 must be > 0"),
+    (["cuc_bound", "--demand-multiple", "0"], "argument --demand-multiple: 0.0 must be positive and finite"),
     (["cuc_jobs", "--shares", "0.05,x"], "argument --shares: 'x' is not a number"),
     (["forecast", "--vms", "0"], "argument --vms: 0 is below the bound 1"),
     (["forecast", "--window-minutes", "7"], "argument --window-minutes: 7 is not a multiple of 5"),

@@ -9,6 +9,7 @@ from tests.models.cuc.test_cli import tiny_file
 
 def test_ratios_respect_the_bounds(tmp_path: Path) -> None:
     args = argparse.Namespace(capacity=str(tiny_file(tmp_path)), vm_type="t1", every=12, time_limit=2.0,
+                              demand_multiple=None,
                               max_share=0.05)  # few, large jobs: the MILP stays small
     out = cuc_bound.run(args)
     assert len(out["rows"]) == 3

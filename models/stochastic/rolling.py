@@ -8,8 +8,8 @@ from mechanism.bundle_pricing import BundleBook
 from mechanism.engine import Engine, RoundReport
 from mechanism.platform import Bundle, Platform
 from mechanism.sow import SoW
+from models.prior import JobPrior, Prior
 from models.stochastic.pricing import exponential, solve_bundles
-from models.stochastic.prior import JobPrior, Prior
 
 
 def window_prior(observed: Sequence[tuple[int, SoW]], start: int, window: int) -> Prior:

@@ -271,7 +271,11 @@ class Writer(SchedulerCore):
 
         if not window_due(engine):
             return
-        bundles = window_bundles(engine.bundles, engine.platform, engine.now)
+        try:
+            bundles = window_bundles(engine.bundles, engine.platform, engine.now)
+        except RuntimeError as exc:  # HiGHS failed, or the allocation broke Definition 1: this window adds none
+            log.error("window bundles not solved", extra={"fields": {"round": engine.now, "error": repr(exc)}})
+            bundles = ()
         body = {"round": engine.now, "bundles": [b.model_dump(mode="json") for b in bundles]}
         logged = body_json(body)
         reply = self._encode("bundles", apply_command(engine, "bundles", body))

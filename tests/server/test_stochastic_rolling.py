@@ -136,3 +136,20 @@ def test_a_server_keeps_admitting_for_three_priors_and_replays_the_logged_bundle
     again = DurableScheduler(config, CommandStore(tmp_path / "s.db", config.identity()), encode_reply)
     assert (again.replayed, again.engine.digest()) == (logged, digest)
     again.close()
+
+
+def test_a_window_whose_solve_fails_posts_no_bundles_and_the_server_keeps_serving(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    platform = priced(5)
+    config = ServerConfig(platform=platform, oracle="mc", tokens={"operator-token": "operator"}, tenants=("acme",))
+    sched = DurableScheduler(config, CommandStore(tmp_path / "s.db", config.identity()), encode_reply)
+
+    def failing(*args: object) -> None:
+        raise RuntimeError("HiGHS did not solve the stochastic LP: Infeasible")
+
+    monkeypatch.setattr(rolling, "window_bundles", failing)
+    for t in range(6):
+        sched.execute("operator", f"t{t}", "advance", {})
+    assert sched.broken is None and sched.engine.now == 6
+    assert [c.body for c in sched.store.commands(after=0) if c.kind == "bundles"] == [{"round": 5, "bundles": []}]
+    sched.close()

@@ -98,6 +98,7 @@ def loaded_engine(p: Platform, n_jobs: int, rng: np.random.Generator, rounds: in
 def quote_latency(p: Platform, n_jobs: int, quotes: int, seed: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     e = loaded_engine(p, n_jobs, rng)
+    residuals = e.residuals()
     t0 = time.perf_counter()
     e.prepare_round()  # the round's oracle state (step 6 of the previous round)
     prepare = time.perf_counter() - t0
@@ -116,6 +117,7 @@ def quote_latency(p: Platform, n_jobs: int, quotes: int, seed: int) -> dict[str,
     return {"active_jobs": n_jobs, "quotes": quotes, "quote_p50_ms": float(np.percentile(ms, 50)),
             "quote_p99_ms": float(np.percentile(ms, 99)), "oracle_prepare_ms": prepare * 1e3,
             "round_advance_ms": advance * 1e3, "active_after": e.active_jobs,
+            "earlier_jobs": len(residuals), "earlier_jobs_that_run": sum(1 for r in residuals if r.runs),
             "state_pickle_ms": pickled_ms, "state_pickle_bytes": pickled_bytes}
 
 

@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clients", type=int_list(1), default=[1, 8, 32], help="comma-separated concurrent client counts")
     p.add_argument("--active", type=bounded_int(0), default=100, help="jobs submitted (and active) before measuring")
     p.add_argument("--submits", type=bounded_int(1), default=64, help="measured submissions per client count")
-    p.add_argument("--stream-submits", type=bounded_int(1), default=512,
+    p.add_argument("--stream-submits", type=bounded_int(1), default=64,
                    help="measured streamed submissions (SubmitSoWs) per client count, split among the clients")
     p.add_argument("--echo-seconds", type=positive_float, default=2.0, help="measured Echo time per client count")
     p.add_argument("--samples", type=bounded_int(1), default=None, help="Monte Carlo samples (default: Lemma F.1)")

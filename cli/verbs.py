@@ -31,6 +31,8 @@ VERBS: dict[str, Verb] = {
     "advance": Verb(_J, JOBS, "play the current round (operator, simulated clock)"),
     "report-capacity": Verb(_J, JOBS, "report a round's capacity in nodes (operator): its step 3 evicts against it"),
     "serve": Verb(_S, SERVER, "run the gRPC server (durable command log, replayed on start)"),
+    "agent": Verb("cli.commands.agent", SERVER,
+                  "run started jobs' payloads (local processes or Slurm) and report their completions"),
     "backup": Verb(_S, SERVER, "copy a store consistently while its server runs"),
     "state-digest": Verb(_S, SERVER, "hash of the full state, from a server or by replaying a store"),
     "capacity-fit": Verb("cli.commands.capacity_model", SERVER,

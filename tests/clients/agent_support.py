@@ -1,0 +1,109 @@
+"""A real server, a real executor and an agent in a thread, driven round by round (simulated clock)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from clients.agent import Agent, AgentOptions, Payload
+from clients.agent_state import AgentState
+from clients.executors import Executor, LocalExecutor, SlurmExecutor
+from tests.clients.executor_support import need_slurm, wait_until
+from tests.grpc_support import PATIENT, client, running
+
+OUTCOMES = [[0, 2, 0.5], [0, 3, 0.5]]  # arrives at once, runs 2 or 3 rounds
+
+
+def make_executor(kind: str, tmp: Path) -> Executor:
+    if kind == "slurm":
+        need_slurm()
+        return SlurmExecutor(tmp / "slurm-out")
+    return LocalExecutor(tmp / "local-run")
+
+
+class Bed:
+    """Jobs of tenant acme submitted by the operator, each with a payload that appends its id to `ran`."""
+
+    def __init__(self, port: int, executor: Executor, tmp: Path, **options: Any) -> None:
+        self.port = port
+        self.op = client(port)
+        self.tmp = tmp
+        self.ran = tmp / "ran.txt"
+        self.commands: dict[str, tuple[str, ...]] = {}
+        self.state_path = tmp / "agent.db"
+        self.executor = executor
+        self.options = AgentOptions(**{"poll": 0.1, "grace": 1.0, **options})
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.agent: Agent | None = None
+
+    def payload(self, tenant: str, job_id: str) -> Payload:
+        return Payload(self.commands.get(job_id, ()), 1, 3)
+
+    def start_agent(self) -> None:
+        self.stop = threading.Event()
+        state = AgentState(self.state_path, self.executor.kind)
+        self.agent = Agent(client(self.port, retry=PATIENT), self.executor, state, self.payload, self.options)
+        self.thread = threading.Thread(target=self.agent.run, args=(self.stop,), daemon=True)
+        self.thread.start()
+
+    def stop_agent(self) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout=30)
+        if self.agent is not None:
+            self.agent.client.close()
+            self.agent.state.close()
+
+    def submit(self, job_id: str, script: str, concurrency: int = 1, value: float = 40.0) -> None:
+        """A job whose payload appends its id to `ran`, then runs `script` (sh)."""
+        self.commands[job_id] = ("sh", "-c", f'echo "$SOWSCHED_JOB_ID" >> {self.ran}; {script}')
+        sow = {"concurrency": concurrency, "value_steps": [[6, value]], "outcomes": OUTCOMES, "signal_mode": "none"}
+        self.op.submit(job_id, sow, tenant="acme")
+        self.op.report_arrival(job_id, tenant="acme")
+
+    def state(self, job_id: str) -> str:
+        return self.op.get_job(job_id, tenant="acme").view.state
+
+    def runs(self) -> list[str]:
+        return self.ran.read_text().split() if self.ran.exists() else []
+
+    def rows(self) -> dict[str, tuple[str, int]]:
+        """job id -> (status, reported) in the agent's state file."""
+        with sqlite3.connect(self.state_path) as db:
+            return {r[0]: (r[1], r[2]) for r in db.execute("SELECT job_id, status, reported FROM launches")}
+
+    def wait_reported(self, job_id: str) -> None:
+        wait_until(lambda: self.rows().get(job_id, ("", 0))[1] == 1 and self.rows()[job_id][0] == "ended",
+                   what=f"{job_id}'s completion reported")
+
+    def play(self, rounds: int) -> list[str]:
+        """Advance `rounds` rounds; after each, wait until the work of each job it started is over and reported
+        (payloads here end quickly). The jobs started, in order."""
+        started: list[str] = []
+        for _ in range(rounds):
+            for e in self.op.advance().events:
+                if e.type == "start":
+                    started.append(e.job)
+                    self.wait_reported(e.job)
+        return started
+
+    def wait_ended(self, job_id: str) -> None:
+        wait_until(lambda: self.rows().get(job_id, ("", 0))[0] == "ended", what=f"{job_id}'s work over")
+
+
+@contextmanager
+def bed(kind: str, tmp: Path, **options: Any) -> Iterator[Bed]:
+    executor = make_executor(kind, tmp)
+    with running(tmp / "log.db") as srv:
+        b = Bed(srv.port, executor, tmp, **options)
+        b.start_agent()
+        try:
+            yield b
+        finally:
+            b.stop_agent()
+            b.op.close()

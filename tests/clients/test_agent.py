@@ -1,0 +1,82 @@
+"""The agent against a real server and a real executor (local process groups, the Slurm test bed): each started job
+runs once and its completion is reported; evicted, overrunning and failing work has its documented outcome."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.clients.agent_support import bed
+from tests.clients.executor_support import wait_until
+
+KINDS = ["local", "slurm"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_started_jobs_run_once_and_complete_charged(kind: str, tmp_path: Path) -> None:
+    with bed(kind, tmp_path) as b:
+        for j in ("a", "b", "c"):
+            b.submit(j, "sleep 0.2")
+        assert sorted(b.play(8)) == ["a", "b", "c"]  # each start's completion is reported in the next round
+        for j in ("a", "b", "c"):
+            job = b.op.get_job(j, tenant="acme").view
+            assert job.state == "COMPLETED" and job.finish == job.start + 2 and job.charge > 0  # type: ignore[operator]
+        assert sorted(b.runs()) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_nonzero_exit_is_reported_as_a_charged_completion(kind: str, tmp_path: Path) -> None:
+    with bed(kind, tmp_path) as b:
+        b.submit("bad", "exit 3")
+        b.op.advance()
+        b.wait_reported("bad")
+        b.op.advance()
+        job = b.op.get_job("bad", tenant="acme").view
+        assert job.state == "COMPLETED" and job.charge > 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_capacity_drop_evicts_and_the_payload_is_stopped(kind: str, tmp_path: Path) -> None:
+    with bed(kind, tmp_path) as b:
+        b.submit("hang", "sleep 300")
+        b.op.advance()
+        wait_until(lambda: b.runs() == ["hang"], what="the payload runs")
+        b.op.report_capacity(1, 0)
+        b.op.advance()  # round 1: capacity 0, the running job is evicted
+        assert b.state("hang") == "EVICTED"
+        b.wait_ended("hang")  # the agent stopped it and saw it go
+        assert b.rows()["hang"] == ("ended", 1)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_work_past_its_longest_declared_duration_is_evicted_and_stopped(kind: str, tmp_path: Path) -> None:
+    with bed(kind, tmp_path) as b:
+        b.submit("long", "sleep 300")
+        b.op.advance()  # round 0: started
+        wait_until(lambda: b.runs() == ["long"], what="the payload runs")
+        b.op.advance()
+        b.op.advance()  # round 2: duration 3, the longest declared, without a completion: evicted (overrun)
+        assert b.state("long") == "EVICTED"
+        b.wait_ended("long")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_work_cancelled_outside_sowsched_is_reported_as_a_completion(kind: str, tmp_path: Path) -> None:
+    with bed(kind, tmp_path) as b:
+        b.submit("victim", "sleep 300")
+        b.op.advance()
+        wait_until(lambda: b.runs() == ["victim"], what="the payload runs")
+        assert b.agent is not None
+        row = b.agent.state.get(next(iter(r.handle for r in b.agent.state.rows("running"))))
+        assert row is not None and row.external_id is not None
+        if kind == "slurm":
+            subprocess.run(["scancel", row.external_id], check=True)
+        else:
+            os.killpg(int(row.external_id), signal.SIGTERM)
+        b.wait_reported("victim")
+        b.op.advance()
+        assert b.state("victim") == "COMPLETED"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from clients.agent_state import AgentState, LaunchRow
 from clients.client import RpcFailure, SchedulerClient, TenantEvent
 from clients.executors import Ended, Executor, ExecutorError, Launch, handle
+from mechanism.executor import ExecutorInfo
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 
 log = logging.getLogger("sowsched.agent")
@@ -145,6 +146,18 @@ class Agent:
             self._nodes[h] = spec.nodes
             self.launched_count += 1
             log.info("launched %s as %s %s", spec.job_id, self.executor.kind, external)
+            self._report_launch(h, external)
+
+    def _report_launch(self, h: str, external: str) -> None:
+        """Tell the server where the job runs (idempotent; a job that no longer runs has nothing to record)."""
+        row = self.state.get(h)
+        if row is None:
+            return
+        try:
+            self.client.report_launch(row.job_id, ExecutorInfo(self.executor.kind, external), tenant=row.tenant,
+                                      request_id=f"agent-launch-{h}")
+        except RpcFailure as exc:
+            log.info("launch of %s not recorded by the server: %s", row.job_id, exc)
 
     def _stop(self, h: str, why: str) -> None:
         row = self.state.get(h)
@@ -187,6 +200,7 @@ class Agent:
                     if external is not None:
                         self.state.launched(row.handle, external)
                         log.info("adopted %s: already launched as %s", row.job_id, external)
+                        self._report_launch(row.handle, external)
                     else:
                         self._pending[row.handle] = self._spec(row.handle, row.job_id,
                                                                self.payloads(row.tenant, row.job_id))
@@ -218,6 +232,7 @@ class Agent:
                 external = self._find(row)
                 if external is not None:
                     self.state.launched(row.handle, external)
+                    self._report_launch(row.handle, external)
                 else:
                     self._pending[row.handle] = self._spec(row.handle, row.job_id,
                                                            self.payloads(row.tenant, row.job_id))
@@ -235,7 +250,8 @@ class Agent:
             self.state.reported(row.handle)
 
     def report(self, row: LaunchRow, end: Ended) -> None:
-        self.client.report_completion(row.job_id, tenant=row.tenant,
+        info = ExecutorInfo(self.executor.kind, row.external_id or "unknown", end.exit_code)
+        self.client.report_completion(row.job_id, tenant=row.tenant, executor=info,
                                       request_id=f"agent-complete-{row.handle}")
         log.info("reported completion of %s (exit %s, %s)", row.job_id, end.exit_code, end.how)
 

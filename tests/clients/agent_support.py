@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from clients.agent import Agent, AgentOptions, Payload
-from clients.agent_state import AgentState
+from clients.agent_state import AgentState, LaunchRow
 from clients.executors import Executor, LocalExecutor, SlurmExecutor
 from tests.clients.executor_support import need_slurm, wait_until
 from tests.grpc_support import PATIENT, client, running
@@ -71,6 +71,13 @@ class Bed:
 
     def runs(self) -> list[str]:
         return self.ran.read_text().split() if self.ran.exists() else []
+
+    def launch(self, job_id: str) -> LaunchRow:
+        """The agent's row for the job (read from its state file)."""
+        with sqlite3.connect(self.state_path) as db:
+            row = db.execute("SELECT * FROM launches WHERE job_id = ?", (job_id,)).fetchone()
+        assert row is not None, f"no launch of {job_id}"
+        return LaunchRow.of(row)
 
     def rows(self) -> dict[str, tuple[str, int]]:
         """job id -> (status, reported) in the agent's state file."""

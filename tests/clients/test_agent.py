@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from mechanism.executor import ExecutorInfo
 from tests.clients.agent_support import bed
 from tests.clients.executor_support import wait_until
 
@@ -25,6 +26,8 @@ def test_started_jobs_run_once_and_complete_charged(kind: str, tmp_path: Path) -
         for j in ("a", "b", "c"):
             job = b.op.get_job(j, tenant="acme").view
             assert job.state == "COMPLETED" and job.finish == job.start + 2 and job.charge > 0  # type: ignore[operator]
+            assert job.executor is not None and (job.executor.kind, job.executor.exit_code) == (kind, 0)
+            assert job.executor.external_id == b.launch(j).external_id
         assert sorted(b.runs()) == ["a", "b", "c"]
 
 
@@ -37,6 +40,7 @@ def test_nonzero_exit_is_reported_as_a_charged_completion(kind: str, tmp_path: P
         b.op.advance()
         job = b.op.get_job("bad", tenant="acme").view
         assert job.state == "COMPLETED" and job.charge > 0
+        assert job.executor is not None and job.executor.exit_code == 3
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -70,13 +74,14 @@ def test_work_cancelled_outside_sowsched_is_reported_as_a_completion(kind: str, 
         b.submit("victim", "sleep 300")
         b.op.advance()
         wait_until(lambda: b.runs() == ["victim"], what="the payload runs")
-        assert b.agent is not None
-        row = b.agent.state.get(next(iter(r.handle for r in b.agent.state.rows("running"))))
-        assert row is not None and row.external_id is not None
+        row = b.launch("victim")
+        assert row.external_id is not None
+        assert b.op.get_job("victim", tenant="acme").view.executor == ExecutorInfo(kind, row.external_id)
         if kind == "slurm":
             subprocess.run(["scancel", row.external_id], check=True)
         else:
             os.killpg(int(row.external_id), signal.SIGTERM)
         b.wait_reported("victim")
         b.op.advance()
-        assert b.state("victim") == "COMPLETED"
+        job = b.op.get_job("victim", tenant="acme").view
+        assert job.state == "COMPLETED" and job.executor is not None and job.executor.exit_code == 143

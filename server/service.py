@@ -212,11 +212,11 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         except Exception as exc:
             log.exception("internal error", extra={"fields": {"method": "SubmitSoWs"}})
             context.abort(*errors.status(exc))
-        writer_ms = sum(r.writer_ms for r in results if isinstance(r, Acknowledged))
         acks = [r for r in results if isinstance(r, Acknowledged)]
         log.info("rpc batch", extra={"fields": {
             "method": "SubmitSoWs", "caller": p.name, "items": len(batch), "refused": len(batch) - len(acks),
-            "ms": round(1000 * (time.perf_counter() - started), 3), "writer_ms": round(writer_ms, 3),
+            "ms": round(1000 * (time.perf_counter() - started), 3),
+            "writer_ms": round(sum(r.writer_ms for r in acks), 3),
             "commit_ms": round(sum(r.commit_ms for r in acks), 3)}})
         for r in results:
             if isinstance(r, Acknowledged):

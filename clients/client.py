@@ -211,12 +211,7 @@ class SchedulerClient:
 
     def submit_raw(self, job_id: str, sow: SoW | dict[str, Any], *, request_id: str | None = None,
                    tenant: str = "") -> pb.Quote:
-        from mechanism.sow import SoW
-
-        data = sow.model_dump(mode="json") if isinstance(sow, SoW) else sow
-        req = pb.SubmitSoWRequest(request_id=request_id or new_request_id(), job_id=job_id,
-                                  sow=convert.sow_to_proto(data), tenant=tenant)
-        return self._call(self.stub.SubmitSoW, req)
+        return self._call(self.stub.SubmitSoW, submit_request(job_id, sow, request_id, tenant))
 
     def submit(self, job_id: str, sow: SoW | dict[str, Any], *, request_id: str | None = None,
                tenant: str = "") -> Quote:
@@ -238,12 +233,7 @@ class SchedulerClient:
         """`submit_many`, each answer yielded as it arrives. If the stream fails (UNAVAILABLE, DEADLINE_EXCEEDED),
         the items not yet answered are sent again on a new stream with their request ids, so none is applied twice;
         RpcFailure is raised when the retries are spent or the call itself is refused."""
-        from mechanism.sow import SoW
-
-        requests = [pb.SubmitSoWRequest(
-            request_id=s.request_id or new_request_id(), job_id=s.job_id, tenant=s.tenant,
-            sow=convert.sow_to_proto(s.sow.model_dump(mode="json") if isinstance(s.sow, SoW) else s.sow))
-            for s in submissions]
+        requests = [submit_request(s.job_id, s.sow, s.request_id, s.tenant) for s in submissions]
         answered = 0
         delays = self.retry.delays()
         while answered < len(requests):
@@ -405,3 +395,16 @@ def _status(msg: pb.Job) -> JobStatus:
 
 def new_request_id() -> str:
     return uuid.uuid4().hex
+
+
+def submit_request(job_id: str, sow: SoW | dict[str, Any], request_id: str | None, tenant: str) -> pb.SubmitSoWRequest:
+    """A SubmitSoWRequest of a SoW, or of a {"features": ...} document (the prediction engine builds the SoW)."""
+    from mechanism.sow import SoW
+
+    data = sow.model_dump(mode="json") if isinstance(sow, SoW) else sow
+    req = pb.SubmitSoWRequest(request_id=request_id or new_request_id(), job_id=job_id, tenant=tenant)
+    if "features" in data:
+        req.features.CopyFrom(convert.features_to_proto(data["features"]))
+    else:
+        req.sow.CopyFrom(convert.sow_to_proto(data))
+    return req

@@ -22,6 +22,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 import server.gen  # noqa: F401
+from models.predict.online import EngineConfig
 from server import snapshot
 from server.config import ConfigError, ServerConfig
 from server.errors import Refused
@@ -30,6 +31,7 @@ from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
 from server.limits import MAX_PORT, MAX_ROUND_SECONDS
 from server.metrics import MetricsEndpoint, ServerMetrics, parse_address
 from server.observer import NO_METRICS, Observer
+from server.prediction import Predictions
 from server.scheduler import CLOCK, SNAPSHOT_EVERY, DurableScheduler
 from server.service import Clock, SchedulerService, encode_reply, legacy_replies
 from server.store import CommandStore, StoreError, store_path
@@ -160,6 +162,8 @@ class RunningServer:
             self._clock.join()
         self.service.stopping.set()
         self.grpc_server.stop(self._grace if grace is None else grace).wait()
+        if self.service.predictions is not None:
+            self.service.predictions.stop()
         self.scheduler.close()
         if self._metrics is not None:  # last: scrapes see the shutdown until the end
             self._metrics.stop()
@@ -229,7 +233,12 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     log.info("replayed", extra={"fields": {"snapshot_seq": scheduler.restored_from, "commands": scheduler.replayed,
                                            "round": scheduler.engine.now,
                                            "s": round(time.perf_counter() - started, 3)}})
-    service = SchedulerService(scheduler, Clock(options.clock, options.round_seconds), observer, watchers)
+    predictions = Predictions(EngineConfig(cold_start=config.prediction_cold_start), options.round_seconds)
+    with scheduler.reading() as engine:
+        predictions.rebuild(scheduler.store, engine)
+    predictions.start(scheduler.reading)
+    service = SchedulerService(scheduler, Clock(options.clock, options.round_seconds), observer, watchers,
+                               predictions)
     grpc_server, health_servicer = _grpc_server(service, options.max_workers, keepalive)
     try:
         port = _bind(grpc_server, options)

@@ -131,6 +131,8 @@ class ServerSection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     oracle: Literal["mc", "exact"] = "mc"
+    # completions before the prediction engine's learned laws replace the requested duration as a point law
+    prediction_cold_start: int = Field(default=20, ge=1, strict=True)
 
 
 class ConfigFile(BaseModel):
@@ -207,6 +209,7 @@ class ServerConfig:
     tenants: tuple[str, ...]
     max_active_jobs: Mapping[str, int] = field(default_factory=dict)  # tenant -> its limit (absent: none)
     reinstated: frozenset[str] = frozenset()  # tenants marked `reinstate = true`: may take back a name owning jobs
+    prediction_cold_start: int = 20  # [server] prediction_cold_start (docs/prediction.md)
 
     def identity(self) -> dict[str, Any]:
         """What a command log must be replayed with: the platform and the oracle."""
@@ -244,7 +247,8 @@ def parse_config(data: dict[str, Any], resolve_tokens: bool = True, base: Path =
     reinstated = frozenset(t.name for t in doc.tenants if t.reinstate)
     if not resolve_tokens:
         return ServerConfig(platform=doc.platform, oracle=doc.server.oracle, tokens=tokens,
-                            tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits, reinstated=reinstated)
+                            tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits, reinstated=reinstated,
+                        prediction_cold_start=doc.server.prediction_cold_start)
     holders: list[tuple[str, str, TokenSource]] = [("operator", OPERATOR, doc.operator)] if doc.operator else []
     holders += [("executor", EXECUTOR, doc.executor)] if doc.executor else []
     holders += [(f"tenants[{i}]", t.name, t) for i, t in enumerate(doc.tenants)]
@@ -254,7 +258,8 @@ def parse_config(data: dict[str, Any], resolve_tokens: bool = True, base: Path =
                 raise ConfigError(f"{where} ({name!r}) reuses the token of {tokens[token]!r}")
             tokens[token] = name
     return ServerConfig(platform=doc.platform, oracle=doc.server.oracle, tokens=tokens,
-                        tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits, reinstated=reinstated)
+                        tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits, reinstated=reinstated,
+                        prediction_cold_start=doc.server.prediction_cold_start)
 
 
 def load_config(path: str | Path, resolve_tokens: bool = True) -> ServerConfig:

@@ -57,6 +57,40 @@ def sow_to_proto(data: dict[str, Any]) -> pb.SoW:
 
 # ---- quotes ----
 
+def features_to_dict(msg: pb.Features) -> dict[str, Any]:
+    """The Features message as the dict the prediction engine validates (the same keys as a SoW JSON's features)."""
+    return {"nodes": msg.nodes, "requested_seconds": msg.requested_seconds,
+            "value_steps": [[s.deadline, s.value] for s in msg.value_steps],
+            "arrival": [[a.offset, a.probability] for a in msg.arrival],
+            "executable": msg.executable, "queue": msg.queue, "tags": list(msg.tags)}
+
+
+def features_to_proto(data: dict[str, Any]) -> pb.Features:
+    """A features dict (SoW JSON `features`: nodes, requested_seconds, value_steps, arrival [[offset, p]], tags)."""
+    msg = pb.Features(nodes=int(data["nodes"]), requested_seconds=int(data["requested_seconds"]),
+                      executable=str(data.get("executable", "")), queue=str(data.get("queue", "")),
+                      tags=[str(t) for t in data.get("tags", [])])
+    for k, v in data.get("value_steps", []):
+        msg.value_steps.add(deadline=int(k), value=float(v))
+    for offset, p in data.get("arrival", []):
+        msg.arrival.add(offset=int(offset), probability=float(p))
+    return msg
+
+
+def prediction_to_proto(data: dict[str, Any], msg: pb.Prediction) -> None:
+    """Fill `msg` with a logged prediction (seconds, probabilities, model_version, trained)."""
+    msg.seconds.extend(data["seconds"])
+    msg.probabilities.extend(data["probabilities"])
+    msg.model_version = data["model_version"]
+    msg.trained = int(data["trained"])
+
+
+def prediction_from_proto(msg: pb.Prediction) -> dict[str, Any]:
+    """A quote's prediction as the dict the log keeps."""
+    return {"seconds": list(msg.seconds), "probabilities": list(msg.probabilities),
+            "model_version": msg.model_version, "trained": msg.trained}
+
+
 def quote_to_proto(q: Quote) -> pb.Quote:
     p = q.plan
     tenant, job_id = split(q.job)

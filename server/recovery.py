@@ -117,7 +117,7 @@ class Recovery(SchedulerCore):
                                      f"{exc!r}; the log was written by different code") from exc
             if cmd.kind == "submit":
                 tenants.setdefault(cmd.body["tenant"])
-            if self._encode(cmd.kind, result) != cmd.reply and \
+            if self._encode(cmd.kind, result, cmd.body) != cmd.reply and \
                     (self._legacy is None or cmd.reply not in self._legacy(cmd.kind, result)):
                 raise ReplayDiverged(f"store {self.store.path}: replaying command {cmd.seq} ({cmd.kind}) did not "
                                      "reproduce its logged reply; the log was written by different code")

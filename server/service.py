@@ -31,6 +31,7 @@ from server.limits import (
     WATCH_BATCH,
 )
 from server.observer import NO_METRICS, Acknowledged, Observer
+from server.prediction import Predictions
 from server.replay import Result, body_hash
 from server.scheduler import DurableScheduler
 from server.writer import Command
@@ -44,10 +45,14 @@ log = logging.getLogger("sowsched.rpc")
 T = TypeVar("T")
 
 
-def encode_reply(kind: str, result: Result) -> bytes:
-    """The reply of a logged command, exactly as sent (the log keeps it for retries and replay checks)."""
+def encode_reply(kind: str, result: Result, body: dict[str, Any] | None = None) -> bytes:
+    """The reply of a logged command, exactly as sent (the log keeps it for retries and replay checks); a feature
+    submission's quote carries the prediction its body logged."""
     if isinstance(result, Quote):
-        return convert.quote_to_proto(result).SerializeToString(deterministic=True)
+        quote = convert.quote_to_proto(result)
+        if body is not None and "prediction" in body:
+            convert.prediction_to_proto(body["prediction"], quote.prediction)
+        return quote.SerializeToString(deterministic=True)
     if isinstance(result, JobView):
         return convert.job_to_proto(result).SerializeToString(deterministic=True)
     if isinstance(result, CapacityView):
@@ -79,8 +84,9 @@ class Clock:
 
 class SchedulerService(pb_grpc.SchedulerServicer):
     def __init__(self, scheduler: DurableScheduler, clock: Clock, metrics: Observer = NO_METRICS,
-                 max_watchers: int = MAX_WATCHERS) -> None:
+                 max_watchers: int = MAX_WATCHERS, predictions: Predictions | None = None) -> None:
         self.scheduler = scheduler
+        self.predictions = predictions  # the prediction engine of feature submissions (None: outcomes only)
         self.clock = clock
         self.metrics = metrics  # told of every call, as logged
         self.max_watchers = max_watchers  # open event streams at once: each holds a worker thread
@@ -158,8 +164,11 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     def SubmitSoW(self, request: pb.SubmitSoWRequest, context: grpc.ServicerContext) -> pb.Quote:
         def body(p: Principal) -> pb.Quote:
-            _, kind, data, sow = self._submission(p, request)
-            return pb.Quote.FromString(self._command(p, request.request_id, kind, data, sow))
+            command = self._submission(p, request)
+            _, kind, data, sow = command
+            quote = pb.Quote.FromString(self._command(p, request.request_id, kind, data, sow))
+            self._learn(data)
+            return quote
         return self._call(context, "SubmitSoW", body)
 
     def _submission(self, p: Principal, request: pb.SubmitSoWRequest) -> Command:
@@ -170,9 +179,23 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         check_job_id(request.job_id, MAX_JOB_ID)
         if len(request.request_id) > MAX_REQUEST_ID:
             raise Refused(f"request_id has {len(request.request_id)} characters, above the bound {MAX_REQUEST_ID}")
+        if request.HasField("features"):
+            if request.HasField("sow"):
+                raise Refused("a submission sets exactly one of 'sow' and 'features'; both are set")
+            if self.predictions is None:
+                raise FailedPrecondition("this server has no prediction engine: submit a SoW with outcomes")
+            sow, logged = self.predictions.sow(tenant, convert.features_to_dict(request.features),
+                                               self.scheduler.config.platform)
+            return request.request_id, "submit", {"job_id": request.job_id, "tenant": tenant,
+                                                  "sow": sow.model_dump(mode="json"), **logged}, sow
         sow = SoW.parse(convert.sow_to_dict(request.sow), self.scheduler.config.platform)
         data = {"job_id": request.job_id, "tenant": tenant, "sow": sow.model_dump(mode="json")}
         return request.request_id, "submit", data, sow
+
+    def _learn(self, data: dict[str, Any]) -> None:
+        """Tell the prediction engine of an accepted feature submission (it learns the job's duration later)."""
+        if self.predictions is not None and "features" in data:
+            self.predictions.submitted(data["tenant"], data["job_id"], data)
 
     def SubmitSoWs(self, requests: Iterable[pb.SubmitSoWRequest],
                    context: grpc.ServicerContext) -> Iterator[pb.SubmitSoWsReply]:
@@ -207,7 +230,11 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                     results.append(None)
                 except errors.REFUSALS as exc:
                     results.append(exc)
-            applied = iter(self.scheduler.execute_many(p, commands))
+            answers = self.scheduler.execute_many(p, commands)
+            for command, answer in zip(commands, answers, strict=True):
+                if isinstance(answer, Acknowledged):
+                    self._learn(command[2])
+            applied = iter(answers)
             results = [next(applied) if r is None else r for r in results]
         except Exception as exc:
             log.exception("internal error", extra={"fields": {"method": "SubmitSoWs"}})

@@ -9,7 +9,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from mechanism.engine import Engine, EngineError
 from mechanism.history import HistoryMarks
@@ -23,7 +23,13 @@ from server.observer import Acknowledged, Observer
 from server.replay import JOB_COMMANDS, REPORTS, Result, apply_command, body_hash, body_json, repeated_report
 from server.store import CommandStore, StoreError
 
-Encoder = Callable[[str, Result], bytes]  # (kind, result) -> the reply as sent
+
+class Encoder(Protocol):
+    """(kind, result, the command's logged body) -> the reply as sent."""
+
+    def __call__(self, kind: str, result: Result, body: dict[str, Any] | None = None) -> bytes: ...
+
+
 LegacyEncoder = Callable[[str, Result], tuple[bytes, ...]]  # the replies earlier builds logged for the same result
 
 Command = tuple[str | None, str, dict[str, Any], SoW | None]  # (request_id, kind, body, validated sow)
@@ -253,7 +259,7 @@ class Writer(SchedulerCore):
         result = apply_command(self.engine, t.kind, t.body, t.sow)
         if t.kind == "submit":
             self.limits.admitted(self.engine, namespace.key(t.body["tenant"], t.body["job_id"]))
-        reply = self._encode(t.kind, result)
+        reply = self._encode(t.kind, result, t.body)
         self._seq = self.store.append(t.kind, t.caller, t.request_id, t.body, t.hash, reply, self.engine.now,
                                       t.logged)
         if t.kind == "advance":

@@ -70,6 +70,9 @@ def register(sub: Any) -> None:
                    help="a SoW as a JSON object (schema: docs/workloads-and-sows.md); several files, or '-' for JSON "
                         'lines on stdin ({"job_id": ..., "sow": {...}} each), go on one stream (SubmitSoWs)')
     p.add_argument("--job-id", help="job id of a single SoW (default: the file name without .json)")
+    p.add_argument("--features", action="store_true",
+                   help="each file holds a job's features (nodes, requested_seconds, value_steps, arrival, "
+                        "executable, queue, tags): the server's prediction engine builds the SoW (docs/prediction.md)")
     _tenant(p, "operator only: submit on behalf of this tenant")
     _command(sub, "status", status)
     p = _command(sub, "job", job)
@@ -188,7 +191,7 @@ def _text(out: dict[str, Any]) -> str:
     return str(out.get("text") or json.dumps(out, indent=2, sort_keys=True))
 
 
-def read_sow(path: Path) -> dict[str, Any]:
+def read_sow(path: Path, features: bool = False) -> dict[str, Any]:
     """The SoW in a JSON file, checked against its own rules; a syntax error names the line and column."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -196,11 +199,12 @@ def read_sow(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except RecursionError:
         raise ValueError(f"{path}: JSON nested too deeply for a SoW") from None
-    return check_sow(data, str(path))
+    return check_sow(data, str(path), features)
 
 
-def check_sow(data: Any, where: str) -> dict[str, Any]:
-    """A decoded SoW checked against its own rules; errors start with `where`."""
+def check_sow(data: Any, where: str, features: bool = False) -> dict[str, Any]:
+    """A decoded SoW checked against its own rules; errors start with `where`. With `features` the object is a job's
+    features (or a {"features": ...} document), for the server's prediction engine."""
     from pydantic import ValidationError
 
     from mechanism.sow import SoW
@@ -208,6 +212,13 @@ def check_sow(data: Any, where: str) -> dict[str, Any]:
 
     if not isinstance(data, dict):
         raise ValueError(f"{where}: a SoW is a JSON object, not {type(data).__name__}")
+    if features and "features" not in data:
+        data = {"features": data}
+    if "features" in data:  # a feature submission: the server's prediction engine builds the outcomes
+        if set(data) != {"features"} or not isinstance(data["features"], dict):
+            raise ValueError(f"{where}: a feature submission is {{\"features\": {{...}}}} alone; got keys "
+                             f"{sorted(data)}")
+        return data
     try:  # the SoW's own rules here (types, unknown fields, sums); the server checks the platform's bounds
         checked: dict[str, Any] = SoW.model_validate(data).model_dump(mode="json")
     except ValidationError as exc:
@@ -232,11 +243,18 @@ def _integers(data: Any, where: str) -> Iterator[tuple[str, int]]:
 
 def submit(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
     if len(args.sow) == 1 and str(args.sow[0]) != "-":
+        from server import convert
+
         job_id = args.sow[0].stem if args.job_id is None else args.job_id
-        quote, tenant = client.submit_tenant(job_id, read_sow(args.sow[0]), request_id=args.request_id,
-                                             tenant=args.tenant)
-        return {**quote.to_dict(), "tenant": tenant, "text": quote_text(quote)}
+        msg = client.submit_raw(job_id, read_sow(args.sow[0], args.features),
+                                request_id=args.request_id, tenant=args.tenant)
+        quote = convert.quote_from_proto(msg)
+        out = {**quote.to_dict(), "tenant": msg.tenant, "text": quote_text(quote)}
+        if msg.HasField("prediction"):
+            out["prediction"] = convert.prediction_from_proto(msg.prediction)
+        return out
     return submit_many(client, args)
+
 
 
 def submit_many(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
@@ -247,7 +265,7 @@ def submit_many(client: SchedulerClient, args: argparse.Namespace) -> dict[str, 
     if args.job_id is not None:
         raise ValueError("--job-id names a single SoW's job; with several, each file's name (or JSON line's job_id) "
                          "is its job id")
-    items = [(job_id, sow) for path in args.sow for job_id, sow in _sows_in(path)]
+    items = [(job_id, sow) for path in args.sow for job_id, sow in _sows_in(path, args.features)]
     submissions = [Submission(job_id, sow, args.tenant, f"{args.request_id}-{i}")
                    for i, (job_id, sow) in enumerate(items)]
     results: list[dict[str, Any]] = []
@@ -270,10 +288,10 @@ def submit_many(client: SchedulerClient, args: argparse.Namespace) -> dict[str, 
     return out
 
 
-def _sows_in(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def _sows_in(path: Path, features: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
     """(job id, SoW) of a SoW file (its name is the job id), or of each JSON line on stdin for '-'."""
     if str(path) != "-":
-        yield path.stem, read_sow(path)
+        yield path.stem, read_sow(path, features)
         return
     for number, line in enumerate(sys.stdin, start=1):
         if not line.strip():
@@ -285,7 +303,7 @@ def _sows_in(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             raise ValueError(f"{where}: not valid JSON at column {exc.colno}: {exc.msg}") from None
         if not isinstance(item, dict) or not isinstance(item.get("job_id"), str) or "sow" not in item:
             raise ValueError(f'{where}: each line is {{"job_id": "...", "sow": {{...}}}}')
-        yield item["job_id"], check_sow(item["sow"], where)
+        yield item["job_id"], check_sow(item["sow"], where, features)
 
 
 def quote_text(q: Quote) -> str:

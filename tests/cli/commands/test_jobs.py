@@ -100,6 +100,21 @@ def test_submit_json_names_the_tenant_whose_job_was_quoted(srv: RunningServer, t
     assert run_json(capsys, cli(srv, OP, "submit", str(path)))["tenant"] == "operator"
 
 
+def test_submit_features_gets_a_quote_built_by_the_prediction_engine_with_its_law_and_model_version(
+        srv: RunningServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    features = {"nodes": 2, "requested_seconds": 120, "value_steps": [[6, 30.0]], "queue": "short", "tags": ["a"]}
+    path = tmp_path / "f1.json"
+    path.write_text(json.dumps(features))
+    out = run_json(capsys, cli(srv, ACME, "submit", str(path), "--features"))
+    assert out["prediction"]["seconds"] == [120.0] and len(out["prediction"]["model_version"]) == 64
+    assert [(o["duration"], o["probability"]) for o in out["outcomes"]] == [(2, 1.0)]  # 120 s on 60 s rounds
+    path.write_text(json.dumps({"features": features}))  # the same as a SoW JSON with `features`
+    assert run_json(capsys, cli(srv, ACME, "submit", str(path), "--job-id", "f2"))["prediction"]["trained"] == 0
+    path.write_text(json.dumps({"features": features, "concurrency": 2}))
+    assert main(cli(srv, ACME, "submit", str(path), "--job-id", "f3")) == 2
+    assert "a feature submission is" in capsys.readouterr().err
+
+
 def test_text_output_is_readable(srv: RunningServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "sow.json"
     path.write_text(json.dumps(sow()))

@@ -1,0 +1,190 @@
+"""The platform's prediction engine: duration laws for jobs described by features, learned from observed durations.
+
+The server feeds it each completed job's features and observed duration (seconds), in completion order; `refit`
+trains the learned predictor (seed 004: clusters of a regression tree, smoothed bin vectors, the refit and
+drift-update policy of `LearnedPredictor`) on that training set, replayed causally, and swaps the fitted model in
+as one reference, so predictions never see a half-built model. Until `cold_start` completions the law is the
+requested duration as a point. A model's version is the SHA-256 of its training set and configuration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.predict.jobs import JobTable
+from models.predict.learned import LearnedConfig, LearnedPredictor, capped_one, features
+from models.predict.sows import rounds_law
+from models.predictive import Discrete
+
+MAX_TAGS = 32
+MAX_TAG = 128  # characters of a tag, an executable or a queue name
+
+
+class JobFeatures(BaseModel):
+    """What a feature submission tells about a job's duration (the tenant is the submitter)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    nodes: int = Field(ge=1)
+    requested_seconds: int = Field(ge=1)
+    executable: str = Field(default="", max_length=MAX_TAG)
+    queue: str = Field(default="", max_length=MAX_TAG)
+    tags: tuple[str, ...] = Field(default=(), max_length=MAX_TAGS)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The engine's configuration: one for every platform."""
+
+    cold_start: int = 20  # completions before learned laws replace the requested duration as a point
+    learned: LearnedConfig = field(default_factory=LearnedConfig)
+
+    def __post_init__(self) -> None:
+        if self.cold_start < 1:
+            raise ValueError(f"cold_start={self.cold_start} must be >= 1")
+
+    def to_dict(self) -> dict[str, object]:
+        return {"cold_start": self.cold_start, "learned": asdict(self.learned)}
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One completed job of the training set: its tenant, features and observed duration (seconds)."""
+
+    tenant: str
+    features: JobFeatures
+    seconds: int
+
+    def to_json(self) -> list[object]:
+        return [self.tenant, self.features.model_dump(mode="json"), self.seconds]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A law of durations in seconds (increasing support, probabilities summing to 1) and the model's version."""
+
+    seconds: tuple[float, ...]
+    probs: tuple[float, ...]
+    version: str
+    trained: int  # completions the model learned from
+
+
+def model_version(config: EngineConfig, rows: Sequence[Observation]) -> str:
+    """SHA-256 of the configuration and the training set (in order)."""
+    text = json.dumps({"config": config.to_dict(), "rows": [r.to_json() for r in rows]}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class _Codes:
+    """Categorical values as integer codes, in order of first appearance (0: empty)."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {"": 0}
+
+    def __call__(self, value: str) -> int:
+        return self.codes.setdefault(value, len(self.codes))
+
+
+class Model:
+    """A fitted engine: the learned predictor after replaying the training set, or the cold-start point law."""
+
+    def __init__(self, config: EngineConfig, rows: Sequence[Observation]) -> None:
+        self.config = config
+        self.version = model_version(config, rows)
+        self.trained = len(rows)
+        self._lock = threading.Lock()  # `predict` appends a query row to the predictor's history columns
+        self._users, self._execs, self._queues, self._tags = _Codes(), _Codes(), _Codes(), _Codes()
+        self._predictor: LearnedPredictor | None = None
+        if len(rows) >= config.cold_start:
+            self._predictor = LearnedPredictor(config.learned).fit(self._table(rows))
+            for i in range(len(rows)):
+                self._predictor.observe(i)
+            if self._predictor._clusters is None:  # fewer completions than its first scheduled fit: fit now
+                self._predictor._refit()
+
+    def _row(self, tenant: str, f: JobFeatures) -> tuple[int, int, int, int, int]:
+        return (self._users(tenant), self._tags(",".join(sorted(f.tags))), self._execs(f.executable),
+                self._queues(f.queue), f.nodes)
+
+    def _table(self, rows: Sequence[Observation]) -> JobTable:
+        cols = [self._row(r.tenant, r.features) for r in rows]
+        runtime = np.array([max(1, r.seconds) for r in rows], dtype=np.int64)
+        requested = np.maximum(runtime, [r.features.requested_seconds for r in rows]).astype(np.int64)
+        zeros = np.zeros(len(rows), dtype=np.int64)
+
+        def col(k: int) -> np.ndarray:
+            return np.array([c[k] for c in cols], dtype=np.int64)
+        return JobTable(submit=np.arange(len(rows), dtype=np.int64), runtime=runtime, requested=requested,
+                        size=col(4), user=col(0), group=col(1), executable=col(2), queue=col(3), partition=zeros,
+                        wait=zeros)
+
+    def predict(self, tenant: str, f: JobFeatures) -> Prediction:
+        """The law of a new job's duration, capped at its requested duration."""
+        requested = float(f.requested_seconds)
+        p = self._predictor
+        clusters = None if p is None else p._clusters
+        if p is None or p.history is None or clusters is None:
+            return Prediction((requested,), (1.0,), self.version, self.trained)
+        with self._lock:
+            c = p.history.columns
+            user, group, exe, queue, size = self._row(tenant, f)
+            index = len(c.submit)
+            values = {"submit": self.trained, "runtime": 1, "requested": f.requested_seconds, "size": size,
+                      "user": user, "group": group, "executable": exe, "queue": queue, "partition": 0}
+            for name, v in values.items():
+                getattr(c, name).append(v)
+            try:
+                x = features(p.history, index)
+            finally:
+                for name in values:
+                    getattr(c, name).pop()
+            law = capped_one(clusters.atoms, clusters.atom_probs[clusters.leaf(x)], requested)
+        keep = law.probs > 0
+        return Prediction(tuple(law.support[keep].tolist()), tuple(law.probs[keep].tolist()), self.version,
+                          self.trained)
+
+
+class DurationEngine:
+    """The training set (completions in order) and the model in force; `refit` may run on any thread."""
+
+    def __init__(self, config: EngineConfig | None = None) -> None:
+        self.config = config or EngineConfig()
+        self._rows: list[Observation] = []
+        self._rows_lock = threading.Lock()
+        self._fit_lock = threading.Lock()
+        self.model = Model(self.config, [])  # replaced as a whole by `refit`
+
+    def observe(self, tenant: str, f: JobFeatures, seconds: int) -> None:
+        """A job submitted with features `f` completed after `seconds`."""
+        with self._rows_lock:
+            self._rows.append(Observation(tenant, f, max(1, int(seconds))))
+
+    @property
+    def observed(self) -> int:
+        return len(self._rows)
+
+    def refit(self, upto: int | None = None) -> Model:
+        """Fit on the first `upto` completions observed (all when None) and swap the new model in (one reference
+        assignment: a prediction uses the old model or the new one, never a mix)."""
+        with self._fit_lock:
+            with self._rows_lock:
+                rows = list(self._rows[:upto])
+            if len(rows) != self.model.trained:
+                self.model = Model(self.config, rows)
+            return self.model
+
+    def predict(self, tenant: str, f: JobFeatures) -> Prediction:
+        return self.model.predict(tenant, f)
+
+
+def rounds_of(prediction: Prediction, round_seconds: int, d_max: int) -> list[tuple[int, float]]:
+    """(duration in rounds, probability): ceil(seconds / round_seconds), at least 1, capped at d_max, merged."""
+    law = Discrete(np.asarray(prediction.seconds, dtype=np.float64), np.asarray([prediction.probs], dtype=np.float64))
+    return rounds_law(law, 0, round_seconds, d_max)

@@ -1,0 +1,157 @@
+"""The prediction engine inside the service: feature submissions become SoWs, completions train it off the writer.
+
+A feature submission is turned into a concrete SoW here, before the writer: the engine's law in seconds, on the
+platform's rounds (`round_seconds`), capped at the requested duration and at D_m. The writer logs that SoW with
+the law and the model version, so a replay applies the logged SoW and never predicts again. A background thread
+follows the engine's `complete` events of feature-submitted jobs, feeds their observed durations (start to
+completion, in rounds times `round_seconds`) to the engine in completion order, and refits it every `refit_every`
+completions; the new model is swapped in whole. After a restart, `rebuild` reads the logged submissions and the
+completions again and fits on as many completions as the last logged quote's model had learned, so the engine
+predicts what it did before.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from pydantic import ValidationError
+
+from mechanism.engine import Engine
+from mechanism.platform import Platform
+from mechanism.sow import SoW
+from models.predict.online import DurationEngine, EngineConfig, JobFeatures, Prediction, rounds_of
+from server import namespace
+from server.errors import Refused, Unavailable
+from server.store import CommandStore
+
+log = logging.getLogger("sowsched.prediction")
+POLL_S = 0.2  # how often the trainer looks for new completions
+EVENT_BATCH = 10_000
+
+
+def features_body(data: dict[str, Any]) -> tuple[JobFeatures, list[tuple[int, float]], list[list[float]]]:
+    """Validated features, arrival law and value steps of a feature submission (refusals name the field)."""
+    try:
+        features = JobFeatures.model_validate({k: data[k] for k in
+                                               ("nodes", "requested_seconds", "executable", "queue", "tags")
+                                               if k in data})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise Refused(f"features.{where}: {first['msg']} (got {first.get('input')!r})") from None
+    arrival = [(int(o), float(p)) for o, p in data.get("arrival") or [(0, 1.0)]]
+    steps = [[int(k), float(v)] for k, v in data.get("value_steps") or []]
+    return features, arrival, steps
+
+
+class Predictions:
+    """The platform's prediction engine and what it needs from the server: features of jobs and their completions."""
+
+    def __init__(self, config: EngineConfig, round_seconds: float, refit_every: int = 25) -> None:
+        if round_seconds <= 0:
+            raise ValueError(f"round_seconds={round_seconds} must be > 0")
+        if refit_every < 1:
+            raise ValueError(f"refit_every={refit_every} must be >= 1")
+        self.engine = DurationEngine(config)
+        self.round_seconds = round_seconds
+        self.refit_every = refit_every
+        self._jobs: dict[str, JobFeatures] = {}  # engine job key -> features, of feature submissions
+        self._lock = threading.Lock()
+        self._seq = 0  # the next engine event to read
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ---- submissions ----
+
+    def sow(self, tenant: str, data: dict[str, Any], platform: Platform) -> tuple[SoW, dict[str, Any]]:
+        """The concrete SoW of a feature submission and what the log keeps of its prediction."""
+        features, arrival, steps = features_body(data)
+        prediction = self.engine.predict(tenant, features)
+        d_max = min(platform.D_m, max(1, -(-features.requested_seconds // max(1, int(self.round_seconds)))))
+        durations = rounds_of(prediction, max(1, int(self.round_seconds)), d_max)
+        outcomes = [[a, d, pa * pd] for a, pa in arrival for d, pd in durations]
+        try:
+            sow = SoW.parse({"concurrency": features.nodes, "value_steps": steps, "outcomes": outcomes,
+                             "signal_mode": "none"}, platform)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise Refused(f"features built an invalid SoW: {'.'.join(str(p) for p in first['loc'])}: "
+                          f"{first['msg']}") from None
+        return sow, {"features": {**features.model_dump(mode="json"), "arrival": [list(a) for a in arrival]},
+                     "prediction": prediction_json(prediction)}
+
+    def submitted(self, tenant: str, job_id: str, body: dict[str, Any]) -> None:
+        """A feature submission was accepted: learn its duration once it completes."""
+        feats = {k: v for k, v in body["features"].items() if k != "arrival"}
+        with self._lock:
+            self._jobs[namespace.key(tenant, job_id)] = JobFeatures.model_validate(feats)
+
+    # ---- learning ----
+
+    def catch_up(self, engine: Engine) -> int:
+        """Observe the completions of feature jobs among the engine's events not read yet (hold the writer's lock,
+        or call before serving); the number observed."""
+        base = engine.forgotten.events
+        seen = 0
+        start = max(self._seq, base)
+        for event in engine.events[start - base:]:
+            if event.type == "complete":
+                with self._lock:
+                    features = self._jobs.pop(event.job, None)
+                if features is not None:
+                    rounds = int(event.data["duration"])
+                    self.engine.observe(namespace.tenant_of(event.job), features,
+                                        round(rounds * self.round_seconds))
+                    seen += 1
+        self._seq = base + len(engine.events)
+        return seen
+
+    def refit_due(self) -> bool:
+        """Every `refit_every` completions, and as soon as the cold start ends."""
+        observed, trained, cold = self.engine.observed, self.engine.model.trained, self.engine.config.cold_start
+        return observed - trained >= self.refit_every or (trained < cold <= observed)
+
+    def rebuild(self, store: CommandStore, engine: Engine) -> None:
+        """After a restart: the logged feature submissions, the completions since, and the last logged model."""
+        trained = 0
+        for cmd in store.commands():
+            if cmd.kind == "submit" and "features" in cmd.body:
+                self.submitted(cmd.body["tenant"], cmd.body["job_id"], cmd.body)
+                trained = int(cmd.body["prediction"]["trained"])
+        self.catch_up(engine)
+        self.engine.refit(trained)
+        log.info("prediction engine rebuilt", extra={"fields": {"observed": self.engine.observed,
+                                                                "trained": self.engine.model.trained,
+                                                                "version": self.engine.model.version[:12]}})
+
+    def start(self, reading: Any) -> None:
+        """Follow completions and refit on a background thread; `reading()` enters the writer's lock."""
+        def loop() -> None:
+            while not self._stop.wait(POLL_S):
+                try:
+                    with reading() as engine:
+                        self.catch_up(engine)
+                except Unavailable:  # the server is closing (or broken): nothing more to learn here
+                    return
+                try:
+                    if self.refit_due():
+                        self.engine.refit()
+                        log.info("prediction model swapped", extra={"fields": {
+                            "trained": self.engine.model.trained, "version": self.engine.model.version[:12]}})
+                except Exception:  # the server goes on with the model in force
+                    log.exception("prediction engine update failed")
+        self._thread = threading.Thread(target=loop, name="sowsched-predict", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+def prediction_json(prediction: Prediction) -> dict[str, Any]:
+    """What the log (and the quote) keeps of a prediction."""
+    return {"seconds": list(prediction.seconds), "probabilities": list(prediction.probs),
+            "model_version": prediction.version, "trained": prediction.trained}

@@ -1,4 +1,5 @@
-"""Every planner against brute force over all schedules of tiny problems (3-4 jobs, short windows)."""
+"""Every planner against brute force over all schedules of tiny problems (3-4 jobs, short windows), with deadlines
+that never bind and with deadlines that do (so eq. 2/6's rows are built and matter)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,10 @@ def load_at(starts: tuple[int, ...], d: np.ndarray, r: np.ndarray) -> int:
     return max(sum(int(r[j]) for j, s in enumerate(starts) if s <= t < s + int(d[j])) for t in range(end))
 
 
-def sample_ok(problem: Problem, starts: tuple[int, ...], d: np.ndarray) -> bool:
-    """Sample durations d meet every deadline and dependency at these starts."""
+def sample_ok(problem: Problem, starts: tuple[int, ...], d: np.ndarray, deadlines: bool = True) -> bool:
+    """Sample durations d meet every deadline (unless `deadlines` is False) and dependency at these starts."""
     for j, job in enumerate(problem.jobs):
-        if starts[j] + d[j] > job.u:
+        if deadlines and starts[j] + d[j] > job.u:
             return False
         if any(starts[p] + d[p] > starts[j] for p in problem.parents[j]):
             return False
@@ -36,10 +37,10 @@ def schedules(problem: Problem) -> itertools.product[tuple[int, ...]]:
     return itertools.product(*(range(job.q, job.latest_start + 1) for job in problem.jobs))
 
 
-def brute_det(problem: Problem, d: np.ndarray, r: np.ndarray) -> float:
+def brute_det(problem: Problem, d: np.ndarray, r: np.ndarray, deadlines: bool = True) -> float:
     best = math.inf
     for starts in schedules(problem):
-        if sample_ok(problem, starts, d):
+        if sample_ok(problem, starts, d, deadlines):
             best = min(best, load_at(starts, d, r))
     return best
 
@@ -55,8 +56,10 @@ def brute_samples(problem: Problem, d: np.ndarray, r: np.ndarray, alpha: float) 
     return best
 
 
-def tiny(seed: int, n: int) -> Problem:
-    """n jobs with short windows, random small histories and a chain-ish parent set."""
+def tiny(seed: int, n: int, tight: bool = False) -> Problem:
+    """n jobs with short windows, random small histories and a chain-ish parent set. The deadline u is past every
+    run from the window (q + f + max D + 0..2), or with `tight` a median run after a start inside the window
+    (q + 0..f + median D), so that later starts and longer runs miss it."""
     rng = np.random.default_rng(seed)
     jobs: list[Job] = []
     for j in range(n):
@@ -68,18 +71,31 @@ def tiny(seed: int, n: int) -> Problem:
         parents = (f"b{j - 1}",) if j > 0 and rng.random() < 0.5 else ()
         if parents:  # start the child after a typical parent run, so that most such problems are feasible
             q = jobs[-1].q + int(np.median(jobs[-1].D)) + int(rng.integers(0, 2))
-        u = q + f + max(D) + int(rng.integers(0, 3))
+        u = q + (int(rng.integers(0, f + 1)) + int(np.median(D)) if tight else f + max(D) + int(rng.integers(0, 3)))
         jobs.append(Job(id=f"b{j}", q=q, f=f, u=u, D=D, J=parents, R=R))
     return Problem(tuple(jobs))
 
 
-CASES = [(seed, 3 + seed % 2) for seed in range(10)]
+CASES = [(seed, 3 + seed % 2, tight) for seed in range(10) for tight in (False, True)]
 
 
-@pytest.mark.parametrize(("seed", "n"), CASES)
+def test_the_tight_fixtures_deadlines_bind_and_the_loose_ones_never_do() -> None:
+    moved = infeasible = 0
+    for seed, n, tight in CASES:
+        problem = tiny(seed, n, tight)
+        for estimator in ("p50", "p100"):
+            d, r = estimates(problem, estimator)  # type: ignore[arg-type]
+            with_deadlines, without = brute_det(problem, d, r), brute_det(problem, d, r, deadlines=False)
+            assert tight or with_deadlines == without
+            moved += math.isfinite(with_deadlines) and with_deadlines != without
+            infeasible += math.isinf(with_deadlines) and math.isfinite(without)
+    assert moved >= 3 and infeasible >= 3  # deadlines raise the optimum on some problems, rule out others
+
+
+@pytest.mark.parametrize(("seed", "n", "tight"), CASES)
 @pytest.mark.parametrize("estimator", ["p50", "p75", "p100", "mode"])
-def test_det_matches_brute_force(seed: int, n: int, estimator: str) -> None:
-    problem = tiny(seed, n)
+def test_det_matches_brute_force(seed: int, n: int, tight: bool, estimator: str) -> None:
+    problem = tiny(seed, n, tight)
     d, r = estimates(problem, estimator)  # type: ignore[arg-type]
     expected = brute_det(problem, d, r)
     plan = cpsat.solve_det(problem, estimator, PARAMS)  # type: ignore[arg-type]
@@ -90,10 +106,10 @@ def test_det_matches_brute_force(seed: int, n: int, estimator: str) -> None:
         assert sample_ok(problem, plan.starts, d)
 
 
-@pytest.mark.parametrize(("seed", "n"), CASES)
+@pytest.mark.parametrize(("seed", "n", "tight"), CASES)
 @pytest.mark.parametrize("indexed", [False, True])
-def test_milp_matches_brute_force(seed: int, n: int, indexed: bool) -> None:
-    problem = tiny(seed, n)
+def test_milp_matches_brute_force(seed: int, n: int, tight: bool, indexed: bool) -> None:
+    problem = tiny(seed, n, tight)
     d, r = estimates(problem, "p50")
     expected = brute_det(problem, d, r)
     plan = milp.solve_milp(problem, "p50", PARAMS, indexed=indexed)
@@ -105,10 +121,10 @@ def test_milp_matches_brute_force(seed: int, n: int, indexed: bool) -> None:
         problem.check_starts(plan.starts)
 
 
-@pytest.mark.parametrize(("seed", "n"), CASES)
+@pytest.mark.parametrize(("seed", "n", "tight"), CASES)
 @pytest.mark.parametrize("alpha", [0.0, 0.34, 0.5])
-def test_cospis_matches_brute_force(seed: int, n: int, alpha: float) -> None:
-    problem = tiny(seed, n)
+def test_cospis_matches_brute_force(seed: int, n: int, tight: bool, alpha: float) -> None:
+    problem = tiny(seed, n, tight)
     d, r = pair_samples(problem, 4, np.random.default_rng(seed))
     expected = brute_samples(problem, d, r, alpha)
     built = cpsat.build_samples(problem, d, r, alpha)

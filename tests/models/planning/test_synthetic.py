@@ -34,8 +34,16 @@ def test_histories_are_uniform() -> None:
 
 
 def test_parent_counts_reach_three_and_the_manual_schedule_is_feasible() -> None:
-    counts = [len(j.J) for j in generate(60, 1).problem.jobs]
+    problem = generate(60, 1).problem
+    counts = [len(j.J) for j in problem.jobs]
     assert max(counts) == 3 and min(counts) == 0
+    problem.check_starts(problem.manual)
+    start = dict(zip((j.id for j in problem.jobs), problem.manual, strict=True))
+    for job in problem.jobs:  # every past run of the job, and of each parent, fits: deadline and precedence
+        assert all(start[job.id] + d <= job.u for d in job.D)
+        for p in job.J:
+            parent = problem.jobs[problem.index[p]]
+            assert all(start[p] + d <= start[job.id] for d in parent.D)
 
 
 def test_same_seed_same_problem_and_fresh_draws_in_range() -> None:

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from mechanism.platform import Platform
 from mechanism.sow import SoW
 from models.prior import JobPrior, Prior, check_prior
 from models.stochastic.lp import build_lp, enumerate_outcomes, solve_lp
@@ -32,6 +33,32 @@ def vertex_optimum(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
     return best
 
 
+def lp_by_definition(prior: Prior, p: Platform, capacity: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(c, A, b) of App. E written out from the prior, one loop per index, without build_lp or its outcome table:
+    a column per (job j, SoW k, task i, start offset s) with s in [a_i, S_m) and V_k(s + d_i) > 0, worth
+    lambda_i V_k(s + d_i); per round t, sum of lambda_i c_k over the columns running at t <= capacity; per (j, k, i),
+    the sum of its columns <= q_k."""
+    columns = []  # (cap key, first round, last round + 1, width, value)
+    for j, job in enumerate(prior.jobs):
+        for k, (sow, q) in enumerate(zip(job.sows, job.probability, strict=True)):
+            for i, o in enumerate(sow.outcomes):
+                for s in range(o.arrival_offset, p.S_m):
+                    v = float(sow.value(np.array([s + o.duration]))[0])
+                    if v > 0:
+                        start = job.birth + s
+                        columns.append(((j, k, i, q), start, start + o.duration, o.probability * sow.concurrency,
+                                        o.probability * v))
+    rounds = range(min(c[1] for c in columns), max(c[2] for c in columns))
+    keys = sorted({c[0] for c in columns})
+    a = np.zeros((len(rounds) + len(keys), len(columns)))
+    for col, (key, lo, hi, width, _) in enumerate(columns):
+        for t in range(lo, hi):
+            a[t - rounds.start, col] = width
+        a[len(rounds) + keys.index(key), col] = 1.0
+    b = np.array([capacity] * len(rounds) + [key[3] for key in keys])
+    return np.array([c[4] for c in columns]), a, b
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_lp_matches_vertex_enumeration_on_tiny_priors(seed: int) -> None:
     p = tiny_platform()
@@ -43,9 +70,9 @@ def test_lp_matches_vertex_enumeration_on_tiny_priors(seed: int) -> None:
         lp = build_lp(prior, p, capacity=float(rng.uniform(0.3, 1.5)))
     assert 0 < lp.cols <= 7
     sol = solve_lp(lp)
-    a = np.vstack([lp.supply.toarray(), lp.tasks.toarray()])
-    b = np.concatenate([np.full(lp.supply.shape[0], lp.capacity), lp.outcomes.caps])
-    assert sol.value == pytest.approx(vertex_optimum(lp.outcomes.value, a, b), rel=1e-7, abs=1e-9)
+    c, a, b = lp_by_definition(prior, p, lp.capacity)  # the columns in build_lp's order: job, SoW, task, start
+    assert c.tolist() == pytest.approx(lp.outcomes.value.tolist())
+    assert sol.value == pytest.approx(vertex_optimum(c, a, b), rel=1e-7, abs=1e-9)
     # The solution itself is feasible.
     assert np.all(a @ sol.z <= b + 1e-7)
 

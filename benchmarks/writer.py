@@ -40,6 +40,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--active", type=bounded_int(0), default=100, help="jobs submitted (and active) before measuring")
     p.add_argument("--submits", type=bounded_int(1), default=300, help="measured submissions")
     p.add_argument("--samples", type=bounded_int(1), default=None, help="Monte Carlo samples (default: Lemma F.1)")
+    p.add_argument("--features", action="store_true",
+                   help="submit by features: the servicer predicts (an engine trained on --trained completions) and "
+                        "builds the SoW, the writer logs it with its prediction")
+    p.add_argument("--trained", type=bounded_int(0), default=2000,
+                   help="synthetic completions the prediction engine is trained on (with --features)")
 
 
 @contextmanager
@@ -89,20 +94,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                  "writer_ms (as logged)", "commit_ms (as logged)"):
         times[name] = []
     rng = np.random.default_rng(1)
+    predictions = trained_predictions(args.trained, rng) if args.features else None
     with tempfile.TemporaryDirectory(prefix="sowsched-bench-") as tmp, stage_timers(times):
         # encode_reply is looked up when the scheduler is built: hand it the wrapped one
         sched = DurableScheduler(config, CommandStore(Path(tmp) / "b.db", config.identity()),
-                                 lambda kind, result: service.encode_reply(kind, result))
+                                 lambda kind, result, body=None: service.encode_reply(kind, result, body))
         caller = config.caller("t")
         assert caller is not None
 
         def submit(job_id: str, measured: bool) -> None:
-            request = pb.SubmitSoWRequest.FromString(pb.SubmitSoWRequest(
-                job_id=job_id, sow=convert.sow_to_proto(bench_sow(rng, platform))).SerializeToString())
+            if predictions is not None:
+                request = pb.SubmitSoWRequest.FromString(pb.SubmitSoWRequest(
+                    job_id=job_id, features=convert.features_to_proto(bench_features(rng))).SerializeToString())
+            else:
+                request = pb.SubmitSoWRequest.FromString(pb.SubmitSoWRequest(
+                    job_id=job_id, sow=convert.sow_to_proto(bench_sow(rng, platform))).SerializeToString())
             t0 = time.perf_counter()
             check_job_id(request.job_id, MAX_JOB_ID)  # the servicer's body, as in SubmitSoW
-            sow = SoW.parse(convert.sow_to_dict(request.sow), platform)
-            data = {"job_id": request.job_id, "tenant": OPERATOR, "sow": sow.model_dump(mode="json")}
+            if predictions is not None:
+                sow, logged = predictions.sow(OPERATOR, convert.features_to_dict(request.features), platform)
+                data = {"job_id": request.job_id, "tenant": OPERATOR, "sow": sow.model_dump(mode="json"), **logged}
+            else:
+                sow = SoW.parse(convert.sow_to_dict(request.sow), platform)
+                data = {"job_id": request.job_id, "tenant": OPERATOR, "sow": sow.model_dump(mode="json")}
             t1 = time.perf_counter()
             ack = sched.execute(caller, None, "submit", data, sow)
             t2 = time.perf_counter()
@@ -131,7 +145,35 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                       "ms_per_submission": 1000 * float(np.sum(v)) / n}
               for label, v in times.items()}
     return {"platform": platform.model_dump(), "samples": platform.sample_count, "active_jobs": args.active,
-            "submits": n, "stages": stages}
+            "submits": n, "features": bool(args.features), "stages": stages}
+
+
+EXECUTABLES = ("solver", "mesh", "post", "train")
+
+
+def bench_features(rng: np.random.Generator) -> dict[str, Any]:
+    """A feature submission of the bench platform: 1-4 nodes, 1-3 requested rounds of 60 s, one of four programs."""
+    requested = 60 * int(rng.integers(1, 4))
+    return {"nodes": int(rng.integers(1, 5)), "requested_seconds": requested,
+            "value_steps": [[8, float(rng.uniform(10, 40))]], "executable": str(rng.choice(EXECUTABLES))}
+
+
+def trained_predictions(completions: int, rng: np.random.Generator) -> Any:
+    """A prediction engine trained on synthetic completions: each program runs a fixed share of its request."""
+    from models.predict.online import EngineConfig, JobFeatures
+    from server.config import OPERATOR
+    from server.prediction import Predictions
+
+    predictions = Predictions(EngineConfig(), round_seconds=60)
+    share = dict(zip(EXECUTABLES, (0.2, 0.5, 0.8, 1.0), strict=True))
+    for _ in range(completions):
+        f = bench_features(rng)
+        features = JobFeatures(nodes=f["nodes"], requested_seconds=f["requested_seconds"], executable=f["executable"])
+        seconds = max(1, round(f["requested_seconds"] * share[f["executable"]] * float(rng.uniform(0.8, 1.0))))
+        predictions.engine.observe(OPERATOR, features, seconds)
+    predictions.engine.refit()
+    return predictions
+
 
 
 def table(result: dict[str, Any]) -> str:

@@ -1,0 +1,74 @@
+"""The platform's prediction engine: cold start, learning per program, content-hashed versions, fits swapped whole."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from models.predict.online import DurationEngine, EngineConfig, JobFeatures, Prediction, model_version, rounds_of
+
+
+def _engine(completions: int, cold_start: int = 20) -> DurationEngine:
+    """Two programs with the same request: 'short' runs about 100 s, 'long' about 3,000 s."""
+    rng = np.random.default_rng(0)
+    engine = DurationEngine(EngineConfig(cold_start=cold_start))
+    for i in range(completions):
+        program = "short" if i % 2 else "long"
+        seconds = int(rng.integers(80, 121)) if program == "short" else int(rng.integers(2500, 3501))
+        engine.observe("alice", JobFeatures(nodes=2, requested_seconds=4000, executable=program), seconds)
+    return engine
+
+
+def _mass_below(p: Prediction, bound: float) -> float:
+    return math.fsum(q for x, q in zip(p.seconds, p.probs, strict=True) if x <= bound)
+
+
+def test_before_the_cold_start_ends_the_law_is_the_requested_duration_as_a_point() -> None:
+    engine = _engine(19)
+    engine.refit()
+    p = engine.predict("alice", JobFeatures(nodes=2, requested_seconds=4000, executable="short"))
+    assert (p.seconds, p.probs, p.trained) == ((4000.0,), (1.0,), 19)
+
+
+def test_learned_laws_follow_each_programs_observed_durations_and_are_capped_at_the_request() -> None:
+    engine = _engine(300)
+    engine.refit()
+    short = engine.predict("alice", JobFeatures(nodes=2, requested_seconds=4000, executable="short"))
+    long = engine.predict("alice", JobFeatures(nodes=2, requested_seconds=4000, executable="long"))
+    assert short.trained == long.trained == 300
+    assert _mass_below(short, 120) > 0.8 and _mass_below(long, 120) < 0.2
+    capped = engine.predict("alice", JobFeatures(nodes=2, requested_seconds=1000, executable="long"))
+    assert max(capped.seconds) == 1000.0 and math.isclose(math.fsum(capped.probs), 1.0)
+
+
+def test_the_model_version_is_the_hash_of_the_training_set_and_configuration() -> None:
+    a, b = _engine(50), _engine(50)
+    assert a.refit().version == b.refit().version == model_version(a.config, a._rows)
+    assert _engine(51).refit().version != a.model.version
+    assert _engine(50, cold_start=21).refit().version != a.model.version
+
+
+def test_a_refit_swaps_a_new_model_in_whole_and_leaves_the_old_one_answering_as_before() -> None:
+    engine = _engine(30)
+    old = engine.refit()
+    query = JobFeatures(nodes=2, requested_seconds=4000, executable="short")
+    before = old.predict("alice", query)
+    engine.observe("alice", query, 100)
+    new = engine.refit()
+    assert new is engine.model and new is not old and new.trained == 31
+    assert old.predict("alice", query) == before
+    assert engine.refit(upto=30).version == old.version  # a rebuild on the same prefix: the same model
+
+
+def test_durations_map_to_rounds_by_ceiling_capped_at_d_max() -> None:
+    law = Prediction((30.0, 60.0, 61.0, 600.0), (0.25, 0.25, 0.25, 0.25), "v", 4)
+    assert rounds_of(law, 60, 5) == [(1, 0.5), (2, 0.25), (5, 0.25)]
+
+
+def test_invalid_configuration_and_features_are_refused() -> None:
+    with pytest.raises(ValueError, match="cold_start=0 must be >= 1"):
+        EngineConfig(cold_start=0)
+    with pytest.raises(ValueError, match="requested_seconds"):
+        JobFeatures(nodes=1, requested_seconds=0)

@@ -69,6 +69,12 @@ class OutsideSupport(EngineError):
     code = "INVALID_ARGUMENT"
 
 
+class ParentEnded(EngineError):
+    """A job named in `after` has ended other than COMPLETED: the new job could never arrive."""
+
+    code = "FAILED_PRECONDITION"
+
+
 class NoUnitPrices(EngineError):
     """A per-round unit price menu asked of an engine that prices by bundles (pricing 'stochastic')."""
 
@@ -109,14 +115,20 @@ class Engine:
         # History before `forgotten` is no longer held: `archive` finds its jobs (the server's is its store).
         self.forgotten = HistoryMarks(0, 0, 0)
         self.archive: HistoryLookup | None = None
+        # Dependencies: each active parent's children still waiting for it (docs/workloads-and-sows.md).
+        self._children: dict[str, list[str]] = {}
 
     # ---- step 1: submissions ----
 
-    def submit(self, job_id: str, sow: SoW) -> Quote:
-        """Quote a SoW born now: announce prices and failure estimates, choose its plan, commit it to y."""
+    def submit(self, job_id: str, sow: SoW, after: tuple[str, ...] | None = None) -> Quote:
+        """Quote a SoW born now: announce prices and failure estimates, choose its plan, commit it to y.
+
+        `after` holds the job keys of `sow.after` (the server's are namespaced: server/namespace.py; default: the
+        SoW's ids as they are); each must be an earlier job that has not ended other than COMPLETED."""
         check_job_id(job_id)
         if job_id in self.jobs or self._forgotten_job(job_id) is not None:
             raise DuplicateJob(f"job id {job_id!r} already exists")
+        parents = self._parents(job_id, sow, sow.after if after is None else after)
         try:
             sow.check_bounds(self.platform)
             if self.bundles is not None:
@@ -129,7 +141,12 @@ class Engine:
         menu = self.current_menu()
         plan = choose_plan(sow, self.now, menu, est)
         job = Job(id=job_id, seq=self.submitted, birth=self.now, concurrency=sow.concurrency, held_sow=sow,
-                  held_menu=menu, held_plan=plan)
+                  held_menu=menu, held_plan=plan, command=sow.command, env=tuple(sow.env.items()),
+                  after=tuple(p.id for p in parents))
+        for parent in parents:
+            if parent.state is not JobState.COMPLETED:
+                job.parents_left += 1
+                self._children.setdefault(parent.id, []).append(job_id)
         self.jobs[job_id] = job
         self.submitted += 1
         self._active.append(job)
@@ -145,6 +162,43 @@ class Engine:
         self._emit("quote", job, plan=[{"arrival": g.arrival, "signal": g.signal, "start": g.start}
                                        for g in plan.groups], utility=plan.utility)
         return quote
+
+    def _parents(self, job_id: str, sow: SoW, keys: tuple[str, ...]) -> list[Job]:
+        """The jobs `keys` name (sow.after[i] is how the submitter wrote keys[i]), refusing an unknown one, the job
+        itself (a cycle: a parent must exist before its child, so no longer cycle can form) and one that ended other
+        than COMPLETED."""
+        if len(keys) != len(sow.after):
+            raise EngineError(f"after has {len(sow.after)} job ids but {len(keys)} keys were given")
+        parents = []
+        for i, (key, shown) in enumerate(zip(keys, sow.after, strict=True)):
+            if key == job_id:
+                raise EngineError(f"after[{i}]={shown!r} names the job itself (a cycle)")
+            parent = self.jobs.get(key) or self._forgotten_job(key)
+            if parent is None:
+                raise EngineError(f"after[{i}]={shown!r} is not a job of the same tenant submitted before this one "
+                                  "(parents must exist first, so no cycle can form)")
+            if not parent.state.active and parent.state is not JobState.COMPLETED:
+                raise ParentEnded(f"after[{i}]={shown!r} ended {parent.state.value}: a job waiting for it could "
+                                  "never arrive")
+            parents.append(parent)
+        return parents
+
+    def ready_to_release(self, among: Iterable[str] | None = None) -> list[str]:
+        """The jobs (of `among`, default every active one) whose parents have all completed and whose arrival is
+        still to be reported: the server reports each (`release`) in the round after its last parent completed."""
+        jobs = self._active if among is None else [self.jobs[key] for key in among if key in self.jobs]
+        return [j.id for j in jobs if j.after and j.parents_left == 0 and j.state is JobState.SUBMITTED
+                and j.pending_arrival is None]
+
+    def release(self, job_id: str) -> JobView:
+        """A job with parents arrives now, with no signal: all of them have completed. Step 2 schedules it, or
+        expires it if this arrival is outside its declared support."""
+        job = self._job(job_id)
+        if job.id not in self.ready_to_release([job.id]):
+            raise InvalidReport(f"job {job_id!r} ({job.state.value}, {job.parents_left} parents not completed) is "
+                                "not waiting for its arrival after its parents")
+        job.pending_arrival = (self.now, None)
+        return self.view(job_id)
 
     def current_menu(self) -> PriceMenu:
         """The prices a SoW submitted now is quoted (and later billed) at: exponential, or the bundles'."""
@@ -170,6 +224,9 @@ class Engine:
         job = self._job(job_id)
         if job.state is not JobState.SUBMITTED:
             raise InvalidReport(f"job {job_id!r} is {job.state.value}: an arrival is accepted only while SUBMITTED")
+        if job.after:
+            raise InvalidReport(f"job {job_id!r} waits for its parents (after): the server reports its arrival in "
+                                "the round after the last of them completes")
         if job.pending_arrival is not None:
             raise InvalidReport(f"job {job_id!r} already reported its arrival in round {job.pending_arrival[0]}")
         offset = self.now - job.birth
@@ -225,7 +282,7 @@ class Engine:
         if job.state is JobState.RUNNING or (job.state is JobState.WAITING and job.start == self.now):
             return job.start
         if job.state is JobState.SUBMITTED and job.pending_arrival is not None:
-            start = job.plan.start_for(*job.pending_arrival)
+            start = _pending_start(job)
             return start if start == self.now else None
         return None
 
@@ -280,6 +337,7 @@ class Engine:
         self._overload(t, capacity)
         running = self._starts(t)
         self._completions(t)
+        self._cancel_orphans(t)
         usage = float(self.prices.usage(t, 1)[0])
         self.busy_node_rounds += running
         self._retire_ended()
@@ -296,6 +354,11 @@ class Engine:
             if job.pending_arrival is not None:
                 arrival, signal = job.pending_arrival
                 job.pending_arrival = None
+                if job.after and (arrival - job.birth, signal) not in job.sow.table.groups:  # released by its parents
+                    job.move(JobState.EXPIRED, t)
+                    self._emit("expire", job, reason="outside_support", arrival=arrival,
+                               arrival_offset=arrival - job.birth)
+                    continue
                 job.arrival, job.signal = arrival, signal
                 start = job.plan.start_for(arrival, signal)
                 if start is None:
@@ -307,7 +370,10 @@ class Engine:
                     self._emit("arrive", job, arrival=arrival, signal=signal, start=start)
             elif job.state is JobState.SUBMITTED and job.last_arrival() <= t:
                 job.move(JobState.EXPIRED, t)
-                self._emit("expire", job)
+                if job.after:  # its parents had not all completed in time
+                    self._emit("expire", job, reason="parents_late", parents_left=job.parents_left)
+                else:
+                    self._emit("expire", job)
 
     def _overload(self, t: int, capacity: int) -> None:
         """While the committed load exceeds the round's capacity (C, or as reported), the newest active job goes
@@ -363,6 +429,24 @@ class Engine:
         job.move(JobState.COMPLETED, t)
         self.ledger.bill(Charge(job.id, t, job.start, duration, job.sow.concurrency, job.charge))
         self._emit("complete", job, start=job.start, duration=duration, value=job.value, charge=job.charge)
+        for key in self._children.pop(job.id, ()):
+            child = self.jobs.get(key)  # one that ended since may be forgotten: it waits for nothing any more
+            if child is not None:
+                child.parents_left -= 1
+
+    def _cancel_orphans(self, t: int) -> None:
+        """A parent that ended this round other than COMPLETED cancels its waiting children, and theirs in turn
+        (no charge: they never started)."""
+        ended = [j.id for j in self._active if not j.state.active and j.id in self._children]
+        while ended:
+            parent = ended.pop(0)
+            for key in self._children.pop(parent, ()):
+                child = self.jobs.get(key)
+                if child is not None and child.state is JobState.SUBMITTED:
+                    child.move(JobState.CANCELLED, t)
+                    self._emit("cancel", child, reason="parent", parent=parent)
+                    if key in self._children:
+                        ended.append(key)
 
     # ---- the failure oracle's view of the earlier jobs ----
 
@@ -431,8 +515,7 @@ class Engine:
     def view_of(j: Job) -> JobView:
         """What a job looks like from outside."""
         reported = j.pending_arrival[0] if j.pending_arrival else None
-        scheduled = j.start if j.start is not None else (
-            j.plan.start_for(*j.pending_arrival) if j.pending_arrival else None)
+        scheduled = j.start if j.start is not None else _pending_start(j)
         return JobView(id=j.id, seq=j.seq, state=j.state.value, birth=j.birth, concurrency=j.concurrency,
                        arrival=j.arrival, signal=j.signal, start=j.start, finish=j.finish, ended=j.ended,
                        charge=j.charge, value=j.value, reported_arrival=reported, scheduled_start=scheduled,
@@ -590,6 +673,15 @@ class Engine:
         live.retired, live.events, live.ledger = [], [], Ledger()
         live.forgotten, live.archive = self.history_marks(), None
         return live
+
+
+def _pending_start(job: Job) -> int | None:
+    """The start the plan gives a reported arrival; None for none, for "never", and for a release by parents at an
+    arrival outside the declared support (the job then expires in step 2)."""
+    if job.pending_arrival is None or (job.after and (job.pending_arrival[0] - job.birth, job.pending_arrival[1])
+                                       not in job.sow.table.groups):
+        return None
+    return job.plan.start_for(*job.pending_arrival)
 
 
 def _chain(previous: bytes, record: dict[str, Any]) -> bytes:

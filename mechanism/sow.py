@@ -8,8 +8,18 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
+from mechanism.payload import check_after, check_command, check_env, check_payload_size
 from mechanism.platform import MAX_OUTCOMES, Platform
 from mechanism.validation import number
 
@@ -50,6 +60,11 @@ class SoW(BaseModel):
     value_steps: tuple[tuple[int, float], ...] = Field(min_length=1, max_length=10_000)
     outcomes: tuple[Outcome, ...] = Field(min_length=1)
     signal_mode: Literal["explicit", "none", "duration"] = "explicit"
+    # The payload an executor runs (ignored by the mechanism) and the job's parents (docs/workloads-and-sows.md);
+    # empty ones are left out of the SoW's dump, so a SoW without them is logged and hashed as before they existed.
+    command: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    after: tuple[str, ...] = ()
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle (server snapshots) as the validated fields in plain tuples: pydantic's own pickling copies each
@@ -57,7 +72,55 @@ class SoW(BaseModel):
         outcomes = tuple((o.arrival_offset, o.duration, o.probability, o.signal, tuple(sorted(o.model_fields_set)))
                          for o in self.outcomes)
         return _sow_from_fields, (self.concurrency, self.value_steps, outcomes, self.signal_mode,
-                                  tuple(sorted(self.model_fields_set)))
+                                  tuple(sorted(self.model_fields_set)), self.command, tuple(self.env.items()),
+                                  self.after)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_payload(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in ("command", "env", "after"):
+            if not data.get(name, True):
+                del data[name]
+        return data
+
+    @field_validator("command", "after", mode="before")
+    @classmethod
+    def _list_of_text(cls, v: Any, info: ValidationInfo) -> Any:
+        if isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                if not isinstance(x, str):
+                    raise ValueError(f"{info.field_name}[{i}]={x!r} is not text")
+        elif v is not None:
+            raise ValueError(f"{info.field_name} must be a list of text")
+        return v
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _map_of_text(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            raise ValueError("env must be an object of text names and values")
+        for name, value in v.items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise ValueError(f"env[{name!r}]={value!r}: names and values must be text")
+        return v
+
+    @field_validator("command")
+    @classmethod
+    def _command_bounded(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        check_command(v)
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env_bounded(cls, v: dict[str, str]) -> dict[str, str]:
+        check_env(v)
+        return dict(sorted(v.items()))
+
+    @field_validator("after")
+    @classmethod
+    def _after_bounded(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        check_after(v)
+        return v
 
     @classmethod
     def parse(cls, data: Any, platform: Platform) -> SoW:
@@ -113,6 +176,10 @@ class SoW(BaseModel):
                 raise ValueError(
                     f"outcomes[{i}].signal={o.signal!r} differs from its duration under signal_mode 'duration'"
                 )
+        check_payload_size(self.command, self.env)
+        if self.after and self.signal_mode != "none":
+            raise ValueError(f"signal_mode={self.signal_mode!r} with after: a job that waits for its parents arrives "
+                             "when they complete, with no signal; signal_mode must be 'none'")
         platform = (info.context or {}).get("platform")
         if platform is not None:
             self.check_bounds(platform)
@@ -170,12 +237,13 @@ class SoW(BaseModel):
 def _sow_from_fields(concurrency: int, value_steps: tuple[tuple[int, float], ...],
                      outcomes: tuple[tuple[int, int, float, Signal, tuple[str, ...]], ...],
                      signal_mode: Literal["explicit", "none", "duration"],
-                     fields_set: tuple[str, ...]) -> SoW:
+                     fields_set: tuple[str, ...], command: tuple[str, ...] = (),
+                     env: tuple[tuple[str, str], ...] = (), after: tuple[str, ...] = ()) -> SoW:
     """Unpickle a SoW pickled by `SoW.__reduce__`: fields that were validated when it was first built."""
     rows = tuple(Outcome.model_construct(set(o[4]), arrival_offset=o[0], duration=o[1], probability=o[2], signal=o[3])
                  for o in outcomes)
     return SoW.model_construct(set(fields_set), concurrency=concurrency, value_steps=value_steps, outcomes=rows,
-                               signal_mode=signal_mode)
+                               signal_mode=signal_mode, command=command, env=dict(env), after=after)
 
 
 def check_value_steps(steps: tuple[tuple[int, float], ...]) -> None:

@@ -36,12 +36,17 @@ def sow_to_dict(msg: pb.SoW) -> dict[str, Any]:
         "outcomes": [{"arrival_offset": o.arrival_offset, "duration": o.duration, "probability": o.probability,
                       "signal": _opt(o, "signal")} for o in msg.outcomes],
         "signal_mode": msg.signal_mode or "explicit",
+        **({"command": list(msg.command)} if msg.command else {}),
+        **({"env": dict(msg.env)} if msg.env else {}),
+        **({"after": list(msg.after)} if msg.after else {}),
     }
 
 
 def sow_to_proto(data: dict[str, Any]) -> pb.SoW:
     """A SoW dict (as in sow.json, outcomes as dicts or [arrival_offset, duration, probability, signal?] rows)."""
-    msg = pb.SoW(concurrency=int(data["concurrency"]), signal_mode=str(data.get("signal_mode") or ""))
+    msg = pb.SoW(concurrency=int(data["concurrency"]), signal_mode=str(data.get("signal_mode") or ""),
+                 command=[str(a) for a in data.get("command") or ()], after=[str(p) for p in data.get("after") or ()],
+                 env={str(k): str(v) for k, v in (data.get("env") or {}).items()})
     for k, v in data["value_steps"]:
         msg.value_steps.add(deadline=int(k), value=float(v))
     for row in data["outcomes"]:

@@ -20,7 +20,7 @@ from server.store import StoreError
 
 Result = Quote | JobView | RoundReport | CapacityView | BundlesView
 REPORTS = ("arrive", "complete")  # reports on a job: before per-tenant ids they named no tenant
-JOB_COMMANDS = ("submit", *REPORTS, "launch")  # commands on one job, named by (tenant, job_id)
+JOB_COMMANDS = ("submit", *REPORTS, "launch", "release")  # commands on one job, named by (tenant, job_id)
 EXECUTOR_REPORTS = ("launch", "complete")  # repeated with the same executor info: answered, no second effect
 
 
@@ -42,11 +42,14 @@ def apply_command(engine: Engine, kind: str, body: dict[str, Any], sow: SoW | No
     """
     if kind == "submit":
         job = namespace.key(body["tenant"], body["job_id"])
-        return engine.submit(job, sow if sow is not None else SoW.parse(body["sow"], engine.platform))
+        sow = sow if sow is not None else SoW.parse(body["sow"], engine.platform)
+        return engine.submit(job, sow, tuple(namespace.key(body["tenant"], parent) for parent in sow.after))
     if kind == "arrive":
         return engine.report_arrival(namespace.key(body["tenant"], body["job_id"]), body["signal"])
     if kind == "complete":
         return engine.report_completion(namespace.key(body["tenant"], body["job_id"]), executor_of(body))
+    if kind == "release":  # a job's parents completed: the server reports its arrival (Writer._release_ready)
+        return engine.release(namespace.key(body["tenant"], body["job_id"]))
     if kind == "launch":
         return engine.report_launch(namespace.key(body["tenant"], body["job_id"]),
                                     ExecutorInfo.from_dict(body["executor"]))

@@ -189,6 +189,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             return request.request_id, "submit", {"job_id": request.job_id, "tenant": tenant,
                                                   "sow": sow.model_dump(mode="json"), **logged}, sow
         sow = SoW.parse(convert.sow_to_dict(request.sow), self.scheduler.config.platform)
+        for i, parent in enumerate(sow.after):  # job ids of the same tenant
+            if len(parent) > MAX_JOB_ID:
+                raise Refused(f"after[{i}] has {len(parent)} characters, above the bound {MAX_JOB_ID}")
         data = {"job_id": request.job_id, "tenant": tenant, "sow": sow.model_dump(mode="json")}
         return request.request_id, "submit", data, sow
 

@@ -264,7 +264,21 @@ class Writer(SchedulerCore):
                                       t.logged)
         if t.kind == "advance":
             self._roll_bundles()
+            self._release_ready(None)
+        elif t.kind == "submit" and t.sow is not None and t.sow.after:
+            self._release_ready([namespace.key(t.body["tenant"], t.body["job_id"])])
         return reply, True
+
+    def _release_ready(self, among: list[str] | None) -> None:
+        """Report the arrival of every job (of `among`, default all) whose parents have all completed, each as a
+        command of its own logged in this transaction (caller `server`): a replay applies the logged arrivals and
+        never derives them (docs/workloads-and-sows.md)."""
+        for key in self.engine.ready_to_release(among):
+            body = namespace.named(key)
+            logged = body_json(body)
+            reply = self._encode("release", apply_command(self.engine, "release", body))
+            self._seq = self.store.append("release", SERVER, None, body, body_hash("release", body, logged), reply,
+                                          self.engine.now, logged)
 
     def _roll_bundles(self) -> None:
         """At the start of a rolling horizon's window (pricing 'stochastic', bundle_window W, round a multiple of
@@ -291,6 +305,8 @@ class Writer(SchedulerCore):
     def _authorize(self, caller: str, kind: str, body: dict[str, Any]) -> None:
         if kind == "bundles":
             raise PermissionDenied("a window's bundles are posted by the server itself, at the window's start")
+        if kind == "release" and caller != SERVER:
+            raise PermissionDenied("a dependent job's arrival is reported by the server itself")
         if caller in (OPERATOR, CLOCK, SERVER):
             return
         if caller == EXECUTOR:

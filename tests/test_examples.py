@@ -25,8 +25,8 @@ TOKENS = {"SOWSCHED_OPERATOR_TOKEN": "operator-example-token", "SOWSCHED_ACME_TO
 
 
 def test_examples_holds_the_files_the_readme_names() -> None:
-    assert sorted(p.name for p in EXAMPLES.iterdir()) == ["W.json", "capacity.toml", "platform.toml", "sow.json",
-                                                          "tenants.toml"]
+    assert sorted(p.name for p in EXAMPLES.iterdir()) == ["W.json", "capacity.toml", "pipeline-sow.json",
+                                                          "platform.toml", "sow.json", "tenants.toml"]
 
 
 def test_the_platform_example_loads_open_and_so_only_for_loopback() -> None:
@@ -97,8 +97,12 @@ def test_the_workload_example_loads_and_simulates() -> None:
 
 def test_the_json_shown_in_the_formats_page_validates() -> None:
     text = (ROOT / "docs" / "workloads-and-sows.md").read_text(encoding="utf-8")
-    sow_doc, workload_doc = (json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, re.S))
+    sow_doc, pipeline_doc, workload_doc = (json.loads(block)
+                                           for block in re.findall(r"```json\n(.*?)```", text, re.S))
     assert sow_doc == json.loads((EXAMPLES / "sow.json").read_text(encoding="utf-8"))
+    assert pipeline_doc == json.loads((EXAMPLES / "pipeline-sow.json").read_text(encoding="utf-8"))
     workload = parse_workload(workload_doc)
     assert [j.id for j in workload.jobs] == ["etl-1", "train-1"]
     SoW.parse(sow_doc, workload.platform)
+    pipeline = SoW.parse(read_sow(EXAMPLES / "pipeline-sow.json"), workload.platform)
+    assert pipeline.after == ("etl-1",) and pipeline.command[0] == "python" and pipeline.env == {"DATASET": "day-2"}

@@ -9,6 +9,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from cli.args import add_output_arguments
 from cli.exits import EPILOG, EXIT_REFUSED, EXIT_TRY_LATER, EXIT_UNAVAILABLE, EXIT_USAGE, interrupted_code, stopped
 from cli.verbs import add_verb
+from mechanism.views import OPTIONAL_JOB_FIELDS
 
 if TYPE_CHECKING:  # imported when a verb runs, not when the parser is built
     from clients.client import RpcFailure, SchedulerClient
@@ -362,8 +364,18 @@ def status(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
 def job(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
     s = client.get_job(args.job, tenant=args.tenant)
     v = s.view
-    fields = " ".join(f"{k}={val}" for k, val in v.to_dict().items() if k != "id" and val is not None)
-    return {**v.to_dict(), "tenant": s.tenant, "text": f"job {v.id} (tenant {s.tenant}): {fields}"}
+    shown = {k: val for k, val in v.to_dict().items() if k not in ("id", *OPTIONAL_JOB_FIELDS) and val is not None}
+    text = [f"job {v.id} (tenant {s.tenant}): " + " ".join(f"{k}={val}" for k, val in shown.items())]
+    if v.command:
+        text.append(f"  command: {shlex.join(v.command)}")
+    if v.env:
+        text.append("  env: " + " ".join(f"{name}={shlex.quote(value)}" for name, value in v.env))
+    if v.after:
+        text.append(f"  after: {', '.join(v.after)}")
+    if v.executor is not None:
+        code = "" if v.executor.exit_code is None else f", exit code {v.executor.exit_code}"
+        text.append(f"  executor: {v.executor.kind} {v.executor.external_id}{code}")
+    return {**v.to_dict(), "tenant": s.tenant, "text": "\n".join(text)}
 
 
 def advance(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:

@@ -553,3 +553,33 @@ def test_ctrl_c_or_sigterm_ends_a_watch_follow_normally_with_the_events_so_far(
     monkeypatch.setattr(SchedulerClient, "watch_tenants", stopped_while_following)
     result = run_json(capsys, cli(srv, OP, "watch"))
     assert [e["seq"] for e in result["events"]] == [0] and result["next_seq"] == 1
+
+
+# ---- payloads and parents (docs/workloads-and-sows.md) ----
+
+def test_submit_sends_command_env_and_after_and_job_shows_them(srv: RunningServer, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    parent = tmp_path / "etl.json"
+    parent.write_text(json.dumps(sow(signal_mode="none")))
+    child = tmp_path / "train.json"
+    child.write_text(json.dumps({**sow(signal_mode="none"), "command": ["python", "train.py", "--note", "a b"],
+                                 "env": {"DATASET": "day 2"}, "after": ["etl"]}))
+    assert main(cli(srv, ACME, "submit", str(parent), "--json")) == 0
+    assert main(cli(srv, ACME, "submit", str(child), "--json")) == 0
+    capsys.readouterr()
+    assert main(cli(srv, ACME, "job", "train", "--json")) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["command"] == ["python", "train.py", "--note", "a b"] and shown["env"] == {"DATASET": "day 2"}
+    assert shown["after"] == ["etl"] and "executor" not in shown
+    assert main(cli(srv, OP, "job", "train", "--tenant", "acme")) == 0
+    text = capsys.readouterr().out
+    assert "  command: python train.py --note 'a b'\n" in text and "  env: DATASET='day 2'\n" in text
+    assert "  after: etl\n" in text
+
+
+def test_submit_refuses_a_bad_payload_before_sending_it(srv: RunningServer, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "j.json"
+    path.write_text(json.dumps({**sow(), "env": {"SOWSCHED_JOB_ID": "x"}}))
+    assert main(cli(srv, ACME, "submit", str(path))) != 0
+    assert "env name 'SOWSCHED_JOB_ID' is reserved" in capsys.readouterr().err

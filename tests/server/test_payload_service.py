@@ -1,0 +1,73 @@
+"""Payloads and parents over gRPC: shown to the job's tenant, the operator and the executor, to no other tenant;
+bad ones refused with INVALID_ARGUMENT naming the field, the value and the bound."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clients.client import RpcFailure
+from server.app import RunningServer, ServerOptions, start_server
+from server.config import parse_config
+from server.limits import MAX_JOB_ID
+from tests.grpc_support import ACME, CONFIG, GLOBEX, OP, client, sow
+
+EXEC = "executor-token-0001"
+PAYLOAD: dict[str, Any] = {"command": ["sleep", "2"], "env": {"RUN": "7"}}
+
+
+@pytest.fixture()
+def srv(tmp_path: Path) -> Iterator[RunningServer]:
+    s = start_server(parse_config({**CONFIG, "executor": {"token": EXEC}}),
+                     ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0"))
+    try:
+        yield s
+    finally:
+        s.stop(0)
+
+
+def test_the_payload_is_shown_to_the_tenant_the_operator_and_the_executor_only(srv: RunningServer) -> None:
+    client(srv, ACME).submit("j", {**sow(), **PAYLOAD})
+    for token, tenant in ((ACME, ""), (OP, "acme"), (EXEC, "acme")):
+        view = client(srv, token).get_job("j", tenant=tenant).view
+        assert view.command == ("sleep", "2") and view.env == (("RUN", "7"),)
+    globex = client(srv, GLOBEX)
+    with pytest.raises(RpcFailure, match=r"^NOT_FOUND: job 'globex/j' not found"):
+        globex.get_job("j")
+    with pytest.raises(RpcFailure, match=r"^PERMISSION_DENIED: tenant 'globex' cannot read the jobs of tenant 'acme'"):
+        globex.get_job("j", tenant="acme")
+    assert list(globex.list_jobs()) == [] and list(globex.watch(follow=False)) == []
+    assert [j.view.command for j in client(srv, EXEC).list_jobs()] == [("sleep", "2")]
+
+
+def test_a_child_shows_its_parents_and_waits_for_them(srv: RunningServer) -> None:
+    acme = client(srv, ACME)
+    acme.submit("p", sow(signal_mode="none", outcomes=[[0, 1, 1.0]]))
+    acme.submit("c", {**sow(signal_mode="none", outcomes=[[1, 1, 0.5], [2, 1, 0.5]]), "after": ["p"]})
+    assert acme.get_job("c").view.after == ("p",)
+    with pytest.raises(RpcFailure, match=r"^FAILED_PRECONDITION: .*waits for its parents \(after\)"):
+        acme.report_arrival("c")
+
+
+@pytest.mark.parametrize("extra, match", [
+    ({"after": ["p"], "signal_mode": "explicit"}, r"signal_mode='explicit' with after"),
+    ({"after": ["c"]}, r"after\[0\]='c' names the job itself \(a cycle\)"),
+    ({"after": ["nope"]}, r"after\[0\]='nope' is not a job of the same tenant"),
+    ({"after": ["x" * (MAX_JOB_ID + 1)]}, rf"after\[0\] has {MAX_JOB_ID + 1} characters, above the bound {MAX_JOB_ID}"),
+    ({"env": {"SOWSCHED_NODES": "1"}}, r"env name 'SOWSCHED_NODES' is reserved"),
+    ({"command": [""]}, r"command\[0\]='' is empty"),
+])
+def test_bad_payloads_and_parents_are_invalid_arguments(srv: RunningServer, extra: dict[str, Any],
+                                                        match: str) -> None:
+    data = {**sow(signal_mode="none"), **extra}
+    with pytest.raises(RpcFailure, match=rf"^INVALID_ARGUMENT: .*{match}"):
+        client(srv, ACME).submit("c", data)
+
+
+def test_a_parent_of_another_tenant_is_refused_as_unknown(srv: RunningServer) -> None:
+    client(srv, GLOBEX).submit("p", sow())
+    with pytest.raises(RpcFailure, match=r"^INVALID_ARGUMENT: after\[0\]='p' is not a job of the same tenant"):
+        client(srv, ACME).submit("c", {**sow(signal_mode="none"), "after": ["p"]})

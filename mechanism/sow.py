@@ -72,8 +72,7 @@ class SoW(BaseModel):
         outcomes = tuple((o.arrival_offset, o.duration, o.probability, o.signal, tuple(sorted(o.model_fields_set)))
                          for o in self.outcomes)
         return _sow_from_fields, (self.concurrency, self.value_steps, outcomes, self.signal_mode,
-                                  tuple(sorted(self.model_fields_set)), self.command, tuple(self.env.items()),
-                                  self.after)
+                                  tuple(sorted(self.model_fields_set)), self.command, self.env, self.after)
 
     @model_serializer(mode="wrap")
     def _without_empty_payload(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -238,12 +237,12 @@ def _sow_from_fields(concurrency: int, value_steps: tuple[tuple[int, float], ...
                      outcomes: tuple[tuple[int, int, float, Signal, tuple[str, ...]], ...],
                      signal_mode: Literal["explicit", "none", "duration"],
                      fields_set: tuple[str, ...], command: tuple[str, ...] = (),
-                     env: tuple[tuple[str, str], ...] = (), after: tuple[str, ...] = ()) -> SoW:
+                     env: dict[str, str] | None = None, after: tuple[str, ...] = ()) -> SoW:
     """Unpickle a SoW pickled by `SoW.__reduce__`: fields that were validated when it was first built."""
     rows = tuple(Outcome.model_construct(set(o[4]), arrival_offset=o[0], duration=o[1], probability=o[2], signal=o[3])
                  for o in outcomes)
     return SoW.model_construct(set(fields_set), concurrency=concurrency, value_steps=value_steps, outcomes=rows,
-                               signal_mode=signal_mode, command=command, env=dict(env), after=after)
+                               signal_mode=signal_mode, command=command, env={} if env is None else env, after=after)
 
 
 def check_value_steps(steps: tuple[tuple[int, float], ...]) -> None:

@@ -43,6 +43,8 @@ def apply_command(engine: Engine, kind: str, body: dict[str, Any], sow: SoW | No
     if kind == "submit":
         job = namespace.key(body["tenant"], body["job_id"])
         sow = sow if sow is not None else SoW.parse(body["sow"], engine.platform)
+        if not sow.after:
+            return engine.submit(job, sow)
         return engine.submit(job, sow, tuple(namespace.key(body["tenant"], parent) for parent in sow.after))
     if kind == "arrive":
         return engine.report_arrival(namespace.key(body["tenant"], body["job_id"]), body["signal"])

@@ -6,11 +6,12 @@ import hashlib
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -20,6 +21,10 @@ PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")  # the agent's o
 SLURM_PREFIX = "sowsched-"  # Slurm job names; the comment carries the full handle
 SLURM_COMMENT = "sowsched:"
 SLURM_TIMEOUT = 30.0  # seconds for one sbatch / squeue / scancel call
+# sbatch dies with an agent killed mid-call, so it either reached the controller (and is found later) or never will.
+# util-linux's setpriv sets the signal in the child itself: a Python preexec_fn would run in a child forked from a
+# process with gRPC's threads, which gRPC's fork handlers abort.
+_DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL") if shutil.which("setpriv") else ()
 SLURM_GONE = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
                         "BOOT_FAIL", "DEADLINE", "REVOKED", "SPECIAL_EXIT"})
 
@@ -220,7 +225,7 @@ class SlurmExecutor:
                 *([f"--time={slurm_minutes(spec.time_limit)}"] if spec.time_limit > 0 else []),
                 f"--output={self.out_dir}/%x-%j.out", f"--chdir={self.out_dir}", "--export=ALL", "--no-requeue",
                 *self.extra, "--wrap", "exec " + shlex.join(spec.command)]
-        out = _run(argv, env=spec.environment(), preexec_fn=_die_with_parent)
+        out = _run([*_DIE_WITH_PARENT, *argv], env=spec.environment())
         return out.strip().split(";")[0]
 
     def find(self, handle: str) -> str | None:
@@ -265,21 +270,13 @@ class SlurmExecutor:
         return rows
 
 
-def _die_with_parent() -> None:
-    """sbatch dies with an agent killed mid-call: it either reached the controller (found later) or never will."""
-    import ctypes
-
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def _run(argv: list[str], env: Mapping[str, str] | None = None,
-         preexec_fn: Callable[[], None] | None = None) -> str:
+def _run(argv: list[str], env: Mapping[str, str] | None = None) -> str:
+    name = argv[len(_DIE_WITH_PARENT)] if argv[:len(_DIE_WITH_PARENT)] == list(_DIE_WITH_PARENT) else argv[0]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=SLURM_TIMEOUT, check=False,
-                              env=dict(env) if env is not None else None,
-                              preexec_fn=preexec_fn)
+                              env=dict(env) if env is not None else None)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ExecutorError(f"{argv[0]}: {exc}") from exc
+        raise ExecutorError(f"{name}: {exc}") from exc
     if done.returncode != 0:
-        raise ExecutorError(f"{argv[0]} exited {done.returncode}: {done.stderr.strip()[:500]}")
+        raise ExecutorError(f"{name} exited {done.returncode}: {done.stderr.strip()[:500]}")
     return done.stdout

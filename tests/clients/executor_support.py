@@ -14,7 +14,7 @@ REQUIRE_ENV = "SOWSCHED_REQUIRE_SLURM"  # .ci/run sets it to 1 when it runs as r
 
 
 def slurm_ready() -> bool:
-    """sinfo answers and the test bed's node takes jobs."""
+    """sinfo answers and the test bed's node takes jobs (idle, busy, or finishing one)."""
     if shutil.which("sinfo") is None:
         return False
     try:
@@ -22,7 +22,8 @@ def slurm_ready() -> bool:
                              timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
-    return out.returncode == 0 and out.stdout.strip() in ("idle", "mixed", "allocated")
+    state = out.stdout.strip()
+    return out.returncode == 0 and state.startswith(("idle", "mixed", "allocated", "completing"))
 
 
 def need_slurm() -> None:

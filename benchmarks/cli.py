@@ -16,8 +16,8 @@ from benchmarks.grpc import PLATFORM, TOKEN, BenchServer
 from cli.args import bounded_int
 
 # In the order they are timed: arrive and complete act on jobs submitted earlier, advance then plays the round.
-VERBS = ("submit", "job", "jobs", "watch", "status", "invoice", "prices", "arrive", "complete", "report-capacity",
-         "advance")
+VERBS = ("submit", "job", "jobs", "audit", "watch", "status", "invoice", "prices", "arrive", "complete",
+         "report-capacity", "advance")
 # Worth nothing unless it runs in round 0, so each copy plans to start at once (arrive and complete then apply).
 SOW = {"concurrency": 1, "signal_mode": "duration", "value_steps": [[1, 50.0]], "outcomes": [[0, 1, 1.0]]}
 
@@ -51,6 +51,7 @@ def call(verb: str, i: int, target: str, sow: Path) -> list[str]:
     report-capacity reports a later round of its own."""
     conn = ["-s", target, "--token", TOKEN, "-o", "json"]
     argv = {"submit": ["submit", str(sow), "--job-id", f"k{i}"], "job": ["job", "j"], "jobs": ["jobs"],
+            "audit": ["audit", "j"],
             "watch": ["watch", "--no-follow"], "status": ["status"], "invoice": ["invoice"], "prices": ["prices"],
             "arrive": ["arrive", f"k{i}", "--signal", "1"], "complete": ["complete", f"k{i}"],
             "report-capacity": ["report-capacity", str(100 + i), str(PLATFORM.C)], "advance": ["advance"]}

@@ -10,7 +10,7 @@ EXIT_INTERRUPTED = 130  # Ctrl-C, the shell's code for SIGINT
 EXIT_BROKEN_PIPE = 141  # stdout's reader went away (`| head`): the shell's code for SIGPIPE
 EXIT_TERMINATED = 143  # SIGTERM (`kill`, `timeout`), the shell's code for it
 
-EPILOG = f"""exit codes of the commands that talk to a server (submit, arrive, complete, job, advance,
+EPILOG = f"""exit codes of the commands that talk to a server (submit, arrive, complete, job, audit, advance,
 report-capacity, jobs, watch, invoice, status, prices, state-digest --server, simulate --server, agent):
   0    done
   {EXIT_REFUSED}    the server refused the call (its status code and message on stderr)

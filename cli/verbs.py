@@ -23,6 +23,7 @@ VERBS: dict[str, Verb] = {
     "status": Verb(_J, JOBS, "the platform, its clock and round, and your active jobs"),
     "job": Verb(_J, JOBS, "one job's state, start, charge and value"),
     "jobs": Verb(_J, JOBS, "list jobs (a tenant sees its own), optionally by state"),
+    "audit": Verb(_J, JOBS, "what a misreport would have gained a job at the menu it saw (operator: any job)"),
     "watch": Verb(_J, JOBS, "print events as they happen (or those that exist, with --no-follow)"),
     "invoice": Verb(_J, JOBS, "a tenant's charges, each with the quote it came from"),
     "prices": Verb(_J, JOBS, "the posted price menu: expected usage and unit price per round ahead"),

@@ -296,6 +296,19 @@ class SchedulerClient:
         """One job; `tenant` (operator only) names whose job, empty for the caller's own."""
         return _status(self._call(self.stub.GetJob, pb.GetJobRequest(job_id=job_id, tenant=tenant)))
 
+    def audit_job(self, job_id: str, tenant: str = "", reference: SoW | dict[str, Any] | None = None) -> dict[str, Any]:
+        """What a misreport would have gained the job at its birth's menu: {"best_gain", "best_misreport", "tried",
+        "declared_utility"}, under `reference` (None: the job's quoted law)."""
+        from mechanism.sow import SoW
+
+        req = pb.AuditJobRequest(job_id=job_id, tenant=tenant)
+        if reference is not None:
+            req.reference.CopyFrom(convert.sow_to_proto(
+                reference.model_dump(mode="json") if isinstance(reference, SoW) else reference))
+        msg = self._call(self.stub.AuditJob, req)
+        return {"best_gain": msg.best_gain, "tried": msg.tried, "declared_utility": msg.declared_utility,
+                "best_misreport": json.loads(msg.best_misreport_json) if msg.best_misreport_json else None}
+
     def list_jobs_page(self, *, states: tuple[str, ...] = (), tenant: str = "", page_size: int = 0,
                        page_token: str = "") -> tuple[list[JobStatus], str]:
         req = pb.ListJobsRequest(states=list(states), tenant=tenant, page_size=page_size, page_token=page_token)

@@ -17,6 +17,7 @@ from mechanism.engine import BundlesView, CapacityView, Engine, JobView, Quote, 
 from mechanism.jobs import JobState
 from mechanism.sow import SoW
 from server import convert, errors, namespace, reads, snapshot
+from server.audit import audit_job
 from server.config import OPERATOR, Principal
 from server.errors import Exhausted, FailedPrecondition, PermissionDenied, Refused, Unauthenticated, Unavailable
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
@@ -323,6 +324,21 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         return prior[1]
 
     # ---- reads ----
+
+    def AuditJob(self, request: pb.AuditJobRequest, context: grpc.ServicerContext) -> pb.AuditReport:
+        def body(p: Principal) -> pb.AuditReport:
+            if p.acts_for_tenants and not p.is_operator:
+                raise PermissionDenied(f"{p.name!r} cannot audit jobs: the operator audits any job, a tenant its own")
+            tenant = _named_tenant(p, request.tenant, self._known, "audit the jobs of")
+            check_job_id(request.job_id, MAX_JOB_ID)
+            reference = (SoW.parse(convert.sow_to_dict(request.reference), self.scheduler.config.platform)
+                         if request.HasField("reference") else None)
+            result = audit_job(self.scheduler.config, self.scheduler.store.path, tenant, request.job_id, reference)
+            return pb.AuditReport(best_gain=result.best_gain, tried=result.tried,
+                                  declared_utility=result.declared_utility,
+                                  best_misreport_json="" if result.best_misreport is None else
+                                  json.dumps(result.best_misreport, sort_keys=True))
+        return self._call(context, "AuditJob", body)
 
     def GetJob(self, request: pb.GetJobRequest, context: grpc.ServicerContext) -> pb.Job:
         def body(p: Principal) -> pb.Job:

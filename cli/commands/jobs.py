@@ -80,6 +80,11 @@ def register(sub: Any) -> None:
     p = _command(sub, "job", job)
     p.add_argument("job", help="the job id")
     _tenant(p, TENANT_HELP)
+    p = _command(sub, "audit", audit)
+    p.add_argument("job", help="the job id")
+    p.add_argument("--reference", type=Path, metavar="SOW.json",
+                   help="the law the job's outcomes really follow (default: its quoted law)")
+    _tenant(p, TENANT_HELP)
     p = _command(sub, "jobs", jobs)
     p.add_argument("--state", action="append", choices=STATES, default=[], help="filter (repeatable)")
     _tenant(p, "operator only: one tenant's jobs")
@@ -359,6 +364,15 @@ def status(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
                         + ", ".join(f"round {c['round']}: {c['capacity']}" for c in reports))
         out.update(active_jobs=s.active_jobs, events=s.events, state_digest=s.state_digest, capacity_reports=reports)
     return {**out, "text": "\n".join(text)}
+
+
+def audit(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    """What a misreport would have gained the job (docs/prediction.md, "Audit")."""
+    reference = None if args.reference is None else read_sow(args.reference)
+    out = client.audit_job(args.job, tenant=args.tenant, reference=reference)
+    lie = "none gains" if out["best_misreport"] is None else json.dumps(out["best_misreport"]["outcomes"])
+    return {**out, "text": f"job {args.job}: best gain {out['best_gain']:.6g} over {out['tried']} alternative "
+                           f"declarations (declared utility {out['declared_utility']:.6g}); best misreport: {lie}"}
 
 
 def job(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:

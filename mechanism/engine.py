@@ -437,6 +437,8 @@ class Engine:
     def _cancel_orphans(self, t: int) -> None:
         """A parent that ended this round other than COMPLETED cancels its waiting children, and theirs in turn
         (no charge: they never started)."""
+        if not self._children:  # no job waits for a parent: nothing to look at
+            return
         ended = [j.id for j in self._active if not j.state.active and j.id in self._children]
         while ended:
             parent = ended.pop(0)

@@ -265,7 +265,7 @@ class Writer(SchedulerCore):
         if t.kind == "advance":
             self._roll_bundles()
             self._release_ready(None)
-        elif t.kind == "submit" and t.sow is not None and t.sow.after:
+        elif t.kind == "submit":  # parents that had all completed already: it arrives now
             self._release_ready([namespace.key(t.body["tenant"], t.body["job_id"])])
         return reply, True
 

@@ -40,20 +40,32 @@ def open_scheduler(path: Path) -> DurableScheduler:
 
 
 def random_commands(seed: int, n: int) -> list[tuple[str, str, dict]]:
-    """(caller, kind, body): submissions, arrivals with random signals, completions, rounds; many are refused."""
+    """(caller, kind, body): submissions (some with a payload and parents), arrivals with random signals, launches
+    and completions (some by the executor, with executor info), rounds; many are refused."""
     rng = np.random.default_rng(seed)
     out: list[tuple[str, str, dict]] = []
     for i in range(n):
-        kind = str(rng.choice(["submit", "arrive", "complete", "advance"], p=[0.35, 0.25, 0.15, 0.25]))
-        caller = str(rng.choice(["acme", "globex", "operator"]))
+        kind = str(rng.choice(["submit", "arrive", "complete", "launch", "advance"], p=[0.35, 0.2, 0.15, 0.05, 0.25]))
+        caller = str(rng.choice(["acme", "globex", "operator", "executor"]))
         job = f"j{int(rng.integers(0, max(1, i // 2 + 1)))}"
         # Mostly the caller's own namespace; sometimes another's (refused unless the operator sends it).
-        tenant = caller if caller != "operator" and rng.random() < 0.9 else str(rng.choice(["acme", "globex"]))
-        if kind == "submit":
+        tenant = caller if caller not in ("operator", "executor") and rng.random() < 0.9 else \
+            str(rng.choice(["acme", "globex"]))
+        executor = {"kind": "local", "external_id": str(int(rng.integers(0, 3)))}
+        if kind == "submit" and rng.random() < 0.3:  # a payload and parents: signal_mode none
+            piped = random_sow(rng, PLATFORM, max_outcomes=3, signal_mode="none").model_dump(mode="json")
+            parents = sorted({f"j{int(rng.integers(0, max(1, i // 2 + 1)))}" for _ in range(int(rng.integers(0, 3)))})
+            piped.update(command=["run", str(i)], env={"I": str(i)}, after=parents)
+            out.append((caller, kind, {"job_id": job, "tenant": tenant, "sow": piped}))
+        elif kind == "submit":
             sow = random_sow(rng, PLATFORM, max_outcomes=3, signal_mode="duration")
             out.append((caller, kind, {"job_id": job, "tenant": tenant, "sow": sow.model_dump(mode="json")}))
+        elif kind == "launch":
+            out.append((caller, kind, {"job_id": job, "tenant": tenant, "executor": executor}))
+        elif kind == "complete" and rng.random() < 0.5:
+            out.append((caller, kind, {"job_id": job, "tenant": tenant, "executor": {**executor, "exit_code": 0}}))
         elif kind == "arrive":
-            signal = str(int(rng.integers(1, PLATFORM.D_m + 1)))
+            signal = str(int(rng.integers(1, PLATFORM.D_m + 1))) if rng.random() < 0.6 else None  # None: mode none
             out.append((caller, kind, {"job_id": job, "tenant": tenant, "signal": signal}))
         elif kind == "complete":
             out.append((caller, kind, {"job_id": job, "tenant": tenant}))
@@ -72,11 +84,18 @@ def test_any_command_sequence_replays_to_the_same_digest_and_refusals_log_nothin
         accepted = 0
         for i, (caller, kind, body) in enumerate(random_commands(seed, n)):
             try:
-                sched.execute(caller, f"r{i}", kind, body)
+                ack = sched.execute(caller, f"r{i}", kind, body)
             except (EngineError, Refused):
+                continue
+            if ack.replayed:  # an executor report repeated with the same info: answered, nothing applied
                 continue
             apply_command(reference, kind, body)
             accepted += 1
+            if kind in ("advance", "submit"):  # the arrivals the writer derives and logs (caller server)
+                among = None if kind == "advance" else [namespace.key(body["tenant"], body["job_id"])]
+                for key in reference.ready_to_release(among):
+                    apply_command(reference, "release", namespace.named(key))
+                    accepted += 1
         assert sched.store.count() == accepted
         digest = sched.engine.digest()
         assert digest == reference.digest()

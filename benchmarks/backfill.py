@@ -4,6 +4,7 @@ traces look like, where easy-learned loses against EASY++, and the leave-one-tra
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -127,6 +128,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             row["learned"][c], starts = _run(workload, table, "easy-learned", **options[c])
             if c == configs[0]:
                 row["losses"] = losses(workload, table, pp_starts, starts)
+        print(f"{trace}: EASY++ {row['easy-pp']}, easy-learned {row['learned']}", file=sys.stderr, flush=True)
         if args.scores:
             row["scores"] = {name: {k: evaluate(table, name)[k] for k in ("coverage", "pinball_loss", "log_score")}
                              for name in ("tsafrir", "learned")}

@@ -40,9 +40,9 @@ def parse_config(text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for item in text.split(","):
         key, sep, value = item.partition("=")
-        if not sep or key not in ("risk", "reservation_q", "guard", "calibrate"):
-            raise ValueError(f"--configs item {item!r} must be key=value with key risk, reservation_q, guard or "
-                             "calibrate")
+        if not sep or key not in ("risk", "reservation_q", "guard", "calibrate", "wide_risk"):
+            raise ValueError(f"--configs item {item!r} must be key=value with key risk, reservation_q, guard, "
+                             "calibrate or wide_risk")
         out[key] = int(value) if key == "calibrate" else float(value)
     return out
 

@@ -46,6 +46,10 @@ class BackfillPolicy(Protocol):
         """May job `index` start at `now` as a job that ends by the head's reservation at `shadow`?"""
         ...
 
+    def on_reservation(self, head: int, share: float) -> None:
+        """A pass reserves for job `head`, which needs `share` of the machine (before its `ends_by` calls)."""
+        ...
+
 
 @dataclass
 class _Running:
@@ -135,6 +139,7 @@ def _pass(
     if not candidates:
         return started
     shadow, extra = _shadow(state, now, free, sizes[queue[0]])
+    policy.on_reservation(queue[0], sizes[queue[0]] / state.nodes)
     key = policy.backfill_key
     candidates.sort(key=lambda i: (key(i), i))
     chosen: set[int] = set()

@@ -22,6 +22,7 @@ from models.predict.names import CORRECTORS, PREDICTIVE_SCHEDULERS
 Corrector = Literal["conditional", "reqtime", "doubling"]
 DEFAULT_RISK = 0.9  # one configuration for every trace (docs/prediction.md)
 DEFAULT_RESERVATION_Q = 0.4
+WIDE_SHARE = 1 / 8  # a head needing more of the machine than this is wide (docs/prediction.md: who loses)
 CALIBRATION_MIN = 200  # completions before the risk test is recalibrated
 CALIBRATION_EVERY = 50  # completions between recalibrations
 # The point schedulers as the compiled simulator runs them: prediction, shortest-first backfilling, and pyss's
@@ -94,6 +95,9 @@ class PointPolicy:
     def ends_by(self, index: int, now: int, shadow: int) -> bool:
         return now + self.predicted[index] <= shadow
 
+    def on_reservation(self, head: int, share: float) -> None:
+        """EASY and EASY++ treat every head alike."""
+
 
 @dataclass
 class RiskPolicy:
@@ -108,6 +112,7 @@ class RiskPolicy:
     order_q: float = 0.5  # backfill candidates in ascending order of this predicted quantile
     guard: float | None = None  # a candidate's expected overrun past the shadow at most guard * (shadow - now)
     calibrate: int = 0  # recalibrate the risk test on the PIT of this many recent completions (0: off)
+    wide_risk: float | None = None  # the risk while the head needs more than WIDE_SHARE of the machine
     laws: dict[int, JobLaw] = field(default_factory=dict)
     predicted: dict[int, int] = field(default_factory=dict)
     key: dict[int, float] = field(default_factory=dict)
@@ -121,6 +126,8 @@ class RiskPolicy:
             raise ValueError(f"guard={self.guard} must be >= 0")
         if self.corrector not in CORRECTORS:
             raise ValueError(f"corrector={self.corrector!r} must be one of {CORRECTORS}")
+        if self.wide_risk is not None and not 0.0 <= self.wide_risk <= 1.0:
+            raise ValueError(f"wide_risk={self.wide_risk} must lie in [0, 1]")
         if self.calibrate < 0:
             raise ValueError(f"calibrate={self.calibrate} must be >= 0")
         self.predictor.fit(self.table)
@@ -129,6 +136,7 @@ class RiskPolicy:
         self._threshold = 1.0 - self.risk - 1e-12  # ends_by: P(runtime <= shadow - now) at least this
         self._pit: deque[float] = deque(maxlen=max(self.calibrate, 1))  # F_j(runtime_j) of recent completions
         self._scored = 0
+        self._wide_head = False
 
     def on_submit(self, index: int, now: int) -> int:
         law = self.laws[index] = self.predictor.predict_one(index)
@@ -154,9 +162,14 @@ class RiskPolicy:
     def backfill_key(self, index: int) -> float:
         return self.key[index]
 
+    def on_reservation(self, head: int, share: float) -> None:
+        self._wide_head = self.wide_risk is not None and share > WIDE_SHARE
+
     def ends_by(self, index: int, now: int, shadow: int) -> bool:
         law, window = self.laws[index], shadow - now
-        if law.cdf(window) < self._threshold:
+        threshold = 1.0 - self.wide_risk - 1e-12 if self._wide_head and self.wide_risk is not None \
+            else self._threshold
+        if law.cdf(window) < threshold:
             return False
         return self.guard is None or expected_overrun(law, window) <= self.guard * window
 
@@ -186,7 +199,8 @@ class PredictiveRun:
 def make_policy(name: str, table: JobTable, risk: float = DEFAULT_RISK,
                 reservation_q: float = DEFAULT_RESERVATION_Q, corrector: str = "conditional",
                 config: LearnedConfig | None = None, order_q: float = 0.5,
-                guard: float | None = None, calibrate: int = 0) -> tuple[Any, bool]:
+                guard: float | None = None, calibrate: int = 0,
+                wide_risk: float | None = None) -> tuple[Any, bool]:
     """The policy of a PREDICTIVE_SCHEDULERS name, and whether it runs pyss's plain-EASY submission rule."""
     if name == "easy-requested":
         return PointPolicy(RequestedTime(), table, sjf=False), True
@@ -196,7 +210,8 @@ def make_policy(name: str, table: JobTable, risk: float = DEFAULT_RISK,
         return PointPolicy(Tsafrir(), table, sjf=True), False
     if name == "easy-learned":
         predictor = LearnedPredictor(config or LearnedConfig())
-        return RiskPolicy(predictor, table, risk, reservation_q, corrector, order_q, guard, calibrate), False
+        return RiskPolicy(predictor, table, risk, reservation_q, corrector, order_q, guard, calibrate,
+                          wide_risk), False
     raise ValueError(f"scheduler={name!r} must be one of {PREDICTIVE_SCHEDULERS}")
 
 

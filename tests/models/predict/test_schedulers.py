@@ -177,3 +177,20 @@ def test_calibration_raises_the_risk_threshold_when_laws_promise_short_runs_that
     assert recalibrated_threshold([0.1 * k for k in range(1, 11)], 0.1) == pytest.approx(0.1)
     with pytest.raises(ValueError, match="calibrate=-1 must be >= 0"):
         make_policy("easy-learned", table, calibrate=-1)
+
+
+def test_a_wide_head_is_protected_by_its_own_risk() -> None:
+    # a candidate with P(X <= 100) = 0.3, 100 s before the reservation: risk 0.9 admits it (0.3 >= 0.1); with
+    # wide_risk 0.5 it is refused while the head needs over 1/8 of the machine (0.3 < 0.5) and admitted again
+    # when the head is narrow
+    policy = _risk_policy(None)
+    policy.wide_risk = 0.5
+    policy.laws[4] = JobLaw.of(np.array([50.0, 1000.0]), np.array([0.3, 0.7]))
+    decisions = []
+    for share in (0.5, 0.1):
+        policy.on_reservation(3, share)
+        decisions.append(policy.ends_by(4, now=0, shadow=100))
+    assert decisions == [False, True]
+    _, table = _trace()
+    with pytest.raises(ValueError, match=r"wide_risk=2\.0 must lie in \[0, 1\]"):
+        make_policy("easy-learned", table, wide_risk=2.0)  # type: ignore[arg-type]

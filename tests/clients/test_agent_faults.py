@@ -1,0 +1,171 @@
+"""Faults under `sowsched agent` (a process) with `sowsched serve` (a process) and a real executor: the agent killed
+with SIGKILL between the launch and its state write (twice), the server killed and restarted under it, slurmctld
+restarted while jobs run. Every payload appends its job id to a file: each started job ran exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clients.client import SchedulerClient
+from tests.clients.agent_support import OUTCOMES, make_executor
+from tests.clients.executor_support import need_slurm, wait_until
+from tests.grpc_support import OP, PATIENT, ROOT, ServerProcess
+
+pytestmark = pytest.mark.slow  # server and agent processes: about 10 s a test
+EXEC = "executor-token-0001"
+SLURM_DIR = Path(os.environ.get("SOWSCHED_SLURM_DIR", "/var/lib/sowsched-slurm"))
+
+
+class Cluster:
+    """A served store, an agent process and the operator's client."""
+
+    def __init__(self, tmp: Path, kind: str) -> None:
+        make_executor(kind, tmp)  # Slurm present (or skip / fail as the run requires)
+        self.tmp, self.kind = tmp, kind
+        self.server = ServerProcess(tmp)
+        with self.server.config.open("a") as f:
+            f.write(f'\n[executor]\ntoken = "{EXEC}"\n')
+        self.server.start()
+        self.op = SchedulerClient(f"127.0.0.1:{self.server.port}", OP, retry=PATIENT)
+        self.ran = tmp / "ran.txt"
+        self.state = tmp / "agent.db"
+        self.agent: subprocess.Popen[bytes] | None = None
+        self.log = open(tmp / "agent.log", "ab")  # noqa: SIM115 (closed in close())
+
+    def start_agent(self, crash_after: int = 0) -> None:
+        env = {**os.environ, "SOWSCHED_TOKEN": EXEC}
+        env.pop("SOWSCHED_AGENT_CRASH_AFTER_LAUNCH", None)
+        if crash_after:
+            env["SOWSCHED_AGENT_CRASH_AFTER_LAUNCH"] = str(crash_after)
+        self.agent = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", "agent", "--executor", self.kind, "--state", str(self.state),
+             "--server", f"127.0.0.1:{self.server.port}", "--poll", "0.1", "--grace", "1"],
+            cwd=ROOT, env=env, stdout=self.log, stderr=self.log)
+
+    def submit(self, job_id: str, script: str) -> None:
+        sow = {"concurrency": 1, "value_steps": [[8, 40.0]], "outcomes": OUTCOMES, "signal_mode": "none",
+               "command": ["sh", "-c", f'echo "$SOWSCHED_JOB_ID" >> {self.ran}; {script}']}
+        self.op.submit(job_id, sow, tenant="acme")
+        self.op.report_arrival(job_id, tenant="acme")
+
+    def rows(self) -> dict[str, tuple[str, int]]:
+        if not self.state.exists():
+            return {}
+        with sqlite3.connect(self.state) as db:
+            return {r[0]: (r[1], r[2]) for r in db.execute("SELECT job_id, status, reported FROM launches")}
+
+    def cursor(self) -> int:
+        if not self.state.exists():
+            return 0
+        with sqlite3.connect(self.state) as db:
+            row = db.execute("SELECT next_seq FROM cursor").fetchone()
+        return int(row[0]) if row else 0
+
+    def settle(self) -> None:
+        """Wait until the agent has handled every event and every launched job's work is over and reported (or the
+        agent has died)."""
+        events = self.op.status().events
+        dead = lambda: self.agent is not None and self.agent.poll() is not None  # noqa: E731
+        wait_until(lambda: dead() or self.cursor() >= events, what="the agent reads every event")
+        wait_until(lambda: dead() or all(s == "ended" and r == 1 for s, r in self.rows().values()),
+                   what="work reported")
+
+    def runs(self) -> list[str]:
+        return sorted(self.ran.read_text().split()) if self.ran.exists() else []
+
+    def states(self, jobs: list[str]) -> list[str]:
+        return [self.op.get_job(j, tenant="acme").view.state for j in jobs]
+
+    def close(self) -> None:
+        if self.agent is not None and self.agent.poll() is None:
+            self.agent.send_signal(signal.SIGTERM)
+            try:
+                self.agent.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.agent.kill()
+        self.op.close()
+        self.server.close()
+        self.log.close()
+
+
+@pytest.fixture(params=["local", "slurm"])
+def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(tmp_path, request.param)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def play_until_done(c: Cluster, jobs: list[str], rounds: int = 12) -> None:
+    for _ in range(rounds):
+        if all(s not in ("SUBMITTED", "WAITING", "RUNNING") for s in c.states(jobs)):
+            return
+        c.op.advance()
+        c.settle()
+
+
+def test_agent_killed_between_launch_and_state_write_runs_nothing_twice(cluster: Cluster) -> None:
+    jobs = ["a", "b", "c"]
+    for j in jobs:
+        cluster.submit(j, "sleep 0.5")
+    cluster.start_agent(crash_after=1)
+    cluster.op.advance()  # round 0: a starts; the agent launches it and dies before recording the launch
+    assert cluster.agent is not None and cluster.agent.wait(timeout=60) == -signal.SIGKILL
+    cluster.start_agent(crash_after=1)  # adopts a; the next launch kills it again
+    for _ in range(6):
+        cluster.op.advance()
+        if cluster.agent.poll() is not None:
+            break
+        cluster.settle()
+    assert cluster.agent.wait(timeout=60) == -signal.SIGKILL
+    cluster.start_agent()
+    cluster.settle()
+    play_until_done(cluster, jobs)
+    assert cluster.states(jobs) == ["COMPLETED"] * 3
+    assert cluster.runs() == jobs  # each ran exactly once
+
+
+def test_server_killed_under_the_agent_loses_no_event(cluster: Cluster) -> None:
+    jobs = ["a", "b", "c", "d"]
+    for j in jobs[:2]:
+        cluster.submit(j, "sleep 0.5")
+    cluster.start_agent()
+    cluster.op.advance()
+    cluster.server.kill()
+    cluster.server.start()  # the same port and store: the agent reconnects and resumes from its cursor
+    for j in jobs[2:]:
+        cluster.submit(j, "sleep 0.5")
+    play_until_done(cluster, jobs)
+    assert cluster.states(jobs) == ["COMPLETED"] * 4
+    assert cluster.runs() == jobs
+    assert cluster.cursor() == cluster.op.status().events
+
+
+def test_slurmctld_restarted_while_jobs_run(tmp_path: Path) -> None:
+    need_slurm()
+    c = Cluster(tmp_path, "slurm")
+    try:
+        jobs = ["a", "b"]
+        for j in jobs:
+            c.submit(j, "sleep 2")
+        c.start_agent()
+        c.op.advance()
+        wait_until(lambda: len(c.runs()) >= 1, what="a payload runs")
+        pid = int((SLURM_DIR / "slurmctld.pid").read_text())
+        os.kill(pid, signal.SIGTERM)  # a restart (a SIGKILLed controller loses the state of its last seconds)
+        wait_until(lambda: not Path(f"/proc/{pid}").exists(), what="slurmctld gone")
+        subprocess.run(["bash", str(ROOT / "scripts" / "slurm-up")], check=True, capture_output=True)
+        play_until_done(c, jobs)
+        assert c.states(jobs) == ["COMPLETED"] * 2
+        assert c.runs() == jobs
+    finally:
+        c.close()

@@ -40,6 +40,7 @@ bench: setup
 	$(BIN)/sowsched bench core --out bench-core.json
 	$(BIN)/sowsched bench hpc --out bench-hpc.json
 	$(BIN)/sowsched bench grpc --out bench-grpc.json
+	$(BIN)/sowsched bench agent --out bench-agent.json
 	$(BIN)/sowsched bench writer --out bench-writer.json
 	$(BIN)/sowsched bench scale --out bench-scale.json
 	$(BIN)/sowsched bench history --out bench-history.json

@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "predict": ("benchmarks.predict", "prediction engine speed; easy-learned vs EASY time on KTH"),
     "core": ("benchmarks.core", "mechanism core: quote latency (fixed and forecast capacity), App. F, advance"),
     "hpc": ("benchmarks.hpc", "HPC trace study speed: EASY, conservative and CP-SAT rounds"),
+    "agent": ("benchmarks.agent", "executor agent: start event to sbatch returning at 100 starts a round, CPU per job"),
     "grpc": ("benchmarks.grpc", "gRPC throughput: SoW submissions vs a trivial Echo, 1-32 clients"),
     "writer": ("benchmarks.writer", "one SubmitSoW by stage in process: servicer, engine, oracle, plan, log, encoding"),
     "scale": ("benchmarks.scale", "server submissions/s, round time, memory and snapshot size vs active jobs and C"),

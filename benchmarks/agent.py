@@ -1,0 +1,115 @@
+"""The executor agent's speed: time from a round's start events to each launch returning (sbatch on the Slurm test
+bed, or a local process group), with many starts in one round, and the agent's CPU per launched job."""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cli.args import BenchInputError, bounded_int
+from mechanism.platform import Platform
+
+TOKEN = "bench-operator-token"
+PLATFORM = Platform(C=1000, C_m=1, D_m=4, S_m=8, H=100.0, seed=1, samples=500)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--starts", type=bounded_int(1, 900), default=100, help="jobs submitted to start in one round")
+    p.add_argument("--executor", choices=("slurm", "local"), default="slurm",
+                   help="slurm: the test bed (scripts/slurm-up); local: process groups")
+
+
+class Timed:
+    """An executor whose launches are timed (monotonic seconds at each return)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.kind = inner.kind
+        self.returned: list[float] = []
+
+    def launch(self, spec: Any) -> str:
+        external: str = self.inner.launch(spec)
+        self.returned.append(time.monotonic())
+        return external
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from clients.agent import Agent, AgentOptions, Payload
+    from clients.agent_state import AgentState
+    from clients.client import SchedulerClient
+    from clients.executors import LocalExecutor, SlurmExecutor
+    from server.app import ServerOptions, start_server
+    from server.config import parse_config
+
+    if args.executor == "slurm" and shutil.which("sbatch") is None:
+        raise BenchInputError("no sbatch on PATH: run scripts/slurm-up, or use --executor local")
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        config = parse_config({"platform": PLATFORM.model_dump(), "operator": {"token": TOKEN}})
+        srv = start_server(config, ServerOptions(store=str(tmp / "log.db"), listen="127.0.0.1:0"))
+        inner = SlurmExecutor(tmp / "out") if args.executor == "slurm" else LocalExecutor(tmp / "out")
+        executor = Timed(inner)
+        op = SchedulerClient(f"127.0.0.1:{srv.port}", TOKEN)
+        agent = Agent(SchedulerClient(f"127.0.0.1:{srv.port}", TOKEN), executor,
+                      AgentState(tmp / "agent.db", inner.kind), lambda t, j: Payload(("true",), 1, 2),
+                      AgentOptions(poll=0.2))
+        sow = {"concurrency": 1, "value_steps": [[6, 50.0]], "outcomes": [[0, 2, 1.0]], "signal_mode": "none"}
+        for i in range(args.starts):
+            op.submit(f"j{i}", sow)
+            op.report_arrival(f"j{i}")
+        stop = threading.Event()
+        cpu: dict[str, float] = {}
+
+        def agent_thread() -> None:
+            t0 = time.thread_time()
+            agent.run(stop)
+            cpu["agent"] = time.thread_time() - t0
+
+        children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        thread = threading.Thread(target=agent_thread, daemon=True)
+        thread.start()
+        time.sleep(0.5)  # the agent is connected and idle
+        t_round = time.monotonic()
+        report = op.advance()
+        started = sum(1 for e in report.events if e.type == "start")
+        deadline = time.monotonic() + 600
+        while len(executor.returned) < started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stop.set()
+        thread.join(timeout=60)
+        children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        op.close()
+        agent.client.close()
+        srv.stop(0)
+    latency = np.array(executor.returned) - t_round
+    child_cpu = (children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime)
+    launched = max(1, len(latency))
+    return {"executor": args.executor, "submitted": args.starts, "started_in_round": started,
+            "launched": len(latency),
+            "start_to_launch_p50_s": float(np.percentile(latency, 50)) if len(latency) else None,
+            "start_to_launch_p99_s": float(np.percentile(latency, 99)) if len(latency) else None,
+            "start_to_last_launch_s": float(latency.max()) if len(latency) else None,
+            "agent_cpu_ms_per_job": 1000 * cpu.get("agent", 0.0) / launched,
+            "launcher_cpu_ms_per_job": 1000 * child_cpu / launched}
+
+
+def table(r: dict[str, Any]) -> str:
+    def s(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+    return "\n".join([
+        f"agent ({r['executor']}): {r['started_in_round']} starts in one round, {r['launched']} launched",
+        f"  round played -> launch returned: p50 {s(r['start_to_launch_p50_s'])} s, "
+        f"p99 {s(r['start_to_launch_p99_s'])} s, last {s(r['start_to_last_launch_s'])} s",
+        f"  CPU per launched job: agent thread {r['agent_cpu_ms_per_job']:.1f} ms, "
+        f"launcher processes ({'sbatch' if r['executor'] == 'slurm' else 'sh'}) {r['launcher_cpu_ms_per_job']:.1f} ms"])

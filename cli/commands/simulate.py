@@ -31,6 +31,14 @@ def register(sub: Any) -> None:
     src.add_argument("--workload", choices=WORKLOADS, help="a named synthetic workload")
     src.add_argument("--workload-file", type=nonempty, metavar="W.json",
                      help="a workload file (schema: docs/workloads-and-sows.md)")
+    src.add_argument("--trace", type=nonempty, metavar="SWF",
+                     help="an SWF trace's first --jobs jobs as feature submissions, SoWs from --sows laws "
+                          "(docs/prediction.md)")
+    p.add_argument("--jobs", type=bounded_int(1), default=2000, help="with --trace: the first N jobs")
+    p.add_argument("--sows", choices=("learned", "requested", "exact"), default="learned",
+                   help="with --trace: whose duration laws the SoWs declare (values come from the requested time)")
+    p.add_argument("--round-seconds", type=bounded_int(1), default=3600,
+                   help="with --trace: seconds per round (default %(default)s)")
     p.add_argument("--seed", type=_seed, default=None,
                    help="seed (named workloads: default 0; files: overrides platform.seed)")
     p.add_argument("--load", type=float, default=None,
@@ -164,12 +172,30 @@ def _seed(text: str) -> int:
 
 
 def load(args: argparse.Namespace) -> Workload:
+    if getattr(args, "trace", None):
+        return trace_workload(args)
     if args.workload_file:
         if args.load is not None:
             raise ValueError(f"--load {args.load} does not apply with --workload-file {args.workload_file}: "
                              "a file's jobs and realized outcomes are fixed")
         return load_workload_file(args.workload_file, seed=args.seed)
     return make_workload(args.workload, seed=args.seed or 0, load=1.0 if args.load is None else args.load)
+
+
+def trace_workload(args: argparse.Namespace) -> Workload:
+    """--trace: the trace's jobs with --sows laws; the prediction report (coverage, predict_ms_p50) is kept on
+    `args.trace_report` for the output."""
+    from models.predict.jobs import load_trace
+    from models.predict.sows import ExportConfig
+    from models.predict.trace_workload import trace_document
+    from models.workloads import parse_workload_file
+
+    if args.load is not None:
+        raise ValueError(f"--load {args.load} does not apply with --trace {args.trace}: a trace's jobs are fixed")
+    trace, table = load_trace(args.trace, args.jobs)
+    document, args.trace_report = trace_document(table, trace.nodes, ExportConfig(round_seconds=args.round_seconds,
+                                                                                   predictor=args.sows))
+    return parse_workload_file(Path(args.trace), document, name=Path(args.trace).stem, seed=args.seed)
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -277,7 +303,8 @@ def output(args: argparse.Namespace, workload: Workload, result: SimulationResul
     if args.json:
         extra = {} if pricing is None else {"pricing": "stochastic", "stochastic_pricing": pricing}
         capacity = capacity_summary(workload, args)
-        return json.dumps({**result.summary(), "offline": offline, **extra,
+        trace = getattr(args, "trace_report", None) or {}
+        return json.dumps({**result.summary(), "offline": offline, **extra, **trace,
                            **({} if capacity is None else {"capacity": capacity})}, sort_keys=True)
     lines = [report(result, args.oracle), *([] if pricing is None else pricing_lines(pricing)),
              *([] if offline is None else offline_lines(offline))]

@@ -47,6 +47,7 @@ bench: setup
 	$(BIN)/sowsched bench solvers --time-limit 20 --out bench-solvers.json
 	$(BIN)/sowsched bench welfare --workload overload --loads 0.5,1,2 --seeds 2 --time-limit 5 --out bench-out/welfare
 	$(BIN)/sowsched bench predict --out bench-predict.json
+	$(BIN)/sowsched bench backfill --jobs 15000 --out bench-backfill.json
 	$(BIN)/sowsched bench forecast --out bench-forecast.json
 	$(BIN)/sowsched bench cuc --out bench-cuc.json
 	$(BIN)/sowsched bench cuc_bound --out bench-cuc-bound.json

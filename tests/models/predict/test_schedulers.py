@@ -139,7 +139,7 @@ def test_easy_learned_decisions_before_t_ignore_the_trace_after_t() -> None:
                  for i, j in enumerate(workload.jobs))
     runs = []
     for w, tab in ((workload, table), (Workload(jobs, workload.nodes), altered)):
-        policy, _ = make_policy("easy-learned", tab, guard=2.0)
+        policy, _ = make_policy("easy-learned", tab, guard=2.0, calibrate=100)
         seen: dict[int, tuple[float, ...]] = {}
         submit = policy.on_submit
 

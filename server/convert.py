@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import server.gen  # noqa: F401  (puts the generated `sowsched.v1` package on the import path)
 from mechanism.events import Event
-from mechanism.executor import ExecutorInfo, ExecutorInfoError
+from mechanism.executor import ExecutorInfo
 from mechanism.plans import GroupPlan, LaunchPlan, OutcomeQuote
 from mechanism.views import CapacityView, JobView, Quote, RoundReport
-from server.errors import Refused
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.namespace import split
 
@@ -153,11 +152,8 @@ def executor_to_proto(info: ExecutorInfo) -> pb.ExecutorInfo:
 
 
 def executor_from_proto(msg: pb.ExecutorInfo) -> ExecutorInfo:
-    """The message as validated executor info; a broken rule is refused (INVALID_ARGUMENT) naming the field."""
-    try:
-        return ExecutorInfo(msg.kind, msg.external_id, _opt(msg, "exit_code"))
-    except ExecutorInfoError as exc:
-        raise Refused(str(exc)) from None
+    """The message as validated executor info; raises ExecutorInfoError naming the field of a broken rule."""
+    return ExecutorInfo(msg.kind, msg.external_id, _opt(msg, "exit_code"))
 
 
 # ---- events and rounds ----

@@ -14,6 +14,7 @@ import grpc
 
 import server.gen  # noqa: F401
 from mechanism.engine import BundlesView, CapacityView, Engine, JobView, Quote, RoundReport, check_job_id
+from mechanism.executor import ExecutorInfoError
 from mechanism.jobs import JobState
 from mechanism.sow import SoW
 from server import convert, errors, namespace, reads, snapshot
@@ -272,7 +273,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             check_job_id(request.job_id, MAX_JOB_ID)
             data: dict[str, Any] = {"job_id": request.job_id, "tenant": tenant}
             if request.HasField("executor"):
-                data["executor"] = convert.executor_from_proto(request.executor).to_dict()
+                data["executor"] = _executor(request.executor)
             return pb.Job.FromString(self._command(p, request.request_id, "complete", data))
         return self._call(context, "ReportCompletion", body)
 
@@ -285,7 +286,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             if not request.HasField("executor"):
                 raise Refused("executor is required: the kind and external_id of the launched work")
             data = {"job_id": request.job_id, "tenant": tenant,
-                    "executor": convert.executor_from_proto(request.executor).to_dict()}
+                    "executor": _executor(request.executor)}
             return pb.Job.FromString(self._command(p, request.request_id, "launch", data))
         return self._call(context, "ReportLaunch", body)
 
@@ -544,6 +545,14 @@ def _visible_tenant(p: Principal, requested: str) -> str:
         raise PermissionDenied(f"tenant {p.name!r} cannot read tenant {requested!r}: platform-wide views need "
                                "the operator token")
     return p.name
+
+
+def _executor(msg: pb.ExecutorInfo) -> dict[str, Any]:
+    """A request's executor info as logged; a broken rule is refused (INVALID_ARGUMENT) naming the field."""
+    try:
+        return convert.executor_from_proto(msg).to_dict()
+    except ExecutorInfoError as exc:
+        raise Refused(str(exc)) from None
 
 
 def _page_size(n: int) -> int:

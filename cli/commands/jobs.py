@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from cli.args import add_output_arguments
 from cli.exits import EPILOG, EXIT_REFUSED, EXIT_TRY_LATER, EXIT_UNAVAILABLE, EXIT_USAGE, interrupted_code, stopped
 from cli.verbs import add_verb
-from mechanism.views import OPTIONAL_JOB_FIELDS
 
 if TYPE_CHECKING:  # imported when a verb runs, not when the parser is built
     from clients.client import RpcFailure, SchedulerClient
@@ -376,6 +375,8 @@ def audit(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def job(client: SchedulerClient, args: argparse.Namespace) -> dict[str, Any]:
+    from mechanism.views import OPTIONAL_JOB_FIELDS  # the parser loads no mechanism (tests/cli/test_main.py)
+
     s = client.get_job(args.job, tenant=args.tenant)
     v = s.view
     shown = {k: val for k, val in v.to_dict().items() if k not in ("id", *OPTIONAL_JOB_FIELDS) and val is not None}

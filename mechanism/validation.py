@@ -28,3 +28,16 @@ def validation_message(exc: ValidationError, prefix: str = "") -> str:
             shown = ""
         parts.append(f"{loc}{shown}: {rule}" if loc else rule)
     return "; ".join(parts)
+
+
+class FieldError(ValueError):
+    """A value refused by a model: it names the field, the value and the bound. Front ends name the field their own
+    way (the command line by its flag: cli/args.usage_message)."""
+
+    def __init__(self, field: str, value: object, bound: str) -> None:
+        self.field, self.value, self.bound = field, value, bound
+        super().__init__(self.named(field))
+
+    def named(self, name: str) -> str:
+        """The message with the field called `name`."""
+        return f"{name} {self.value}: {self.bound}"

@@ -22,6 +22,7 @@ import numpy as np
 
 from mechanism.capacity import DEFAULT_QUANTILE, MAX_CAPACITY, CapacityModel
 from mechanism.platform import Platform
+from mechanism.validation import FieldError
 from models.data import AZURE_CAPACITY_COLUMNS as LONG_COLUMNS
 from models.data import read_text
 from models.simulation import Workload
@@ -72,35 +73,35 @@ def read_series(spec: str) -> CapacitySeries:
     try:
         rows = list(csv.reader(io.StringIO(read_text(path), newline="")))
     except OSError as exc:
-        raise ValueError(f"--capacity-series {spec}: cannot read {path}: {exc.strerror or exc}") from None
+        raise FieldError("capacity_series", spec, f"cannot read {path}: {exc.strerror or exc}") from None
     except (EOFError, UnicodeDecodeError, zlib.error) as exc:
-        raise ValueError(f"--capacity-series {spec}: {path} is not a UTF-8 CSV or gzip CSV ({exc})") from None
+        raise FieldError("capacity_series", spec, f"{path} is not a UTF-8 CSV or gzip CSV ({exc})") from None
     if len(rows) < 2:
-        raise ValueError(f"--capacity-series {spec}: {path} has no data rows")
+        raise FieldError("capacity_series", spec, f"{path} has no data rows")
     header, body = rows[0], [r for r in rows[1:] if r]
     if tuple(header[:3]) == LONG_COLUMNS:
         types = sorted({r[1] for r in body})
         if key is None or key not in types:
-            raise ValueError(f"--capacity-series {spec}: name a VM type of {path} after a colon, one of "
+            raise FieldError("capacity_series", spec, f"name a VM type of {path} after a colon, one of "
                              f"{', '.join(types)}")
         values = [r[2] for r in body if r[1] == key]
     else:
         columns = header[1:] if len(header) > 1 else header
         if key is None:
             if len(columns) != 1:
-                raise ValueError(f"--capacity-series {spec}: {path} has columns {', '.join(columns)}: name one "
+                raise FieldError("capacity_series", spec, f"{path} has columns {', '.join(columns)}: name one "
                                  "after a colon")
             key = columns[0]
         if key not in header:
-            raise ValueError(f"--capacity-series {spec}: {path} has no column {key!r} (it has {', '.join(header)})")
+            raise FieldError("capacity_series", spec, f"{path} has no column {key!r} (it has {', '.join(header)})")
         i = header.index(key)
         values = [r[i] for r in body]
     try:
         raw = np.array([float(v) for v in values], dtype=np.float64)
     except ValueError as exc:
-        raise ValueError(f"--capacity-series {spec}: a value is not a number: {exc}") from None
+        raise FieldError("capacity_series", spec, f"a value is not a number: {exc}") from None
     if raw.size < 3 or not np.all(np.isfinite(raw)) or float(raw.min()) < 0 or float(raw.mean()) <= 0:
-        raise ValueError(f"--capacity-series {spec}: needs at least 3 finite values >= 0 with a positive mean")
+        raise FieldError("capacity_series", spec, "needs at least 3 finite values >= 0 with a positive mean")
     return CapacitySeries(name=f"{path.name}:{key}", raw=raw)
 
 
@@ -253,7 +254,7 @@ def with_capacity(workload: Workload, spec: str, model: str, scale: float | None
     t is row (start + t) mod F), as `models/capacity_tune.py` does to choose q before the played rows exist.
     """
     if model not in CAPACITY_MODELS:
-        raise ValueError(f"--capacity-model {model!r} is not one of {', '.join(CAPACITY_MODELS)}")
+        raise FieldError("capacity_model", model, f"not one of {', '.join(CAPACITY_MODELS)}")
     check_level_weight(level_weight)
     platform: Platform = workload.platform
     fitted_rows, played = scaled_rows(spec, platform.C, scale, fit_rows)
@@ -268,11 +269,11 @@ def with_capacity(workload: Workload, spec: str, model: str, scale: float | None
 
 
 def check_level_weight(level_weight: LevelWeight) -> None:
-    """Raise ValueError unless `level_weight` is a number in [0, 1) or "fit"."""
+    """Raise FieldError unless `level_weight` is a number in [0, 1) or "fit"."""
     if isinstance(level_weight, str) and level_weight != "fit":
-        raise ValueError(f"--capacity-level-weight {level_weight!r} is neither a number in [0, 1) nor 'fit'")
+        raise FieldError("capacity_level_weight", level_weight, "neither a number in [0, 1) nor 'fit'")
     if not isinstance(level_weight, str) and not 0.0 <= level_weight < 1.0:
-        raise ValueError(f"--capacity-level-weight {level_weight} is outside [0, 1)")
+        raise FieldError("capacity_level_weight", level_weight, "outside [0, 1)")
 
 
 def scaled_rows(spec: str, C: int, scale: float | None = None, fit_rows: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -280,13 +281,13 @@ def scaled_rows(spec: str, C: int, scale: float | None = None, fit_rows: int = 0
     plays: rows [0, F) and [F, n) when fit_rows = F > 0, the whole series twice when F = 0."""
     series = read_series(spec)
     if fit_rows and not MIN_FIT_ROWS <= fit_rows < series.raw.size:
-        raise ValueError(f"--capacity-fit-rows {fit_rows}: {spec} has {series.raw.size} rows; fit on "
+        raise FieldError("capacity_fit_rows", fit_rows, f"{spec} has {series.raw.size} rows; fit on "
                          f"{MIN_FIT_ROWS} to {series.raw.size - 1} of them")
     if fit_rows and float(series.raw[:fit_rows].mean()) <= 0.0 and scale is None:
-        raise ValueError(f"--capacity-fit-rows {fit_rows}: the first {fit_rows} rows of {spec} average 0")
+        raise FieldError("capacity_fit_rows", fit_rows, f"the first {fit_rows} rows of {spec} average 0")
     capacity = series.scaled(C, scale, fit_rows)
     if int(capacity.max()) < 1:
-        raise ValueError(f"--capacity-series {spec}: scaled by {scale} it has no round with a node")
+        raise FieldError("capacity_series", spec, f"scaled by {scale} it has no round with a node")
     return (capacity[:fit_rows], capacity[fit_rows:]) if fit_rows else (capacity, capacity)
 
 

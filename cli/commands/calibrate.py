@@ -9,7 +9,7 @@ import math
 import sys
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, nonempty, positive_float
+from cli.args import add_output_arguments, bounded_int, nonempty, positive_float, usage_message
 from cli.commands.simulate import MAX_SEED, add_capacity_arguments, apply_capacity, capacity_options
 from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         capacity_options(args)
         apply_capacity(args, make_workload(args.workload, seed=args.first_seed, load=args.load))  # checks the file
     except ValueError as exc:
-        print(f"sowsched calibrate: {exc}", file=sys.stderr)
+        print(f"sowsched calibrate: {usage_message(exc)}", file=sys.stderr)
         return 2
     extra = {} if args.workload == "toy" else {"rounds": args.rounds}
     seeds = tqdm(range(args.first_seed, args.first_seed + args.seeds), desc="calibrate", unit="run", file=sys.stderr,

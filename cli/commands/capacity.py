@@ -8,19 +8,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, comma_list, int_list, nonempty, number, positive_float
+from cli.args import (
+    add_output_arguments,
+    bounded_int,
+    choice_list,
+    comma_list,
+    int_list,
+    nonempty,
+    positive_float,
+    unit_float,
+    usage_errors,
+)
 from cli.verbs import add_verb
 from models.planning.names import METHODS
 
 MAX_JOBS = 2000  # synthetic problems: beyond this one CP-SAT model is a typo on 2 cores
-
-
-def unit_float(text: str) -> float:
-    """An argparse type: a number in [0, 1]."""
-    value = number(text)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{value} is outside [0, 1]")
-    return value
 
 
 def _solver_flags(p: argparse.ArgumentParser, time_limit: float) -> None:
@@ -48,11 +50,12 @@ def register(sub: Any) -> None:
     p.add_argument("--method", choices=METHODS, default="cospis", help="synthetic: the planner (cospis)")
     _solver_flags(p, 10.0)
     add_output_arguments(p)
-    p.set_defaults(func=capacity_plan)
+    p.set_defaults(func=usage_errors("capacity-plan", capacity_plan))
     s = add_verb(sub, "capacity-study")
     s.add_argument("--sizes", type=int_list(1), default=[10, 20, 30, 40, 50, 60], help="job counts (10,...,60)")
     s.add_argument("--instances", type=bounded_int(1), default=5, help="problems per size (5)")
-    s.add_argument("--methods", default="manual,det-p50,cospis", help="comma-separated planners")
+    s.add_argument("--methods", type=choice_list(METHODS), default="manual,det-p50,cospis",
+                   help="comma-separated planners")
     s.add_argument("--grid-size", type=bounded_int(0), default=30, help="jobs per Fig. 11 problem (30; 0: no grid)")
     s.add_argument("--grid-instances", type=bounded_int(1), default=2, help="Fig. 11 problems (2)")
     s.add_argument("--grid-samples", type=int_list(1), default=list(range(5, 50, 5)),
@@ -64,12 +67,7 @@ def register(sub: Any) -> None:
                    help="directory for the PNGs, table.md and study.json")
     _solver_flags(s, 10.0)
     add_output_arguments(s)
-    s.set_defaults(func=capacity_study)
-
-
-def _fail(command: str, message: str) -> int:
-    print(f"sowsched {command}: {message}", file=sys.stderr)
-    return 2
+    s.set_defaults(func=usage_errors("capacity-study", capacity_study))
 
 
 def _params(args: argparse.Namespace) -> Any:
@@ -80,7 +78,7 @@ def _params(args: argparse.Namespace) -> Any:
 
 def capacity_plan(args: argparse.Namespace) -> int:
     if args.synthetic and args.jobs > MAX_JOBS:
-        return _fail("capacity-plan", f"--jobs {args.jobs} is above the bound {MAX_JOBS}")
+        raise ValueError(f"--jobs {args.jobs} is above the bound {MAX_JOBS} (synthetic problems)")
     if args.write_example is not None:
         from models.planning.workload import preparation_example
 
@@ -88,7 +86,7 @@ def capacity_plan(args: argparse.Namespace) -> int:
             Path(args.write_example).write_text(json.dumps(preparation_example(args.seed), indent=1) + "\n",
                                                 encoding="utf-8")
         except OSError as exc:
-            return _fail("capacity-plan", f"--write-example {args.write_example}: {exc}")
+            raise ValueError(f"--write-example {args.write_example}: {exc}") from None
         return 0
     if args.workload_file is not None:
         return _plan_workload(args)
@@ -112,7 +110,7 @@ def _plan_workload(args: argparse.Namespace) -> int:
         workload = parse_workload_file(args.workload_file, document, name=Path(args.workload_file).stem)
         answer = capacity(workload, dependencies, alpha, args.samples, _params(args), args.runs, args.seed)
     except (OSError, ValueError) as exc:
-        return _fail("capacity-plan", f"--workload-file {args.workload_file}: {exc}")
+        raise ValueError(f"--workload-file {args.workload_file}: {exc}") from None
     out = {"workload": workload.name, "jobs": len(workload.jobs), "dependencies": sum(map(len, dependencies.values())),
            "samples": args.samples, "alpha": alpha, "runs": args.runs, **answer.as_dict()}
     _print(out, args.json)
@@ -132,10 +130,7 @@ def _print(out: dict[str, Any], as_json: bool) -> None:
 
 
 def capacity_study(args: argparse.Namespace) -> int:
-    methods = tuple(args.methods.split(","))
-    for m in methods:
-        if m not in METHODS:
-            return _fail("capacity-study", f"--methods names {m!r}, which is not one of {', '.join(METHODS)}")
+    methods = tuple(args.methods)
     from models.planning.plan import SolveParams
     from models.planning.study import StudyConfig, plot, run_study, table
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, level_weight, positive_float, probability
+from cli.args import add_output_arguments, bounded_int, level_weight, positive_float, probability, usage_errors
 from cli.verbs import add_verb
 
-OPTION_NAMES = (("--capacity-series", "series"), ("--capacity-fit-rows", "--fit-rows"),
-                ("--capacity-level-weight", "--level-weight"))
+FLAGS = {"capacity_series": "series", "capacity_fit_rows": "--fit-rows", "capacity_level_weight": "--level-weight"}
 MAX_C = 1_000_000  # Platform.C's bound (mechanism/capacity.py MAX_CAPACITY; not imported so the parser stays light)
 
 
@@ -34,7 +32,7 @@ def register(sub: Any) -> None:
     p.add_argument("--price-floor", action="store_true",
                    help="prices never assume less than C (the failure estimates still follow the model)")
     add_output_arguments(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=usage_errors("capacity-fit", run, FLAGS))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,15 +41,8 @@ def run(args: argparse.Namespace) -> int:
 
     quantile = DEFAULT_QUANTILE if args.quantile is None else args.quantile
     lam = DEFAULT_LEVEL_WEIGHT if args.level_weight is None else args.level_weight
-    try:
-        rows, _ = scaled_rows(args.series, args.C, args.scale, args.fit_rows)
-        model = fitted_model(rows, args.C, quantile, lam, args.price_floor)
-    except (OSError, ValueError) as exc:  # the fit's messages name simulate's options: name this command's
-        message = str(exc)
-        for theirs, ours in OPTION_NAMES:
-            message = message.replace(theirs, ours)
-        print(f"sowsched capacity-fit: {message}", file=sys.stderr)
-        return 2
+    rows, _ = scaled_rows(args.series, args.C, args.scale, args.fit_rows)
+    model = fitted_model(rows, args.C, quantile, lam, args.price_floor)
     table = model.model_dump(mode="json")
     if args.json:
         fitted = {"rows": int(rows.size), "mean": float(rows.mean()), "min": int(rows.min()), "max": int(rows.max())}

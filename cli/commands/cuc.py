@@ -5,11 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, nonempty, nonnegative_float, positive_float, probability
+from cli.args import (
+    add_output_arguments,
+    bounded_int,
+    comma_list,
+    nonempty,
+    nonnegative_float,
+    positive_float,
+    probability,
+    usage_errors,
+)
 from cli.verbs import add_verb
 from models.cuc.names import ERROR_SETS, FORECASTERS, OBJECTIVES, ORDERS, SPLITS
 
@@ -74,7 +82,7 @@ def register(sub: Any) -> None:
     p.add_argument("--train-hours", type=bounded_int(1),
                    help="training origins after the 120 fitting hours (default 144: days 6-11; clean split only)")
     _generator(p)
-    p.set_defaults(func=_refusing(cuc))
+    p.set_defaults(func=usage_errors("cuc", cuc))
     s = add_verb(sub, "cuc-study")
     s.add_argument("--capacity", action="append",
                    help="capacity CSV, repeatable (default: the Azure 2017 and 2019 files in ../shared/data)")
@@ -86,30 +94,20 @@ def register(sub: Any) -> None:
                    help="only the rows that train nothing (X+HiGHS, W/o uncertainty, Alg. 3 with the true capacity): "
                    "the same numbers as the whole study's rows, in a fraction of its time")
     s.add_argument("--vm-types", type=nonempty, help="comma-separated VM types (default: every type of each file)")
-    s.add_argument("--p-levels", type=nonempty, help="comma-separated p values for Table 3 (default 0.001,...,0.1)")
+    s.add_argument("--p-levels", type=comma_list(probability),
+                   help="comma-separated p values for Table 3 (default 0.001,...,0.1)")
     s.add_argument("--processes", type=bounded_int(1), default=None,
                    help="local processes over the VM types (default: every core; 1 runs in this process); the "
                    "pooled numbers do not depend on it")
     s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     _generator(s)
-    s.set_defaults(func=_refusing(cuc_study))
+    s.set_defaults(func=usage_errors("cuc-study", cuc_study))
 
 
 def _check_paths(paths: list[str]) -> None:
     for path in paths:
         if not Path(path).is_file():
             raise ValueError(f"--capacity={path}: no such file")
-
-
-def _refusing(body: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Bad input (a missing file, an unknown VM type, a malformed CSV): one line on stderr and exit 2."""
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return body(args)
-        except (OSError, ValueError) as exc:
-            print(f"sowsched {args.command}: {exc}", file=sys.stderr)
-            return 2
-    return run
 
 
 def _jobs(args: argparse.Namespace) -> Any:
@@ -153,25 +151,12 @@ def cuc(args: argparse.Namespace) -> int:
     return 0
 
 
-def _floats(text: str, flag: str) -> tuple[float, ...]:
-    values = []
-    for part in text.split(","):
-        try:
-            value = float(part)
-        except ValueError:
-            raise ValueError(f"{flag}={text!r}: {part!r} is not a number") from None
-        if not 0 < value < 1:
-            raise ValueError(f"{flag}={text!r}: {value} must lie strictly between 0 and 1")
-        values.append(value)
-    return tuple(values)
-
-
 def cuc_study(args: argparse.Namespace) -> int:
     paths = args.capacity or [str(DEFAULT_DATA / f) for f in DEFAULT_FILES]
     _check_paths(paths)
     from models.cuc.study import P_LEVELS, StudyConfig, run_study, study_tables
 
-    p_levels = _floats(args.p_levels, "--p-levels") if args.p_levels else P_LEVELS
+    p_levels = tuple(args.p_levels) if args.p_levels else P_LEVELS
     vm_types = tuple(t for t in args.vm_types.split(",") if t) if args.vm_types else None
     datasets = {Path(p).name.split(".")[0].removeprefix("capacity_"): p for p in paths}
     cfg = StudyConfig(datasets=datasets, bo_steps=args.bo_steps, seed=args.seed, jobs=_jobs(args),

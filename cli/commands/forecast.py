@@ -5,11 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, comma_list, nonempty, number, positive_float, probability
+from cli.args import (
+    add_output_arguments,
+    bounded_int,
+    choice_list,
+    comma_list,
+    interval,
+    nonempty,
+    positive_float,
+    probability,
+    usage_errors,
+)
 from cli.verbs import add_verb
 from models.forecast.names import ERROR_MODELS, FIT_METHODS, MODELS
 
@@ -25,13 +34,6 @@ def _pair(text: str) -> tuple[int, int]:
     if len(parts) != 2:
         raise argparse.ArgumentTypeError(f"{text!r} must be two integers ON,OFF (e.g. 1,1)")
     return one(parts[0]), one(parts[1])
-
-
-def _nonnegative(text: str) -> float:
-    value = number(text)
-    if not 0.0 <= value <= 100.0:
-        raise argparse.ArgumentTypeError(f"{value} must lie in [0, 100]")
-    return value
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -51,7 +53,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="extrapolate: forecast the window as this many sub-windows (1: aggregate)")
     p.add_argument("--adjust", type=_pair, help="adjustment policy ON,OFF: switch on after ON failures, off after "
                    "OFF successes (seed 004 1.9)")
-    p.add_argument("--granularity", type=_nonnegative, default=0.0, help="CPU percent per core (0: none)")
+    p.add_argument("--granularity", type=interval(0.0, 100.0, closed="lo,hi"), default=0.0,
+                   help="CPU percent per core (0: none)")
     p.add_argument("--residuals", choices=ERROR_MODELS, default="normal", help="error model of the AR-type models")
     p.add_argument(
         "--fit",
@@ -76,17 +79,18 @@ def register(sub: Any) -> None:
     e.add_argument("--window-minutes", type=bounded_int(5), default=60, help="window to forecast, minutes")
     e.add_argument("--cutoff", type=probability, required=True, help="cut-off probability c (u = 1-c quantile)")
     e.add_argument("--per-vm", action="store_true", help="add one row per VM")
-    e.set_defaults(func=_refusing_bad_input("forecast evaluate", _evaluate))
+    e.set_defaults(func=_on_series("forecast evaluate", _evaluate))
     c = fsub.add_parser("compare", help="every model against the Autopilot recommender on the same windows, "
                         "ranked by the area their trade-off curves dominate, with PNG plots")
     _common(c)
-    c.add_argument("--models", default=",".join(MODELS), help="comma-separated models (default all)")
+    c.add_argument("--models", type=choice_list(MODELS), default=",".join(MODELS),
+                   help="comma-separated models (default all)")
     c.add_argument("--window-minutes", default="60", help="comma-separated windows, minutes (e.g. 10,30,60,180)")
     c.add_argument("--cutoffs", type=_probabilities, default=_probabilities(DEFAULT_CUTOFFS))
     c.add_argument("--reference", type=_probabilities, default=[0.5],
                    help="the survival from which dominated area is counted (utilisation from 0)")
     c.add_argument("--out", type=nonempty, default="forecast-compare", help="directory for the PNG plots")
-    c.set_defaults(func=_refusing_bad_input("forecast compare", _compare))
+    c.set_defaults(func=_on_series("forecast compare", _compare))
 
 
 Body = Callable[[argparse.Namespace, Any, Any], int]
@@ -136,28 +140,20 @@ def _windows(text: str) -> list[int]:
     return values
 
 
-def _refusing_bad_input(command: str, body: Body) -> Callable[[argparse.Namespace], int]:
-    """Unreadable files, unknown columns, bad combinations: one line on stderr and exit 2, before any run."""
+def _on_series(command: str, body: Body) -> Callable[[argparse.Namespace], int]:
+    """`body` on the options checked and the series loaded; unreadable files, unknown columns and bad combinations
+    are usage errors (cli/args.usage_errors)."""
     def run(args: argparse.Namespace) -> int:
-        try:
-            if command.endswith("evaluate"):
-                _spec(args, args.model)
-                _protocol(args, args.window_minutes)
-            else:
-                names = [n for n in args.models.split(",") if n]
-                unknown = [n for n in names if n not in MODELS]
-                if not names or unknown:
-                    raise ValueError(f"--models={args.models!r}: unknown {unknown} (known: {', '.join(MODELS)})")
-                for name in names:
-                    _spec(args, name)
-                for window in _windows(args.window_minutes):
-                    _protocol(args, window)
-            loaded = _load(args)
-        except (OSError, ValueError) as exc:
-            print(f"sowsched {command}: {exc}", file=sys.stderr)
-            return 2
-        return body(args, *loaded)
-    return run
+        if command.endswith("evaluate"):
+            _spec(args, args.model)
+            _protocol(args, args.window_minutes)
+        else:
+            for name in args.models:
+                _spec(args, name)
+            for window in _windows(args.window_minutes):
+                _protocol(args, window)
+        return body(args, *_load(args))
+    return usage_errors(command, run)
 
 
 def _evaluate(args: argparse.Namespace, maxes: Any, avgs: Any) -> int:
@@ -186,7 +182,7 @@ def _evaluate(args: argparse.Namespace, maxes: Any, avgs: Any) -> int:
 def _compare(args: argparse.Namespace, maxes: Any, avgs: Any) -> int:
     from models.forecast.study import compare
 
-    result = compare([n for n in args.models.split(",") if n], lambda name: _spec(args, name),
+    result = compare(args.models, lambda name: _spec(args, name),
                      lambda w: _protocol(args, w), _windows(args.window_minutes), args.cutoffs,
                      list(maxes.ids), maxes.values, None if avgs is None else avgs.values,
                      (args.reference[0], 0.0), args.out)

@@ -8,7 +8,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, nonempty, nonnegative_float, number, positive_float
+from cli.args import (
+    add_output_arguments,
+    bounded_int,
+    nonempty,
+    nonnegative_float,
+    positive_float,
+    probability,
+    unit_float,
+    usage_errors,
+)
 from cli.verbs import add_verb
 from models.hpc.cp import DEFAULT_TIME_LIMIT, Objective
 from models.hpc.jobs import ESTIMATE_MODES, Workload
@@ -36,9 +45,9 @@ def register(sub: Any) -> None:
     p.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
     p.add_argument("--scheduler", required=True, help="e.g. fcfs-conservative, easy, cp-af, cp-offline-awf; "
                    "prediction-driven (trace cleaned as predictsim does): " + ", ".join(PREDICTIVE_SCHEDULERS))
-    p.add_argument("--risk", type=_unit_float, default=0.9,  # models.predict.schedulers.DEFAULT_RISK
+    p.add_argument("--risk", type=unit_float, default=0.9,  # models.predict.schedulers.DEFAULT_RISK
                    help="easy-learned: backfill when P(delaying the head's reservation) <= risk")
-    p.add_argument("--reservation-q", type=_unit_float, default=0.4,  # DEFAULT_RESERVATION_Q
+    p.add_argument("--reservation-q", type=probability, default=0.4,  # DEFAULT_RESERVATION_Q
                    help="easy-learned: the predicted quantile used for reservations (0 < q < 1)")
     p.add_argument("--corrector", choices=CORRECTORS, default="conditional",
                    help="easy-learned: re-prediction of a job that outlives its prediction")
@@ -49,7 +58,7 @@ def register(sub: Any) -> None:
                    help="easy-learned: recalibrate the risk test on the PIT of this many recent completions (0: off)")
     p.add_argument("--window", type=bounded_int(10), default=None,
                    help="easy-learned: completed jobs the engine trains on (default: LearnedConfig's)")
-    p.set_defaults(func=_refusing_bad_input("hpc", hpc))
+    p.set_defaults(func=_on_trace("hpc", hpc))
     s = add_verb(sub, "hpc-study")
     _common(s)
     s.add_argument("--jobs", type=bounded_int(1), help="trace prefix for the list schedulers and EASY (default all)")
@@ -62,15 +71,7 @@ def register(sub: Any) -> None:
     s.add_argument("--offline-time-limit", type=positive_float, default=60.0, help="CP-SAT seconds per off-line window")
     s.add_argument("--schedulers", type=nonempty, help="comma-separated subset of the table's schedulers")
     s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown on a terminal)")
-    s.set_defaults(func=_refusing_bad_input("hpc-study", hpc_study))
-
-
-def _unit_float(text: str) -> float:
-    """An argparse type: a number in [0, 1]."""
-    value = number(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{value} is outside the bounds [0, 1]")
-    return value
+    s.set_defaults(func=_on_trace("hpc-study", hpc_study))
 
 
 def _cleaning(report: Any) -> dict[str, Any]:
@@ -128,20 +129,17 @@ def _check_study_runs(name: str, args: argparse.Namespace) -> None:
 Body = Callable[[argparse.Namespace, SwfTrace, Workload, CleaningReport], int]
 
 
-def _refusing_bad_input(command: str, body: Body) -> Callable[[argparse.Namespace], int]:
-    """A missing or malformed trace, or an unknown scheduler: one line on stderr and exit 2, before any run."""
+def _on_trace(command: str, body: Body) -> Callable[[argparse.Namespace], int]:
+    """`body` on the flags checked and the trace read and cleaned; a missing or malformed trace, or an unknown
+    scheduler, is a usage error (cli/args.usage_errors)."""
     def run(args: argparse.Namespace) -> int:
-        try:
-            _check_flags(command, args)
-            trace = read_swf(args.trace)  # read once: a prediction-driven run cleans it again as predictsim does
-            loaded = clean(trace, args.nodes)
-            if not loaded[0].jobs:
-                raise ValueError(f"no job left after cleaning ({_dropped(loaded[1])})")
-        except (OSError, ValueError) as exc:
-            print(f"sowsched {command}: {exc}", file=sys.stderr)
-            return 2
+        _check_flags(command, args)
+        trace = read_swf(args.trace)  # read once: a prediction-driven run cleans it again as predictsim does
+        loaded = clean(trace, args.nodes)
+        if not loaded[0].jobs:
+            raise ValueError(f"no job left after cleaning ({_dropped(loaded[1])})")
         return body(args, trace, *loaded)
-    return run
+    return usage_errors(command, run)
 
 
 def _predictive(args: argparse.Namespace, trace: SwfTrace) -> int:
@@ -149,9 +147,6 @@ def _predictive(args: argparse.Namespace, trace: SwfTrace) -> int:
     from models.predict.jobs import load_trace
     from models.predict.schedulers import run_predictive
 
-    if not 0.0 < args.reservation_q < 1.0:
-        print(f"sowsched hpc: --reservation-q={args.reservation_q} must lie strictly between 0 and 1", file=sys.stderr)
-        return 2
     workload, table = load_trace(trace, args.jobs)
     options: dict[str, Any] = {"risk": args.risk, "reservation_q": args.reservation_q, "corrector": args.corrector}
     if args.guard is not None:

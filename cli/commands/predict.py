@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, nonempty
+from cli.args import add_output_arguments, bounded_int, comma_list, nonempty, probability, unit_float, usage_errors
 from cli.verbs import add_verb
 from models.predict.names import PREDICTORS
 
@@ -25,7 +24,7 @@ def register(sub: Any) -> None:
                    help="learned, learned-gmm: completed jobs the model trains on (default: the engine's 8,000; the "
                    "other predictors ignore it)")
     add_output_arguments(e)
-    e.set_defaults(func=_guarded(evaluate))
+    e.set_defaults(func=usage_errors("predict evaluate", evaluate))
     s = psub.add_parser("sows", help="write the trace as a W.json workload of SoWs from the engine's predictions")
     s.add_argument("--trace", required=True, help="SWF file (.swf or .swf.gz), cleaned as predictsim does")
     s.add_argument("--jobs", type=bounded_int(1), default=200, help="the first N jobs (default %(default)s)")
@@ -35,26 +34,17 @@ def register(sub: Any) -> None:
     s.add_argument("--samples", type=bounded_int(1), default=1000, help="failure-oracle Monte Carlo samples")
     s.add_argument("--out", type=nonempty, required=True, metavar="W.json", help="the workload file to write")
     add_output_arguments(s)
-    s.set_defaults(func=_guarded(sows))
+    s.set_defaults(func=usage_errors("predict sows", sows))
     t = psub.add_parser("tradeoff", help="easy-learned BSLD and AF over the risk parameter, against EASY++ (PNG)")
     t.add_argument("--trace", required=True, help="SWF file (.swf or .swf.gz), cleaned as predictsim does")
     t.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
-    t.add_argument("--risks", default="0.1,0.3,0.5,0.7,0.9", help="comma-separated risks in [0, 1]")
-    t.add_argument("--reservation-q", type=float, default=None, help="reservation quantile (default: the engine's)")
+    t.add_argument("--risks", type=comma_list(unit_float), default="0.1,0.3,0.5,0.7,0.9",
+                   help="comma-separated risks in [0, 1]")
+    t.add_argument("--reservation-q", type=probability, default=None,
+                   help="reservation quantile in (0, 1) (default: the engine's)")
     t.add_argument("--plot", type=nonempty, required=True, metavar="OUT.png", help="the PNG to write")
     add_output_arguments(t)
-    t.set_defaults(func=_guarded(tradeoff))
-
-
-def _guarded(body: Any) -> Any:
-    """A missing trace or a bad value: one line on stderr naming it, exit 2."""
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return int(body(args))
-        except (OSError, ValueError) as exc:
-            print(f"sowsched predict {args.predict_command}: {exc}", file=sys.stderr)
-            return 2
-    return run
+    t.set_defaults(func=usage_errors("predict tradeoff", tradeoff))
 
 
 def evaluate(args: argparse.Namespace) -> int:
@@ -94,25 +84,13 @@ def sows(args: argparse.Namespace) -> int:
     return 0
 
 
-def _risks(text: str) -> list[float]:
-    try:
-        risks = [float(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise ValueError(f"--risks={text!r} must be comma-separated numbers") from None
-    if not risks or any(not 0.0 <= r <= 1.0 for r in risks):
-        raise ValueError(f"--risks={text!r} must name at least one risk, each within the bounds [0, 1]")
-    return risks
-
-
 def tradeoff(args: argparse.Namespace) -> int:
     from models.predict.jobs import load_trace
     from models.predict.schedulers import DEFAULT_RESERVATION_Q
     from models.predict.tradeoff import plot_tradeoff, risk_tradeoff
 
-    risks = _risks(args.risks)
+    risks = args.risks
     q = DEFAULT_RESERVATION_Q if args.reservation_q is None else args.reservation_q
-    if not 0.0 < q < 1.0:
-        raise ValueError(f"--reservation-q={q} must lie strictly between 0 and 1")
     workload, table = load_trace(args.trace, args.jobs)
     result = risk_tradeoff(workload, table, risks, reservation_q=q)
     plot_tradeoff(result, f"{Path(args.trace).name}: {len(table)} jobs", args.plot)

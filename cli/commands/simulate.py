@@ -13,7 +13,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from cli.args import add_output_arguments, bounded_int, level_weight, nonempty, positive_float, quantile_or_fit
+from cli.args import (
+    add_output_arguments,
+    bounded_int,
+    level_weight,
+    nonempty,
+    positive_float,
+    quantile_or_fit,
+    usage_message,
+)
 from cli.commands.jobs import DEFAULT_ATTEMPTS
 from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
@@ -257,7 +265,7 @@ def prepared(args: argparse.Namespace) -> Workload:
             Path(args.write_workload).write_text(json.dumps(workload_document(workload), indent=1) + "\n",
                                                  encoding="utf-8")
     except (OSError, ValueError) as exc:
-        raise Refused(str(exc), 2) from None
+        raise Refused(usage_message(exc), 2) from None
     return workload
 
 

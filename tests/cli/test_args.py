@@ -6,12 +6,39 @@ import argparse
 
 import pytest
 
-from cli.args import bounded_int, int_list, positive_float, probability
+from cli.args import (
+    bounded_int,
+    choice_list,
+    int_list,
+    interval,
+    positive_float,
+    probability,
+    usage_errors,
+    usage_message,
+)
 from cli.main import main
+from mechanism.validation import FieldError
 
 
 def test_bounded_ints_lists_and_positive_floats_parse_what_they_accept() -> None:
     assert bounded_int(1)("3") == 3 and int_list(1)("100, 1000") == [100, 1000] and positive_float("0.5") == 0.5
+    assert [interval(0, 1, closed="lo,hi")(t) for t in ("0", "1")] == [0.0, 1.0] and probability("0.5") == 0.5
+    assert choice_list(("a", "b"))("b, a") == ["b", "a"]
+
+
+def test_a_field_error_is_named_by_the_flag_the_command_maps_its_field_to(capsys: pytest.CaptureFixture[str]) -> None:
+    error = FieldError("capacity_fit_rows", 400, "the series has 336 rows")
+    assert str(error) == "capacity_fit_rows 400: the series has 336 rows"
+    assert usage_message(error) == "--capacity-fit-rows 400: the series has 336 rows"
+    assert usage_message(error, {"capacity_fit_rows": "--fit-rows"}) == "--fit-rows 400: the series has 336 rows"
+    assert usage_message(ValueError("plain")) == "plain"
+
+    def body(args: argparse.Namespace) -> int:
+        raise error
+
+    assert usage_errors("capacity-fit", body, {"capacity_fit_rows": "--fit-rows"})(argparse.Namespace()) == 2
+    assert capsys.readouterr().err == "sowsched capacity-fit: --fit-rows 400: the series has 336 rows\n"
+    assert usage_errors("x", lambda args: 0)(argparse.Namespace()) == 0
 
 
 @pytest.mark.parametrize(("parse", "text", "match"), [
@@ -26,6 +53,13 @@ def test_bounded_ints_lists_and_positive_floats_parse_what_they_accept() -> None
     (probability, "1", "1.0 must lie strictly between 0 and 1"),
     (probability, "0", "0.0 must lie strictly between 0 and 1"),
     (probability, "half", "'half' is not a number"),
+    (interval(0, 100, closed="lo,hi"), "100.5", r"100.5 must lie in \[0, 100\]"),
+    (interval(0, 1, closed="lo"), "1", r"1.0 must lie in \[0, 1\)"),
+    (interval(0, 1, closed="hi"), "0", r"0.0 must lie in \(0, 1\]"),
+    (interval(2, float("inf"), closed="lo"), "1", "1.0 must be >= 2 and finite"),
+    (choice_list(("a", "b")), "a,c", "'c' is not one of a, b"),
+    (choice_list(("a", "b")), "a,a", "'a,a' names a value twice"),
+    (choice_list(("a", "b")), "", r"the value is empty \(leave the option out for its default\)"),
 ])
 def test_bad_benchmark_arguments_are_refused_naming_the_value(parse: object, text: str, match: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=match):

@@ -47,9 +47,9 @@ def test_sows_writes_a_workload_the_simulator_reads(tmp_path: Path, capsys: pyte
 
 def test_tradeoff_refuses_a_risk_out_of_bounds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = write_trace(tmp_path)
-    assert main(["predict", "tradeoff", "--trace", str(trace), "--risks", "0.5,1.5", "--plot",
-                 str(tmp_path / "p.png")]) == 2
-    assert "within the bounds [0, 1]" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["predict", "tradeoff", "--trace", str(trace), "--risks", "0.5,1.5", "--plot", str(tmp_path / "p.png")])
+    assert exc.value.code == 2 and "argument --risks: 1.5 must lie in [0, 1]" in capsys.readouterr().err
 
 
 def test_tradeoff_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -69,7 +69,8 @@ def test_hpc_prediction_driven_schedulers(scheduler: str, tmp_path: Path, capsys
 
 
 @pytest.mark.parametrize(("option", "value", "message"), [
-    ("--risk", "2", "2.0 is outside the bounds [0, 1]"),
+    ("--risk", "2", "2.0 must lie in [0, 1]"),
+    ("--reservation-q", "1", "argument --reservation-q: 1.0 must lie strictly between 0 and 1"),
     ("--window", "5", "argument --window: 5 is below the bound 10"),
 ])
 def test_hpc_refuses_an_easy_learned_option_out_of_bounds(option: str, value: str, message: str, tmp_path: Path,

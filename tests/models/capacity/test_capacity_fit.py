@@ -135,7 +135,7 @@ def test_with_capacity_rolls_the_series_and_fits_only_for_forecast() -> None:
     assert fixed.platform == w.platform and fixed.capacity is not None and len(fixed.capacity) == 336
     assert forecast.platform.capacity is not None and forecast.capacity is not None
     assert forecast.capacity[:3] == fixed.capacity[5:8]
-    with pytest.raises(ValueError, match="--capacity-model 'mean' is not one of fixed, forecast"):
+    with pytest.raises(ValueError, match="capacity_model mean: not one of fixed, forecast"):
         with_capacity(w, f"{AZURE}:t7str", "mean")
 
 
@@ -159,7 +159,7 @@ def test_held_out_rows_scale_and_fit_on_the_prefix_and_play_the_rest(tmp_path: P
     assert m.high == upper_bound(np.array(scaled[:8]), m.mean, m.phi, m.error_array, np.array(m.weights))
     assert with_capacity(w, str(path), "fixed", fit_rows=8).platform == w.platform
     for bad in (2, 12):
-        with pytest.raises(ValueError, match=f"--capacity-fit-rows {bad}: .* has 12 rows; fit on 3 to 11 of them"):
+        with pytest.raises(ValueError, match=f"capacity_fit_rows {bad}: .* has 12 rows; fit on 3 to 11 of them"):
             with_capacity(w, str(path), "forecast", fit_rows=bad)
 
 

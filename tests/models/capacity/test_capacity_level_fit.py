@@ -72,9 +72,9 @@ def test_with_capacity_fits_the_level_on_the_fit_rows_only(tmp_path: Path) -> No
     assert models[0].level_weight == fit_level_weight(scaled, base.phi)
 
 
-@pytest.mark.parametrize(("lam", "match"), [("best", r"'best' is neither a number in \[0, 1\) nor 'fit'"),
-                                            (1.0, r"--capacity-level-weight 1.0 is outside \[0, 1\)"),
-                                            (-0.5, "outside")])
+@pytest.mark.parametrize(("lam", "match"), [
+    ("best", r"capacity_level_weight best: neither a number in \[0, 1\) nor 'fit'"),
+    (1.0, r"capacity_level_weight 1.0: outside \[0, 1\)"), (-0.5, "outside")])
 def test_bad_level_weights_are_refused(tmp_path: Path, lam: float | str, match: str) -> None:
     path = tmp_path / "s.csv"
     path.write_text("t,v\n0,1\n1,2\n2,3\n3,2\n", encoding="utf-8")

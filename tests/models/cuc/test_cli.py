@@ -67,13 +67,18 @@ def test_cuc_study_on_one_type_and_one_level(tmp_path: Path, capsys: pytest.Capt
     (["cuc", "--capacity", "{file}", "--vm-type", "zz", "--p", "0.01"], "vm-type='zz' is not in the data"),
     (["cuc", "--capacity", "{file}", "--vm-type", "t1", "--p", "0.01", "--hours", "400"],
      "--hours=400 exceeds the series' 336 hours"),
-    (["cuc-study", "--capacity", "{file}", "--p-levels", "0.1,2"], "--p-levels='0.1,2': 2.0 must lie strictly"),
 ])
 def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], match: str) -> None:
     path = tiny_file(tmp_path)
     assert main([a.replace("{file}", str(path)) for a in argv]) == 2
     err = capsys.readouterr().err
     assert match in err and err.count("\n") == 1
+
+
+def test_cuc_study_refuses_a_p_level_outside_0_1(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit, match=r"^2$"):
+        main(["cuc-study", "--p-levels", "0.1,2"])
+    assert "argument --p-levels: 2.0 must lie strictly between 0 and 1" in capsys.readouterr().err
 
 
 def test_cuc_study_baselines_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

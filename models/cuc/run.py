@@ -229,7 +229,7 @@ class Evaluator:
             v.append(violation_rate(s.jobs, start, s.truth))
         return Outcome(np.array(u), np.array(b), np.array(v), self.split.T)
 
-    def exact(self, theta: Theta, samples: list[Sample], time_limit: float = 0.0) -> Outcome:
+    def two_stage(self, theta: Theta, samples: list[Sample], time_limit: float = 0.0) -> Outcome:
         """The two-stage baseline: the point forecast as the capacity and problem (1) solved under it, by the LP on
         job classes rounded (models/cuc/rounding.py) and, with time_limit > 0, HiGHS's MILP from that start."""
         u, b, v = [], [], []
@@ -387,7 +387,7 @@ def decide(ev: Evaluator, theta: Theta, p: float, samples: list[Sample], uncerta
     return [greedy_schedule(s.jobs, ev.constraint(theta, s, p, uncertain), ev.order) for s in samples]
 
 
-def test(ev: Evaluator, theta: Theta, p: float, uncertain: bool = True) -> tuple[Outcome, float]:
+def on_test_samples(ev: Evaluator, theta: Theta, p: float, uncertain: bool = True) -> tuple[Outcome, float]:
     """Alg. 4 on the test samples with θ; the wall time covers forecasts, error laws and Alg. 3, not u*_s."""
     ev.prepare_bounds(ev.test)
     tick = time.perf_counter()
@@ -411,7 +411,7 @@ def run_cuc(y: FloatArray, p: float, bo_steps: int, seed: int = 0, jobs: JobConf
         raise ValueError(f"p={p} must lie strictly between 0 and 1")
     ev = ev if ev is not None else Evaluator(y, Split(len(y)), jobs or JobConfig(), seed, refit_every)
     trained = train(ev, p, bo_steps, theta0 or Theta(), seed, objective, forecasters)
-    tested, elapsed = test(ev, trained.theta, p)
+    tested, elapsed = on_test_samples(ev, trained.theta, p)
     calibration = {name: float(exceedance(ev, trained.theta, samples, p).mean())
                    for name, samples in (("train", ev.train), ("test", ev.test))}
     out = {"train": phase(trained.outcome, trained.time_s).as_dict(),  # on BO's samples (ev.validate)

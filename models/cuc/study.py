@@ -22,7 +22,7 @@ from models.cuc.run import (
     Theta,
     check_forecasters,
     hindsight,
-    test,
+    on_test_samples,
     train,
 )
 from models.sweep import run_tasks
@@ -106,9 +106,9 @@ def run_type(ev: Evaluator, cfg: StudyConfig, cells: dict[str, Cell]) -> None:
     ev.prepare_bounds(ev.test)  # Util's denominator, outside every method's time
     for name in BASELINE_FORECASTERS:  # Table 1: X + HiGHS, no uncertainty
         tick = time.perf_counter()
-        outcome = ev.exact(Theta(forecaster=name), ev.test, cfg.exact_time_limit)
+        outcome = ev.two_stage(Theta(forecaster=name), ev.test, cfg.exact_time_limit)
         cells.setdefault(f"{name.upper()}+HiGHS", Cell()).add(outcome, time.perf_counter() - tick)
-    outcome, seconds = test(ev, theta0, 0.5, uncertain=False)  # Table 2: without uncertainty
+    outcome, seconds = on_test_samples(ev, theta0, 0.5, uncertain=False)  # Table 2: without uncertainty
     cells.setdefault("W/o uncertainty", Cell()).add(outcome, seconds)
     if not cfg.baselines_only:
         _trained_rows(ev, cfg, cells)
@@ -119,11 +119,11 @@ def _trained_rows(ev: Evaluator, cfg: StudyConfig, cells: dict[str, Cell]) -> No
     """The rows that train θ on the training days: W/o BO, CUC at every p, and the hindsight row."""
     theta0 = cfg.theta0
     trained = train(ev, P_LEVELS[0], 1, theta0, cfg.seed, cfg.objective)  # Table 2: without BO (k = 1)
-    outcome, seconds = test(ev, trained.theta, P_LEVELS[0])
+    outcome, seconds = on_test_samples(ev, trained.theta, P_LEVELS[0])
     cells.setdefault("W/o BO (p = 0.1 %)", Cell()).add(outcome, trained.time_s + seconds)
     for p in cfg.p_levels:  # Tables 1-3: CUC
         trained = train(ev, p, cfg.bo_steps, theta0, cfg.seed, cfg.objective, cfg.forecasters)
-        outcome, seconds = test(ev, trained.theta, p)
+        outcome, seconds = on_test_samples(ev, trained.theta, p)
         cells.setdefault(f"CUC (p = {100 * p:g} %)", Cell()).add(outcome, trained.time_s + seconds)
         if p == P_LEVELS[0]:  # not a method: kappa chosen on the test days' truth (the largest kappa if none meets p)
             best = hindsight(ev, trained.theta, ev.test, p)

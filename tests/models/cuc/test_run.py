@@ -19,12 +19,12 @@ from models.cuc.run import (
     exceedance,
     fill,
     hindsight,
+    on_test_samples,
     run_cuc,
     train,
     violated_hours,
     violation_ucb,
 )
-from models.cuc.run import test as run_test
 
 JOBS = JobConfig(demand_multiple=1.2, max_share=0.2)  # few, large jobs: fast
 
@@ -61,9 +61,9 @@ def test_same_seed_same_result() -> None:
 def test_uncertainty_and_bo_lower_the_violation() -> None:
     ev = evaluator()
     theta = Theta()
-    naive, _ = run_test(ev, theta, 0.5, uncertain=False)
+    naive, _ = on_test_samples(ev, theta, 0.5, uncertain=False)
     trained = train(ev, 0.01, 6, theta, 0)
-    cuc, _ = run_test(ev, trained.theta, 0.01)
+    cuc, _ = on_test_samples(ev, trained.theta, 0.01)
     assert naive.vio > 0.05  # Ã = the point forecast: violated whenever the capacity binds and falls short
     assert trained.outcome.error(0.01, "sample") <= naive.error(0.01, "sample")
     assert cuc.vio < naive.vio and cuc.util < naive.util
@@ -72,22 +72,22 @@ def test_uncertainty_and_bo_lower_the_violation() -> None:
 
 def test_exact_baseline_is_scored_like_the_greedy() -> None:
     ev = evaluator()
-    outcome = ev.exact(Theta(), ev.test[:3], time_limit=1.0)
+    outcome = ev.two_stage(Theta(), ev.test[:3], time_limit=1.0)
     assert outcome.utility.shape == (3,) and np.all(outcome.utility <= outcome.bound + 1e-6)
 
 
 def test_exact_baseline_is_the_rounded_lp_under_the_forecast_and_the_milp_only_adds() -> None:
     ev = evaluator()
     samples = ev.test[:3]
-    rounded = ev.exact(Theta(), samples)
+    rounded = ev.two_stage(Theta(), samples)
     by_hand = [solve_rounded(s.jobs, ev.constraint(Theta(), s, 0.5, uncertain=False)) for s in samples]
     assert rounded.utility.tolist() == [r.utility for r in by_hand]
     assert rounded.violation.tolist() == [violation_rate(s.jobs, r.start, s.truth)
                                           for s, r in zip(samples, by_hand, strict=True)]
-    assert np.all(ev.exact(Theta(), samples, time_limit=1.0).utility >= rounded.utility)
+    assert np.all(ev.two_stage(Theta(), samples, time_limit=1.0).utility >= rounded.utility)
 
 
-def test_outcome_formulas_by_hand() -> None:
+def test_util_vio_and_the_three_violation_errors_follow_their_formulas() -> None:
     o = Outcome(np.array([9.0, 8.0]), np.array([10.0, 10.0]), np.array([0.0, 2 / 24]))
     assert o.util == pytest.approx(0.85) and o.vio == pytest.approx(1 / 24)
     assert o.error(0.01, "sample") == pytest.approx((2 / 24 - 0.01) / 2)
@@ -155,7 +155,7 @@ def test_hindsight_is_the_best_kappa_of_the_grid_that_meets_p() -> None:
     ev = evaluator()
     theta, p, grid = Theta(), 0.02, (0.25, 0.5, 1.0, 2.0, 3.0)
     best = hindsight(ev, theta, ev.test, p, grid)
-    runs = {k: run_test(ev, replace(theta, inflation=k), p)[0] for k in grid}  # brute force over the grid
+    runs = {k: on_test_samples(ev, replace(theta, inflation=k), p)[0] for k in grid}  # brute force over the grid
     meeting = {k: o for k, o in runs.items() if o.vio <= p}
     assert meeting and best.inflation in meeting
     assert best.util == max(o.util for o in meeting.values()) and best.violation == meeting[best.inflation].vio
@@ -172,7 +172,7 @@ def test_violated_hours_add_up_to_the_violation_rate() -> None:
     ev = evaluator()
     theta, p = Theta(inflation=0.5), 0.2
     hours = violated_hours(ev, theta, ev.test, p)
-    outcome, _ = run_test(ev, theta, p)
+    outcome, _ = on_test_samples(ev, theta, p)
     assert sum(hours.values()) == round(outcome.vio * len(ev.test) * 24)  # Vio = violated sample-hours / (S T)
     assert all(ev.test[0].origin <= h < ev.test[-1].origin + 24 and n <= 24 for h, n in hours.items())
     # a truth at half the capacity: more violated hours, and each sample's count is its own eq. (4) rate times T
@@ -201,7 +201,7 @@ def test_the_phase_times_leave_out_utils_denominator(monkeypatch: pytest.MonkeyP
     trained = train(ev, 0.05, 1, Theta(), 0)
     assert time.perf_counter() - tick - trained.time_s >= 0.02 * len(ev.train)
     tick = time.perf_counter()
-    _, seconds = run_test(ev, trained.theta, 0.05)
+    _, seconds = on_test_samples(ev, trained.theta, 0.05)
     assert time.perf_counter() - tick - seconds >= 0.02 * len(ev.test)
     assert set(ev.bounds) == {s.origin for s in ev.train + ev.test}
 

@@ -68,11 +68,11 @@ def test_the_forecasters_are_checked_when_the_study_is_configured(tmp_path: Path
 def test_the_first_forecaster_is_the_untrained_rows_point_forecast(tmp_path: Path) -> None:
     from models.cuc.data import load_capacity
     from models.cuc.protocol import Split
-    from models.cuc.run import Evaluator, Theta, test
+    from models.cuc.run import Evaluator, Theta, on_test_samples
 
     path = two_types(tmp_path)
     row = run_study(config(path, vm_types=("t1",), forecasters=("ar1", "tsdec")))["cap"]["W/o uncertainty"]
     y = load_capacity(path).of("t1")
     ev = Evaluator(y, Split(len(y)), JobConfig(max_share=0.2), 0, 24)
-    outcome, _ = test(ev, Theta(forecaster="ar1"), 0.5, uncertain=False)
+    outcome, _ = on_test_samples(ev, Theta(forecaster="ar1"), 0.5, uncertain=False)
     assert (row["util"], row["violation"]) == pytest.approx((100 * outcome.util, 100 * outcome.vio), rel=1e-12)

@@ -25,7 +25,7 @@ def menu_at(book: BundleBook, birth: int = 0) -> BundleMenu:
     return book.menu(birth)
 
 
-def test_prices_by_hand() -> None:
+def test_a_run_is_priced_at_the_cheapest_bundle_holding_all_its_rounds() -> None:
     book = BundleBook(bundle_platform())
     m = menu_at(book)
     assert m.price(1, 2, 2).tolist() == 6.0  # rounds 1-2: bundles 0, 1 and 2 hold them; 1 is cheapest (3 a node)

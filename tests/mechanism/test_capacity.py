@@ -37,7 +37,7 @@ def capped(C: int = 4, samples: int | None = 4000, seed: int = 7, cap: CapacityM
 
 # ---- the model ----
 
-def test_one_step_by_hand() -> None:
+def test_one_step_reverts_by_phi_toward_the_mean_and_rounds_half_up_into_bounds() -> None:
     m = model(mean=4.0, phi=0.5, high=6)
     assert m.step(6, 0.0) == 5.0 and m.nodes(5.0) == 5  # 4 + 0.5 * 2 = 5
     assert m.step(5, 0.0) == 4.5 and m.nodes(4.5) == 5  # 4.5 rounds half up
@@ -46,7 +46,7 @@ def test_one_step_by_hand() -> None:
     assert m.nodes(15.0) == 6 and m.nodes(-9.0) == 0  # clamped to [low, high]
 
 
-def test_path_distribution_by_hand_and_it_sums_to_one() -> None:
+def test_path_probabilities_are_products_of_error_weights_and_sum_to_one() -> None:
     m = model(mean=4.0, phi=0.0, errors=(-2.0, 0.0), weights=(0.25, 0.75), high=4)
     d = m.path_distribution(last=4, horizon=2)
     assert d == {(2, 2): 0.0625, (2, 4): 0.1875, (4, 2): 0.1875, (4, 4): 0.5625}
@@ -216,7 +216,7 @@ def test_a_degenerate_model_gives_the_fixed_capacity_estimates() -> None:
         assert np.array_equal(m1.estimates(c), m2.estimates(c))
 
 
-def test_exact_oracle_by_hand_with_two_capacity_levels() -> None:
+def test_the_exact_oracle_fails_a_job_when_a_round_it_runs_has_too_few_nodes() -> None:
     # No earlier job. Capacity C_tau = 2 or 1 (iid, 1/2 each); a job of c = 2 fails iff some round it runs has 1.
     cap = model(mean=2.0, phi=0.0, errors=(-1.0, 0.0), weights=(0.5, 0.5), high=2)
     p = capped(C=2, samples=100, cap=cap, C_m=2)

@@ -33,7 +33,7 @@ def platform(lam: float = 0.5, samples: int = 4000, seed: int = 7, **kw: object)
 
 # ---- the model ----
 
-def test_the_level_update_by_hand_and_its_clamps() -> None:
+def test_the_level_update_smooths_the_clamped_report() -> None:
     m = levelled(0.25)
     assert m.next_level(4.0, 6) == 0.75 * 4.0 + 0.25 * 6  # mu_{t+1} = (1 - lam) mu_t + lam C_t
     assert m.next_level(4.5, 2) == 0.75 * 4.5 + 0.25 * 2
@@ -58,7 +58,7 @@ def test_bad_level_weights_are_refused(lam: object, match: str) -> None:
         levelled(lam)  # type: ignore[arg-type]
 
 
-def test_the_one_step_law_at_a_level_by_hand() -> None:
+def test_the_one_step_law_at_a_level_reverts_toward_that_level() -> None:
     m = levelled(0.5, phi=0.5)
     d = m.at_level(5.0).path_distribution(last=2, horizon=1)
     # X_1 = 5 + 0.5 (2 - 5) + e = 3.5 + e: nodes floor(2.5 + 1/2) = 3, 4, floor(4.5 + 1/2) = 5
@@ -67,7 +67,7 @@ def test_the_one_step_law_at_a_level_by_hand() -> None:
 
 # ---- the engine's level ----
 
-def test_the_engine_level_follows_the_feed_by_hand() -> None:
+def test_the_engine_level_smooths_the_reports_and_holds_the_last_one() -> None:
     e = Engine(platform(0.5))
     assert e.capacity_level == 4.0  # mu_0 = mean
     e.report_capacity(0, 2)

@@ -97,7 +97,7 @@ def test_sampled_estimates_are_within_the_hoeffding_bound_of_exact(seed: int) ->
         assert diff.max() <= radius, (c, diff.max(), radius)
 
 
-def test_exact_oracle_on_a_hand_computed_case() -> None:
+def test_the_exact_oracle_fails_a_job_exactly_when_an_earlier_job_may_overlap_it() -> None:
     # C = 2. Earlier job A (c=2) runs round 1 w.p. 0.5, else never. A new job (c=1) at s=0, d=2 fails iff A runs.
     p = small_platform(C=2, samples=100)
     a = Residual(

@@ -25,7 +25,7 @@ def test_unit_price_at_simulator_capacity_is_two_h() -> None:
     assert float(unit_price(99.0, P)) == pytest.approx(20.0, rel=1e-12)
 
 
-def test_unit_price_at_half_capacity_is_hand_computed() -> None:
+def test_the_unit_price_at_half_capacity_is_the_root_of_4hdm_over_2dm() -> None:
     # p(49.5) = 160^(1/2) / 8 = 12.6491106... / 8
     assert float(unit_price(49.5, P)) == pytest.approx(math.sqrt(160.0) / 8.0, rel=1e-12)
 

@@ -34,7 +34,7 @@ def record(id_: str, failure: float, state: str) -> JobRecord:
                      failure=failure, failure_raw=failure)
 
 
-def test_summary_by_hand() -> None:
+def test_calibration_compares_mean_estimates_with_realized_failure_rates() -> None:
     p = Platform(C=4, C_m=1, D_m=1, S_m=2, H=2.0)
     r1 = SimulationResult("x", p, jobs=[record("a", 0.2, "completed"), record("b", 0.6, "evicted")])
     r2 = SimulationResult("x", p, jobs=[record("c", 0.0, "completed"), record("d", 0.9, "cancelled")])

@@ -7,7 +7,7 @@ from scipy import stats
 from models.predictive import Discrete, Empirical, Normal, Predictive
 
 
-def test_discrete_moments_quantiles_and_cdf_by_hand() -> None:
+def test_discrete_mean_quantile_and_cdf_follow_their_definitions() -> None:
     d = Discrete(np.array([1.0, 2.0, 4.0]), np.array([[0.2, 0.5, 0.3], [1.0, 0.0, 0.0]]))
     assert d.mean() == pytest.approx([0.2 + 1.0 + 1.2, 1.0])
     assert list(d.quantile(0.2)) == [1.0, 1.0]

@@ -52,7 +52,7 @@ def recorded(doc: dict[str, Any]) -> tuple[Recorder, Any]:
     return rec, drive(w, rec)
 
 
-def test_a_cancellation_by_overload_matches_a_hand_computation() -> None:
+def test_overload_cancels_the_newest_job_and_only_the_completed_one_pays() -> None:
     """A (c=2, born 0) runs 1 or 2 rounds from 0; B (c=2, born 0, arrives at 1) is quoted start 1 at a 50 % risk
     (U = 0.5 (10 - price) beats V = 1 at start 2). A really runs 2 rounds: in round 1 the load is 4 > C = 2, so
     B, the newest, is cancelled. Welfare V_A = 10; revenue pi_0(0, 2, 2) = 2 (p(0) + p(0)) = 2 (1/4 + 1/4) = 1;

@@ -29,7 +29,7 @@ def test_the_level_is_simple_exponential_smoothing_from_the_mean() -> None:
         assert np.allclose(level_path(y, 9.0, lam)[:-1], ses.fittedvalues, rtol=1e-12)  # mu_t predicts y_t
 
 
-def test_the_forecast_error_by_hand() -> None:
+def test_the_level_forecast_error_is_the_mean_squared_k_step_error() -> None:
     y = np.array([4.0, 2.0, 3.0])
     # lam = 0.5, mean 4: mu = 4, 4, 3, 3. Origins t = 1, 2 (k = 1): forecasts mu_t + phi (y_{t-1} - mu_t).
     phi = 0.5

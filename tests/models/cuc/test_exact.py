@@ -10,7 +10,7 @@ from models.cuc.jobs import JobConfig, generate_jobs
 from models.cuc.problem import Jobs
 
 
-def test_aggregate_by_hand() -> None:
+def test_jobs_sharing_duration_and_window_form_one_class_summing_their_demand() -> None:
     # jobs 0 and 2 share (d, e, ST) = (2, 0, 2) although l differs (3 and 2: ST = min(l, T - d) = 2); job 1 does not
     jobs = Jobs.of(c=[3, 5, 4], d=[2, 2, 2], e=[0, 1, 0], l=[3, 2, 2], T=4)
     agg = aggregate(jobs)

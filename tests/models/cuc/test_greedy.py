@@ -40,7 +40,7 @@ def brute_force_optimum(jobs: Jobs, cap: np.ndarray) -> float:
     return best
 
 
-def test_hand_trace() -> None:
+def test_greedy_takes_jobs_by_c_over_d_each_at_its_widest_gap_earliest_on_ties() -> None:
     # order by c/d: job 1 (4/1), job 0 (6/2), job 2 (1/1)
     jobs = Jobs.of(c=[6, 4, 1], d=[2, 1, 1], e=[0, 0, 0], l=[2, 2, 2], T=3)
     assert greedy_order(jobs).tolist() == [1, 0, 2]
@@ -50,7 +50,7 @@ def test_hand_trace() -> None:
     assert greedy_schedule(jobs, cap).tolist() == [0, 2, 2]
 
 
-def test_value_order_by_hand() -> None:
+def test_the_value_order_takes_jobs_by_c_times_d() -> None:
     # A = (c 3, d 1), B = (c 2, d 2) under 3.5 cores: by c/d A goes first and blocks B (u = 3); by c d B goes
     # first (u = 4, the optimum) and A no longer fits
     jobs = Jobs.of(c=[3, 2], d=[1, 2], e=[0, 0], l=[1, 1], T=2)

@@ -15,7 +15,7 @@ def test_total_demand_reaches_the_multiple_and_stops_there() -> None:
     assert total - jobs.value()[-1] < target  # the last job is the first to reach the target
 
 
-def test_distributions() -> None:
+def test_generated_durations_and_demands_are_uniform_on_their_ranges() -> None:
     cfg = JobConfig(demand_multiple=40.0, max_share=0.05)
     jobs = generate_jobs(10_000.0, 24, cfg, np.random.default_rng(2))
     assert len(jobs) > 4000

@@ -11,14 +11,14 @@ def jobs3() -> Jobs:
     return Jobs.of(c=[2, 5, 1], d=[3, 1, 2], e=[0, 1, 0], l=[2, 3, 3], T=4)
 
 
-def test_load_and_utility_by_hand() -> None:
+def test_load_sums_running_demands_and_utility_sums_c_d_of_scheduled_jobs() -> None:
     j = jobs3()
     start = [1, 1, UNSCHEDULED]  # job 0 on hours 1-3, job 1 on hour 1
     assert load(j, start).tolist() == [0, 7, 2, 2]
     assert utility(j, start) == 2 * 3 + 5 * 1
 
 
-def test_violation_rate_by_hand() -> None:
+def test_the_violation_rate_counts_hours_whose_load_exceeds_capacity() -> None:
     j = jobs3()
     start = [0, 1, 2]  # loads: h0 2, h1 2+5=7, h2 2+1=3, h3 1
     assert load(j, start).tolist() == [2, 7, 3, 1]
@@ -27,7 +27,7 @@ def test_violation_rate_by_hand() -> None:
     assert violation_rate(j, start, [9, 9, 9, 9]) == 0.0
 
 
-def test_utility_ratio_by_hand() -> None:
+def test_the_utility_ratio_is_u_over_the_bound_and_one_when_both_are_zero() -> None:
     assert utility_ratio(93.0, 100.0) == pytest.approx(0.93)
     assert utility_ratio(0.0, 0.0) == 1.0
     with pytest.raises(ValueError, match="utilities must be >= 0"):

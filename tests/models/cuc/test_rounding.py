@@ -59,7 +59,7 @@ def test_small_jobs_come_within_a_percent_of_the_milp() -> None:
     assert result.utility >= solve_exact(jobs, cap, time_limit=5.0).utility - 0.01 * result.bound
 
 
-def test_by_hand_two_classes() -> None:
+def test_rounding_takes_whole_jobs_per_class_and_alg3_places_the_rest() -> None:
     # Class A: jobs 0 and 1 (c 3, d 2, start 0 only); class B: job 2 (c 4, d 1, start 0 or 1); a = (6, 4).
     # Integer: one A job (load 3, 3; u = 6) is the best; two A jobs need 6 at hour 1, A with B 7 somewhere.
     # LP: 2 y_A + y_B0 + y_B1 with y_A + y_B0 <= 6, y_A + y_B1 <= 4, y_A <= 6, y_B0 + y_B1 <= 4: value 10

@@ -71,7 +71,7 @@ def test_protocol_refuses_bad_settings(kwargs: dict[str, object], match: str) ->
         Protocol(**kwargs)  # type: ignore[arg-type]
 
 
-def test_dominated_area_by_hand() -> None:
+def test_dominated_area_is_the_union_of_rectangles_over_the_reference() -> None:
     # two points (0.9, 0.2) and (0.7, 0.5) over the reference (0.5, 0): 0.2*0.5 + 0.2*0.2 = 0.14
     assert dominated_area([(0.9, 0.2), (0.7, 0.5)], (0.5, 0.0)) == pytest.approx(0.14)
     assert dominated_area([(0.9, 0.2), (0.8, 0.1)], (0.5, 0.0)) == pytest.approx(0.4 * 0.2)

@@ -42,7 +42,7 @@ def test_var1_matches_statsmodels_and_covers_simulated_data() -> None:
     assert abs(covered - 0.95) < 4 * np.sqrt(0.95 * 0.05 / 2000) + 0.01
 
 
-def test_markov_transition_counts_by_hand() -> None:
+def test_markov_transitions_are_the_observed_move_frequencies() -> None:
     y = np.array([10.0, 90.0, 10.0, 90.0, 10.0, 10.0, 90.0])
     model = Markov(states=2, partition="fixed").fit(Series(y))
     # states [0, 50) and [50, 100]: from low, 3 of 4 moves go high; from high, both go low
@@ -65,7 +65,7 @@ def test_markov_unseen_state_uses_the_unconditional_law_and_refuses_bad_settings
         Markov(partition="x")
 
 
-def test_autopilot_decayed_histogram_quantile_by_hand() -> None:
+def test_autopilot_is_a_quantile_of_the_decayed_histogram() -> None:
     raw = np.array([[5.0, 15.0], [15.0, 15.0], [95.0, 95.0]])
     s = Series(raw.max(axis=1), raw=raw)
     model = Autopilot(half_life=1.0, breaks=10, cut_off_weight=0.2).fit(s)

@@ -6,7 +6,7 @@ import pytest
 from models.forecast.scores import Score, adjust, adjustment_switch, survival, utilization
 
 
-def test_survival_by_hand_with_its_na_case() -> None:
+def test_survival_means_offered_at_least_used_and_is_na_without_an_offer() -> None:
     u = np.array([50.0, 50.0, 40.0, 100.0, 120.0, 99.0])
     actual = np.array([40.0, 50.0, 60.0, 20.0, 20.0, 100.0])
     got = survival(u, actual)
@@ -15,7 +15,7 @@ def test_survival_by_hand_with_its_na_case() -> None:
     assert got[5] == 0.0  # the VM used everything: the job was hit
 
 
-def test_utilization_by_hand_with_its_na_case() -> None:
+def test_utilization_is_the_used_share_of_the_free_room_and_na_without_room() -> None:
     u = np.array([50.0, 40.0, 100.0, 30.0, 10.0])
     actual = np.array([40.0, 60.0, 20.0, 100.0, 10.0])
     got = utilization(u, actual)

@@ -56,7 +56,7 @@ def test_bsld_divides_by_max_of_runtime_and_ten_seconds(runtime: int, wait: int,
     assert metrics.bsld([Job(1, 3, runtime, 1, runtime)], [3 + wait]) == pytest.approx(expected)
 
 
-def test_a_single_job_metrics_by_hand() -> None:
+def test_one_jobs_metrics_are_its_flow_slowdown_and_share_of_the_machine() -> None:
     job = Job(7, 100, 30, 4, 60)  # waits 20 s on a 10-node machine
     m = metrics.evaluate([job], [120], nodes=10)
     assert (50.0, 50.0, pytest.approx(50 / 30)) == (m.AF, m.AWF, m.BSLD)

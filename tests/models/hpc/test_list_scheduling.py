@@ -49,7 +49,8 @@ ORDERS_TRACE = workload(4, (0, 10, 4), (1, 7, 3), (2, 6, 1), (3, 2, 4))
         (Order.SPF, (0, 12, 12, 10)),
     ],
 )
-def test_conservative_backfilling_by_order_matches_hand_schedule(order: Order, starts: tuple[int, ...]) -> None:
+def test_conservative_backfilling_starts_each_job_at_its_reservation_in_queue_order(order: Order,
+                                                                                  starts: tuple[int, ...]) -> None:
     assert simulate(ORDERS_TRACE, conservative(order)).starts == starts
 
 
@@ -79,7 +80,7 @@ def test_order_ties_are_broken_first_come_first_served() -> None:
 EASY_TRACE = workload(4, (0, 10, 3), (1, 5, 3), (2, 3, 4), (3, 20, 1))
 
 
-def test_easy_and_conservative_differ_on_hand_trace() -> None:
+def test_easy_backfills_past_reservations_that_conservative_keeps() -> None:
     assert simulate(EASY_TRACE, conservative(Order.FCFS)).starts == (0, 10, 15, 18)
     assert simulate(EASY_TRACE, easy()).starts == (0, 10, 23, 3)
 

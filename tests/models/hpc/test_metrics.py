@@ -30,7 +30,7 @@ def test_bsld_is_at_least_one_per_job() -> None:
     assert metrics.bsld([Job(1, 0, 3, 1, 3)], [0]) == 1.0
 
 
-def test_p2sf_matches_formula_six_by_hand() -> None:
+def test_p2sf_is_formula_six() -> None:
     num = 2 * 100**4 + (95**4 - 90**4)
     den = 2 * 100**3 + (95**3 - 90**3)
     assert metrics.psf(JOBS, STARTS) == pytest.approx(3 / 4 * num / den)

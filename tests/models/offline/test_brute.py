@@ -12,7 +12,7 @@ from models.offline.instances import random_instance
 from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY
 
 
-def test_brute_force_finds_the_hand_computed_optimum() -> None:
+def test_brute_force_returns_the_optimum_with_a_zero_gap() -> None:
     result = solve_brute(HAND)
     assert result.value == HAND_OPTIMUM
     assert result.starts == HAND_SCHEDULE

@@ -33,7 +33,7 @@ FAST = CpSatParams(time_limit=10.0, workers=1)
 
 
 @pytest.mark.parametrize("strategy", ["plain", "channel", "two_phase"])
-def test_cpsat_proves_the_hand_computed_optimum(strategy: Strategy) -> None:
+def test_cpsat_proves_the_optimum_with_every_strategy(strategy: Strategy) -> None:
     result = solve_cpsat(HAND, CpSatParams(time_limit=10.0, workers=1, strategy=strategy))
     assert result.status == "optimal"
     assert result.value == HAND_OPTIMUM and result.bound == pytest.approx(HAND_OPTIMUM)

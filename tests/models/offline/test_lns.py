@@ -15,7 +15,7 @@ from models.offline.lns import LnsParams, improve, is_free
 from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, TINY, enumerable
 
 
-def test_one_window_over_the_hand_case_finds_the_hand_computed_optimum() -> None:
+def test_one_window_freeing_every_job_reaches_the_optimum() -> None:
     # From A alone at 0 (value 10), the window [0, 4) frees every job.
     result = improve(HAND, {"A": 0, "B": None, "C": None}, LnsParams(window=4, step=4, time_limit=10.0))
     assert result.value == HAND_OPTIMUM and result.starts == HAND_SCHEDULE

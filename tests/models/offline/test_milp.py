@@ -17,7 +17,7 @@ from models.offline.milp import MilpParams, build, lp_bound, solve_milp
 from tests.offline_cases import HAND, HAND_OPTIMUM, HAND_SCHEDULE, enumerable
 
 
-def test_milp_proves_the_hand_computed_optimum() -> None:
+def test_milp_proves_the_optimum_with_a_matching_bound() -> None:
     result = solve_milp(HAND)
     assert result.status == "optimal" and result.value == HAND_OPTIMUM
     assert result.starts == HAND_SCHEDULE
@@ -34,7 +34,7 @@ def test_time_indexed_model_has_a_column_per_valuable_start_and_rows_for_jobs_an
     assert model.n_job_rows == 3 and model.n_rows == 3 + 4
 
 
-def test_lp_relaxation_of_the_hand_case_bounds_the_optimum() -> None:
+def test_the_lp_relaxation_bounds_the_optimum_from_above() -> None:
     bound = lp_bound(HAND)
     assert bound.status == "optimal" and bound.bound >= HAND_OPTIMUM - 1e-9
 

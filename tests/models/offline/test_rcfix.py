@@ -41,7 +41,7 @@ def respects(fixing: Fixing, starts: dict[str, int | None]) -> bool:
     return not (taken & fixing.zero) and fixing.one <= taken
 
 
-def test_hand_case_prices_and_fixings_match_the_hand_computation() -> None:
+def test_reduced_costs_beyond_the_gap_fix_their_columns() -> None:
     # Duals: job A's row 4, round 1's row 3. r = (A@0: 10-4-2*3=0, A@1: 5-4-2*3=-5, A@2: 5-4=1, B@0: 8-3=5,
     # C@1: 3-3=0) and B(y) = 4 + 2*3 + 1 + 5 = 16, the LP optimum.
     prices = lp_prices(HAND)
@@ -56,7 +56,7 @@ def test_hand_case_prices_and_fixings_match_the_hand_computation() -> None:
 
 
 
-def test_hand_case_prices_at_y_10_match_the_hand_computation() -> None:
+def test_any_row_prices_give_reduced_costs_c_minus_at_y_and_the_bound_bt_y() -> None:
     # Every row priced 10. A^T y per column: A@s is 10 (job row) + 2 * 10 * 2 (two rounds, 2 nodes) = 50,
     # B@0 10 + 10 + 10 = 30, C@1 10 + 10 = 20; r = c - A^T y = (-40, -45, -45, -22, -17).
     # B(y) = b^T y = 10 * (1 + 1 + 1) + 10 * 2 * 4 = 110 (no positive r).
@@ -159,7 +159,7 @@ def test_two_phase_with_rc_fixing_proves_the_brute_force_optimum(seed: int, n: i
 
 
 @pytest.mark.parametrize("model", ["channel", "indexed"])
-def test_solve_fixed_obeys_a_hand_made_fixing(model: Model) -> None:
+def test_solve_fixed_obeys_the_fixed_columns(model: Model) -> None:
     def fixing(zero: set[tuple[str, int]], one: set[tuple[str, int]]) -> Fixing:
         return Fixing(incumbent=0.0, bound=16.0, zero=frozenset(zero), one=frozenset(one), columns=5,
                       max_reduced_cost=5.0)

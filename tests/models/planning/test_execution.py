@@ -35,7 +35,7 @@ def test_peak_load_frees_cpus_at_the_end_time() -> None:
     assert peak_load([0, 4], [5, 5], [3, 4]) == 7
 
 
-def test_metrics_by_hand() -> None:
+def test_a_runs_peak_is_its_highest_sum_of_running_cpus() -> None:
     p = problem()
     d = np.array([[5, 3, 4], [7, 3, 4]])
     r = np.array([[4, 3, 2], [4, 3, 2]])
@@ -56,7 +56,7 @@ def test_metrics_by_hand() -> None:
         evaluate(p, plan((0, 5, 5), 5.0), d[:, :2], r[:, :2])
 
 
-def test_capped_execution_waits_for_cpus_by_hand() -> None:
+def test_capped_execution_starts_a_job_once_its_cpus_and_parents_are_free() -> None:
     from models.planning.execution import execute_capped
 
     # Capacity 5: a [0,5) uses 4; b (3 CPUs) scheduled at 1 waits for a: [5,8) and misses u=8? ends 8: on time.

@@ -71,7 +71,7 @@ def test_check_starts_names_the_job_and_its_window() -> None:
         problem.check_starts([2, 3])
 
 
-def test_estimators_by_hand() -> None:
+def test_estimators_are_empirical_quantiles_and_the_smaller_mode() -> None:
     law = empirical([(1, 2, 2, 3, 9), (4, 4, 5, 5)])
     assert list(estimate(law, "p50")) == [2, 4]  # the smallest x with F(x) >= 0.5
     assert list(estimate(law, "p75")) == [3, 5]

@@ -23,7 +23,7 @@ def document() -> dict[str, object]:
         "dependencies": {"train": ["prep"]}}
 
 
-def test_jobs_by_hand() -> None:
+def test_q_is_the_latest_arrival_and_u_the_deadline_of_the_first_valuable_step() -> None:
     rest, deps = split_dependencies(document())
     assert deps == {"train": ("prep",)} and "dependencies" not in rest
     problem = problem_of(parse_workload(rest), deps, history=400)

@@ -23,18 +23,18 @@ def _predictions(predictor: Predictor) -> list[float]:
     return out
 
 
-def test_tsafrir_by_hand() -> None:
+def test_tsafrir_predicts_the_mean_of_the_last_two_runtimes_capped_at_requested() -> None:
     # job 0, 1: fewer than two completed -> requested; then floor of the mean of the last two, capped
     assert _predictions(Tsafrir()) == [1000, 1000, (100 + 300) // 2, (300 + 50) // 2, (50 + 400) // 2,
                                        min(210, (400 + 900) // 2)]
 
 
-def test_last_five_by_hand() -> None:
+def test_last_five_predicts_the_mean_of_up_to_five_last_runtimes_capped_at_requested() -> None:
     expected = [1000, 100, 200, 150, (100 + 300 + 50 + 400) // 4, min(210, (100 + 300 + 50 + 400 + 900) // 5)]
     assert _predictions(LastFive()) == expected
 
 
-def test_requested_and_exact() -> None:
+def test_requested_predicts_the_requested_time_and_exact_the_runtime() -> None:
     assert _predictions(RequestedTime()) == REQUESTED
     assert _predictions(Exact()) == RUNTIMES
 

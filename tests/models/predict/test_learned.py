@@ -14,7 +14,7 @@ from models.predictive import Discrete
 from tests.models.predict.conftest import make_table
 
 
-def test_quantile_edges_by_hand() -> None:
+def test_bin_edges_are_inverted_cdf_quantiles_ending_at_infinity() -> None:
     # inverted-cdf quantiles of 1..10 at 1/4, 2/4, 3/4 are 3, 5, 8; the last edge is +inf
     edges = quantile_edges(np.arange(1, 11), 4)
     assert edges.tolist() == [3.0, 5.0, 8.0, np.inf]
@@ -33,20 +33,20 @@ def test_edges_validation() -> None:
     assert check_edges([10, 20]).tolist() == [10.0, 20.0, np.inf]
 
 
-def test_within_bin_atoms_by_hand() -> None:
+def test_a_bins_atoms_are_its_within_bin_quantiles() -> None:
     # bins (.., 4], (4, inf); bin 0 holds 1..4: its 1/2 and 2/2 quantiles are 2 and 4; bin 1 holds 5..8
     atoms, owner = within_bin_atoms(np.arange(1, 9), np.array([4.0, np.inf]), 2)
     assert atoms.tolist() == [2.0, 4.0, 6.0, np.inf] and owner.tolist() == [0, 0, 1, 1]
 
 
-def test_cluster_vector_smoothed_toward_parent_by_hand() -> None:
+def test_a_clusters_vector_is_smoothed_toward_its_parents() -> None:
     counts = np.array([[2.0, 2.0], [2.0, 0.0], [0.0, 2.0]])  # root, left leaf, right leaf
     vectors = smoothed_vectors(counts, np.array([-1, 0, 0]), smoothing=2.0)
     assert vectors[0].tolist() == [0.5, 0.5]  # (2 + 1/2) / (4 + 1)
     assert vectors[1].tolist() == [0.75, 0.25]  # (2 + 2 * 0.5) / (2 + 2), (0 + 2 * 0.5) / 4
 
 
-def test_drift_eq3_by_hand() -> None:
+def test_drift_is_eq3_and_its_noise_floor() -> None:
     statistic, noise = drift(np.array([[0.5, 0.5]]), np.array([[3.0, 1.0]]))
     assert statistic == pytest.approx((0.25**2 + 0.25**2) / 2)  # T_1/T = 1, q = (3/4, 1/4)
     assert noise == pytest.approx((0.25 + 0.25) / 2 / 4)  # sum_j p(1-p) / m / T

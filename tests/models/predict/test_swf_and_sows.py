@@ -22,7 +22,7 @@ def _line(job: int, submit: int, run: int, alloc: int, req_procs: int, req_time:
     return f"{job} {submit} 5 {run} {alloc} -1 -1 {req_procs} {req_time} -1 1 3 4 -1 1 -1 -1 -1"
 
 
-def test_predictsim_rules_by_hand() -> None:
+def test_cleaning_drops_and_caps_jobs_as_predictsim_does() -> None:
     lines = ["; MaxProcs: 8",
              _line(1, 0, 0, 2, 2, 100),  # run time 0: dropped
              _line(2, 1, 10, 2, 2, -1),  # no requested time: dropped

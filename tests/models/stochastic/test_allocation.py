@@ -40,11 +40,11 @@ def hand_allocation(**kw: object) -> UnitAllocation:
 Z_LP = np.array([1.0, 1.0, 0.5])
 
 
-def test_valid_hand_partition_passes() -> None:
+def test_a_partition_meeting_definition_1_has_no_problem() -> None:
     assert check_unit_allocation(hand_outcomes(), Z_LP, hand_allocation()) == []
 
 
-def test_prices_by_hand() -> None:
+def test_a_bundles_unit_price_is_its_value_over_twice_its_width() -> None:
     om, alloc = hand_outcomes(), hand_allocation()
     v, w = bundle_sums(om, alloc)
     assert v.tolist() == [8.0, 1.5] and w.tolist() == [1.5, 0.5]
@@ -64,7 +64,7 @@ def test_prices_by_hand() -> None:
     ({"units": np.array([[2, 2, 0, 0], [0, 0, 2, 0]])}, r"bundle 1: outcome 2's interval \[2, 4\) is not inside"),
     ({"units": np.array([[-2, 2, 0, 0], [0, 0, 2, 2]])}, "negative number of units"),
 ])
-def test_invalid_hand_partitions_are_caught(change: dict[str, object], message: str) -> None:
+def test_a_partition_breaking_definition_1_is_named(change: dict[str, object], message: str) -> None:
     assert any(re.search(message, m) for m in
                check_unit_allocation(hand_outcomes(), Z_LP, hand_allocation(**change)))
 
@@ -97,7 +97,7 @@ def test_slack_supply_keeps_everything() -> None:
     assert alloc.z.tolist() == sol.z.tolist()
 
 
-def test_greedy_by_hand_whole_new_partial_dropped() -> None:
+def test_greedy_places_whole_then_new_then_partial_and_drops_the_rest() -> None:
     """C' = 2 units a round, C_m = 2: one bundle a round. By density: A [0, 2) mass 1.5 opens bundle 0; B [0, 1)
     mass 1 fits only partly into it (room 0.5: z' = 0.5 of 1); C [2, 3) opens bundle 1; D [1, 3) has no bundle
     covering it and no free slot (bundles never grow): dropped."""

@@ -91,7 +91,7 @@ def test_slack_supply_gives_every_task_its_best_start() -> None:
     assert sol.value == pytest.approx(expected, rel=1e-9)
 
 
-def test_hand_built_lp_rows_and_columns() -> None:
+def test_a_task_has_a_column_per_valuable_start_and_each_round_bounds_its_width() -> None:
     """One job, one SoW (q = 1), tasks (0, 1) w.p. 0.75 and (1, 2) w.p. 0.25, c = 2, value 8 until offset 3."""
     p = tiny_platform()
     sow = sow_of(p, 2, [[3, 8.0]], [[0, 1, 0.75], [1, 2, 0.25]])

@@ -9,7 +9,7 @@ PROTO_SRC := $(wildcard proto/sowsched/v1/*.proto)
 PROTO_STAMP := server/gen/.generated
 LINTED := mechanism models server clients cli benchmarks tests
 
-.PHONY: setup proto demo test bench lint upgrade clean
+.PHONY: setup proto demo demo-cluster test bench lint upgrade clean
 
 setup: $(STAMP) $(PROTO_STAMP)
 
@@ -30,6 +30,10 @@ proto: $(PROTO_STAMP)
 
 demo: setup
 	$(BIN)/python -m cli.demo
+
+# The Slurm test bed (scripts/slurm-up, as root), a wall-clock server, the agent and pipelines of real commands.
+demo-cluster: setup
+	$(BIN)/python -m cli.demo_cluster
 
 test: setup
 	$(BIN)/python -m pytest -q

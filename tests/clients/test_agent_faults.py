@@ -4,6 +4,7 @@ restarted while jobs run. Every payload appends its job id to a file: each start
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -84,6 +85,13 @@ class Cluster:
     def states(self, jobs: list[str]) -> list[str]:
         return [self.op.get_job(j, tenant="acme").view.state for j in jobs]
 
+    def cold_replay_digest(self) -> str:
+        """The state digest of a full replay of the store, beside the running server."""
+        out = subprocess.run([sys.executable, "-m", "cli.main", "state-digest", "--store", f"sqlite:///{self.server.store}",
+                              "--config", str(self.server.config), "--full-replay", "--json"],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        return str(json.loads(out)["digest"])
+
     def close(self) -> None:
         if self.agent is not None and self.agent.poll() is None:
             self.agent.send_signal(signal.SIGTERM)
@@ -132,6 +140,7 @@ def test_agent_killed_between_launch_and_state_write_runs_nothing_twice(cluster:
     play_until_done(cluster, jobs)
     assert cluster.states(jobs) == ["COMPLETED"] * 3
     assert cluster.runs() == jobs  # each ran exactly once
+    assert cluster.cold_replay_digest() == cluster.op.status().state_digest
 
 
 def test_server_killed_under_the_agent_loses_no_event(cluster: Cluster) -> None:
@@ -148,6 +157,7 @@ def test_server_killed_under_the_agent_loses_no_event(cluster: Cluster) -> None:
     assert cluster.states(jobs) == ["COMPLETED"] * 4
     assert cluster.runs() == jobs
     assert cluster.cursor() == cluster.op.status().events
+    assert cluster.cold_replay_digest() == cluster.op.status().state_digest
 
 
 def test_slurmctld_restarted_while_jobs_run(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from clients.agent_state import AgentState, LaunchRow
@@ -21,6 +22,7 @@ from server.gen.sowsched.v1 import scheduler_pb2 as pb
 log = logging.getLogger("sowsched.agent")
 STOP_EVENTS = frozenset({"evict", "cancel", "complete", "expire", "not_scheduled"})  # the job holds no nodes
 GONE = frozenset({"FAILED_PRECONDITION", "NOT_FOUND", "INVALID_ARGUMENT"})  # the server will never take the report
+LAUNCH_WORKERS = 16  # launches (sbatch calls) at once
 CRASH_ENV = "SOWSCHED_AGENT_CRASH_AFTER_LAUNCH"  # fault injection: SIGKILL itself after the Nth launch, unrecorded
 
 
@@ -77,6 +79,8 @@ class Agent:
                 ev = None
             if ev is not None:
                 self.handle_event(ev)
+                if self.events.empty():
+                    self._launch_pending()
             if time.monotonic() >= next_poll:
                 self.poll()
                 next_poll = time.monotonic() + self.options.poll
@@ -121,43 +125,55 @@ class Agent:
         if not payload.command:
             self.state.ended(h, None, "no-command", report=False)
             return
-        self._pending[h] = self._spec(h, job_id, payload)
-        self._launch_pending()
+        self._pending[h] = self._spec(h, job_id, payload)  # launched once the events at hand are read
 
     def _spec(self, h: str, job_id: str, p: Payload) -> Launch:
         return Launch(h, job_id, p.command, p.nodes, p.max_duration * self.options.round_seconds, p.env)
 
     def _launch_pending(self) -> None:
-        for h, spec in list(self._pending.items()):
-            slots = self.options.slots
-            if slots is not None and sum(self._nodes.values()) + spec.nodes > slots:
+        """Launch the intended jobs that fit, up to LAUNCH_WORKERS at once (sbatch calls are independent); their
+        rows say 'launching' already, so a crash in between is reconciled like any other."""
+        batch: list[tuple[str, Launch]] = []
+        used = sum(self._nodes.values())
+        for h, spec in self._pending.items():
+            if self.options.slots is not None and used + spec.nodes > self.options.slots:
                 break  # first come first served: a later job does not overtake a waiting one
-            try:
-                external = self.executor.launch(spec)
-            except ExecutorError as exc:
-                log.warning("launch of %s failed (%s); retried at the next poll", spec.job_id, exc)
-                self._pending.pop(h)
-                return  # left 'launching': reconcile() looks it up before launching again
+            used += spec.nodes
+            batch.append((h, spec))
+        if not batch:
+            return
+        with ThreadPoolExecutor(max_workers=min(LAUNCH_WORKERS, len(batch))) as pool:
+            results = list(pool.map(self._try_launch, [spec for _h, spec in batch]))
+        for (h, spec), external in zip(batch, results, strict=True):
+            del self._pending[h]
+            if external is None:
+                continue  # left 'launching': looked up before it is launched again at the next poll
             self._launches += 1
             if self.options.crash_after_launch and self._launches == self.options.crash_after_launch:
                 os.kill(os.getpid(), signal.SIGKILL)  # fault injection: launched, not recorded
             self.state.launched(h, external)
-            del self._pending[h]
             self._nodes[h] = spec.nodes
             self.launched_count += 1
             log.info("launched %s as %s %s", spec.job_id, self.executor.kind, external)
-            self._report_launch(h, external)
+        with ThreadPoolExecutor(max_workers=min(LAUNCH_WORKERS, len(batch))) as pool:
+            list(pool.map(self._report_launch, [(r.handle, r.tenant, r.job_id, r.external_id) for r in
+                                                (self.state.get(h) for h, _s in batch) if r and r.external_id]))
 
-    def _report_launch(self, h: str, external: str) -> None:
-        """Tell the server where the job runs (idempotent; a job that no longer runs has nothing to record)."""
-        row = self.state.get(h)
-        if row is None:
-            return
+    def _try_launch(self, spec: Launch) -> str | None:
         try:
-            self.client.report_launch(row.job_id, ExecutorInfo(self.executor.kind, external), tenant=row.tenant,
+            return self.executor.launch(spec)
+        except ExecutorError as exc:
+            log.warning("launch of %s failed (%s); retried at the next poll", spec.job_id, exc)
+            return None
+
+    def _report_launch(self, launch: tuple[str, str, str, str]) -> None:
+        """Tell the server where the job runs (idempotent; a job that no longer runs has nothing to record)."""
+        h, tenant, job_id, external = launch
+        try:
+            self.client.report_launch(job_id, ExecutorInfo(self.executor.kind, external), tenant=tenant,
                                       request_id=f"agent-launch-{h}")
         except RpcFailure as exc:
-            log.info("launch of %s not recorded by the server: %s", row.job_id, exc)
+            log.info("launch of %s not recorded by the server: %s", job_id, exc)
 
     def _stop(self, h: str, why: str) -> None:
         row = self.state.get(h)
@@ -200,7 +216,7 @@ class Agent:
                     if external is not None:
                         self.state.launched(row.handle, external)
                         log.info("adopted %s: already launched as %s", row.job_id, external)
-                        self._report_launch(row.handle, external)
+                        self._report_launch((row.handle, row.tenant, row.job_id, external))
                     else:
                         self._pending[row.handle] = self._spec(row.handle, row.job_id,
                                                                self.payloads(row.tenant, row.job_id))
@@ -232,7 +248,7 @@ class Agent:
                 external = self._find(row)
                 if external is not None:
                     self.state.launched(row.handle, external)
-                    self._report_launch(row.handle, external)
+                    self._report_launch((row.handle, row.tenant, row.job_id, external))
                 else:
                     self._pending[row.handle] = self._spec(row.handle, row.job_id,
                                                            self.payloads(row.tenant, row.job_id))

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from clients.client import RpcFailure
+from mechanism.executor import ExecutorInfo
 from server.app import RunningServer, ServerOptions, start_server
 from server.config import parse_config
 from server.limits import MAX_JOB_ID
@@ -71,3 +72,28 @@ def test_a_parent_of_another_tenant_is_refused_as_unknown(srv: RunningServer) ->
     client(srv, GLOBEX).submit("p", sow())
     with pytest.raises(RpcFailure, match=r"^INVALID_ARGUMENT: after\[0\]='p' is not a job of the same tenant"):
         client(srv, ACME).submit("c", {**sow(signal_mode="none"), "after": ["p"]})
+
+
+def test_a_pipeline_run_by_the_executor_replays_cold_to_the_live_digest(tmp_path: Path) -> None:
+    config = parse_config({**CONFIG, "executor": {"token": EXEC}})
+    store = str(tmp_path / "p.db")
+    srv = start_server(config, ServerOptions(store=store, listen="127.0.0.1:0", snapshot_every=2))
+    try:
+        op, acme, ex = client(srv, OP), client(srv, ACME), client(srv, EXEC)
+        acme.submit("p", {**sow(signal_mode="none", outcomes=[[0, 1, 1.0]]), **PAYLOAD})
+        acme.submit("c", {**sow(signal_mode="none", outcomes=[[a, 1, 0.25] for a in range(1, 5)]), "after": ["p"]})
+        ex.report_arrival("p", tenant="acme")
+        ex.report_completion("p", tenant="acme", executor=ExecutorInfo("local", "1", 0))
+        op.advance()  # p arrives, starts and completes in round 0: the server releases c in round 1
+        assert ex.get_job("c", tenant="acme").view.reported_arrival == 1
+        op.advance()
+        c = ex.get_job("c", tenant="acme").view
+        assert c.arrival == 1 and c.start is not None
+        live = op.status().state_digest
+    finally:
+        srv.stop(0)
+    cold = start_server(config, ServerOptions(store=store, listen="127.0.0.1:0", snapshot_every=0))
+    try:
+        assert client(cold, OP).status().state_digest == live
+    finally:
+        cold.stop(0)

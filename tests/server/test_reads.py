@@ -172,7 +172,7 @@ def test_archived_charges_are_invoiced_like_held_ones(tmp_path: Path) -> None:
 def test_the_engine_holds_only_the_history_since_the_last_snapshot(tmp_path: Path) -> None:
     sched = open_with(tmp_path / "s.db", 5)
     most_events = most_ended = 0
-    for i, command in enumerate(random_commands(3, 400)):
+    for i, command in enumerate(random_commands(3, 500)):
         with contextlib.suppress(Exception):
             sched.execute(command[0], f"r{i}", command[1], command[2])
         e = sched.engine

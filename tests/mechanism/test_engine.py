@@ -286,9 +286,9 @@ def test_each_jobs_fate_is_the_lifo_definition_applied_to_the_realized_earlier_j
     plans = {}  # ended jobs release their plans: keep them from the quotes
     submit = e.submit
 
-    def recording_submit(job_id: str, sow: SoW) -> Quote:
+    def recording_submit(job_id: str, sow: SoW, after: tuple[str, ...] | None = None) -> Quote:
         earlier[job_id] = [j.id for j in e.jobs.values() if j.state.active]
-        quote = submit(job_id, sow)
+        quote = submit(job_id, sow, after)
         plans[job_id] = quote.plan
         return quote
 

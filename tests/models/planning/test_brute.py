@@ -84,7 +84,7 @@ def test_the_tight_fixtures_deadlines_bind_and_the_loose_ones_never_do() -> None
     for seed, n, tight in CASES:
         problem = tiny(seed, n, tight)
         for estimator in ("p50", "p100"):
-            d, r = estimates(problem, estimator)  # type: ignore[arg-type]
+            d, r = estimates(problem, estimator)
             with_deadlines, without = brute_det(problem, d, r), brute_det(problem, d, r, deadlines=False)
             assert tight or with_deadlines == without
             moved += math.isfinite(with_deadlines) and with_deadlines != without

@@ -24,6 +24,10 @@ from server.replay import JOB_COMMANDS, REPORTS, Result, apply_command, body_has
 from server.store import CommandStore, StoreError
 
 
+class AppliedNotLogged(RuntimeError):
+    """A command changed the engine and then failed before it was logged (a bug): the batch stops the server."""
+
+
 class Encoder(Protocol):
     """(kind, result, the command's logged body) -> the reply as sent."""
 
@@ -257,9 +261,12 @@ class Writer(SchedulerCore):
         if again is not None:  # an executor's report accepted before: the same answer, nothing logged
             return self._encode(t.kind, again), False
         result = apply_command(self.engine, t.kind, t.body, t.sow)
-        if t.kind == "submit":
-            self.limits.admitted(self.engine, namespace.key(t.body["tenant"], t.body["job_id"]))
-        reply = self._encode(t.kind, result, t.body)
+        try:  # the engine has changed: a refusal from here on would leave it ahead of the log
+            if t.kind == "submit":
+                self.limits.admitted(self.engine, namespace.key(t.body["tenant"], t.body["job_id"]))
+            reply = self._encode(t.kind, result, t.body)
+        except Exception as exc:
+            raise AppliedNotLogged(f"{t.kind} was applied but its reply could not be built: {exc!r}") from exc
         self._seq = self.store.append(t.kind, t.caller, t.request_id, t.body, t.hash, reply, self.engine.now,
                                       t.logged)
         if t.kind == "advance":

@@ -249,6 +249,32 @@ def test_a_command_failing_half_way_in_a_batch_stops_serving_and_a_restart_reach
     again.close()
 
 
+def test_a_reply_that_cannot_be_built_after_the_engine_changed_stops_serving_instead_of_refusing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An encoder that raises ValueError (a stale generated proto does) must not pass for a refusal that changed
+    nothing: the engine holds the arrival, the log does not."""
+    sched = open_scheduler(tmp_path / "s.db")
+    sched.execute("acme", "r0", "submit", _submit("j0"))
+    logged = sched.engine.digest()
+    real = sched._encode
+
+    def stale(kind: str, result: object, body: dict | None = None) -> bytes:
+        if kind == "arrive":
+            raise ValueError('Protocol message Job has no "command" field.')
+        return real(kind, result, body)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sched, "_encode", stale)
+    signal = sched.engine.jobs[namespace.key("acme", "j0")].sow.table.groups[0][1]
+    with pytest.raises(Unavailable, match="a command failed unexpectedly \\(AppliedNotLogged\\)"):
+        sched.execute("acme", "r1", "arrive", {"job_id": "j0", "tenant": "acme", "signal": signal})
+    with pytest.raises(Unavailable, match="the server must be restarted"):
+        sched.execute("operator", "r2", "advance", {})
+    sched.close()
+    again = open_scheduler(tmp_path / "s.db")
+    assert (again.replayed, again.engine.digest()) == (1, logged)
+    again.close()
+
+
 def test_a_failed_commit_in_a_batch_of_several_callers_acknowledges_none_and_a_restart_reaches_the_logged_state(
         tmp_path: Path) -> None:
     sched = open_scheduler(tmp_path / "s.db")

@@ -68,23 +68,44 @@ class LearnedConfig:
             check_edges(self.edges)
 
 
+@dataclass(frozen=True)
+class Submission:
+    """What is known of a job when it is submitted (the columns of a `JobTable` row, less its runtime)."""
+
+    submit: int
+    requested: int
+    size: int
+    user: int
+    group: int = 0
+    executable: int = 0
+    queue: int = 0
+    partition: int = 0
+
+
 def features(history: History, index: int) -> list[float]:
     """The FEATURES of job `index`, from its submission fields and its user's completed jobs so far."""
     c = history.columns
-    recent = history.recent.get(c.user[index], ())
-    requested = float(c.requested[index])
-    submit = c.submit[index]
+    return submission_features(history, Submission(
+        submit=c.submit[index], requested=c.requested[index], size=c.size[index], user=c.user[index],
+        group=c.group[index], executable=c.executable[index], queue=c.queue[index], partition=c.partition[index]))
+
+
+def submission_features(history: History, job: Submission) -> list[float]:
+    """The FEATURES of a submission, from its fields and its user's jobs completed in `history` so far."""
+    recent = history.recent.get(job.user, ())
+    requested = float(job.requested)
+    submit = job.submit
     if recent:
         last = float(recent[-1])
         two = (recent[-2] + recent[-1]) / 2 if len(recent) > 1 else recent[-1] / 1
         five = sum(recent) / len(recent)
     else:
         last = two = five = requested
-    count = history.user_count.get(c.user[index], 0)
+    count = history.user_count.get(job.user, 0)
     log = math.log
     return [
-        log(max(requested, 1.0)), log(max(float(c.size[index]), 1.0)), float(c.user[index]),
-        float(c.group[index]), float(c.executable[index]), float(c.queue[index]), float(c.partition[index]),
+        log(max(requested, 1.0)), log(max(float(job.size), 1.0)), float(job.user),
+        float(job.group), float(job.executable), float(job.queue), float(job.partition),
         (submit % 86400) / 3600.0, float((submit // 86400) % 7), log(max(last, 1.0)), log(max(two, 1.0)),
         log(max(five, 1.0)), min(last / requested, 1.0), math.log1p(count),
     ]
@@ -243,7 +264,7 @@ class LearnedPredictor:
         due = len(hist.completed) >= self.config.min_train and (
             self._clusters is None or self._clusters.model is None or self._since_refit >= self.config.refit_every)
         if due or (len(hist.completed) < self.config.min_train and len(hist.completed) % 10 == 0):
-            self._refit()
+            self.refit()
             return
         self._test.append(index)
         if len(self._test) >= self.config.drift_every:
@@ -254,7 +275,13 @@ class LearnedPredictor:
         y = self._hist.table.runtime[np.asarray(indices, dtype=np.int64)].astype(np.float64)
         return x, y
 
-    def _refit(self) -> None:
+    @property
+    def fitted(self) -> bool:
+        """Whether clusters (or, below `min_train` completions, the global histogram) have been fitted."""
+        return self._clusters is not None
+
+    def refit(self) -> None:
+        """Fit the clusters and their vectors on the training window now (`observe` calls it on its schedule)."""
         import time
         began = time.perf_counter()
         cfg = self.config
@@ -352,10 +379,16 @@ class LearnedPredictor:
 
     def predict_one(self, index: int) -> JobLaw:
         """`predict([index])` as a `JobLaw`: the same numbers, computed once per (cluster, requested time)."""
-        hist = self._hist
-        x = features(hist, index)
+        x = features(self._hist, index)
         self._store(index, x)
-        requested = int(hist.table.requested[index])
+        return self._law(x, int(self._hist.table.requested[index]))
+
+    def predict_submission(self, job: Submission) -> JobLaw:
+        """The law of a job outside the table, described by its submission fields, from the completions observed
+        so far (nothing is stored: a query never changes what the predictor knows)."""
+        return self._law(submission_features(self._hist, job), int(job.requested))
+
+    def _law(self, x: list[float], requested: int) -> JobLaw:
         c = self._clusters
         if c is None:
             return JobLaw.of(np.array([float(requested)]), np.array([1.0]))

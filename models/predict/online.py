@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from models.predict.jobs import JobTable
-from models.predict.learned import LearnedConfig, LearnedPredictor, capped_one, features
+from models.predict.learned import LearnedConfig, LearnedPredictor, Submission
 from models.predict.sows import rounds_law
 from models.predictive import Discrete
 
@@ -67,6 +67,15 @@ class Observation:
 
 
 @dataclass(frozen=True)
+class KnownValues:
+    """The categorical values of a model's training set (what a misreport of a tag can choose from)."""
+
+    executable: tuple[str, ...]
+    queue: tuple[str, ...]
+    tags: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
 class Prediction:
     """A law of durations in seconds (increasing support, probabilities summing to 1) and the model's version."""
 
@@ -99,15 +108,18 @@ class Model:
         self.config = config
         self.version = model_version(config, rows)
         self.trained = len(rows)
-        self._lock = threading.Lock()  # `predict` appends a query row to the predictor's history columns
+        self._lock = threading.Lock()  # new categorical values get codes on first sight
         self._users, self._execs, self._queues, self._tags = _Codes(), _Codes(), _Codes(), _Codes()
+        self.known = KnownValues(executable=tuple(sorted({r.features.executable for r in rows})),
+                                 queue=tuple(sorted({r.features.queue for r in rows})),
+                                 tags=tuple(sorted({tuple(sorted(r.features.tags)) for r in rows})))
         self._predictor: LearnedPredictor | None = None
         if len(rows) >= config.cold_start:
             self._predictor = LearnedPredictor(config.learned).fit(self._table(rows))
             for i in range(len(rows)):
                 self._predictor.observe(i)
-            if self._predictor._clusters is None:  # fewer completions than its first scheduled fit: fit now
-                self._predictor._refit()
+            if not self._predictor.fitted:  # fewer completions than its first scheduled fit: fit now
+                self._predictor.refit()
 
     def _row(self, tenant: str, f: JobFeatures) -> tuple[int, int, int, int, int]:
         return (self._users(tenant), self._tags(",".join(sorted(f.tags))), self._execs(f.executable),
@@ -127,25 +139,13 @@ class Model:
 
     def predict(self, tenant: str, f: JobFeatures) -> Prediction:
         """The law of a new job's duration, capped at its requested duration."""
-        requested = float(f.requested_seconds)
         p = self._predictor
-        clusters = None if p is None else p._clusters
-        if p is None or p.history is None or clusters is None:
-            return Prediction((requested,), (1.0,), self.version, self.trained)
+        if p is None:
+            return Prediction((float(f.requested_seconds),), (1.0,), self.version, self.trained)
         with self._lock:
-            c = p.history.columns
             user, group, exe, queue, size = self._row(tenant, f)
-            index = len(c.submit)
-            values = {"submit": self.trained, "runtime": 1, "requested": f.requested_seconds, "size": size,
-                      "user": user, "group": group, "executable": exe, "queue": queue, "partition": 0}
-            for name, v in values.items():
-                getattr(c, name).append(v)
-            try:
-                x = features(p.history, index)
-            finally:
-                for name in values:
-                    getattr(c, name).pop()
-            law = capped_one(clusters.atoms, clusters.atom_probs[clusters.leaf(x)], requested)
+        law = p.predict_submission(Submission(submit=self.trained, requested=f.requested_seconds, size=size,
+                                              user=user, group=group, executable=exe, queue=queue))
         keep = law.probs > 0
         return Prediction(tuple(law.support[keep].tolist()), tuple(law.probs[keep].tolist()), self.version,
                           self.trained)

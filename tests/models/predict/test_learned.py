@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from models.predict.bins import check_edges, discretise, quantile_edges, within_bin_atoms
 from models.predict.evaluate import replay
-from models.predict.learned import LearnedConfig, LearnedPredictor, drift, smoothed_vectors
+from models.predict.learned import LearnedConfig, LearnedPredictor, Submission, drift, smoothed_vectors
 from models.predictive import Discrete
 from tests.models.predict.conftest import make_table
 
@@ -70,6 +70,36 @@ def test_leaf_vector_of_a_two_cluster_trace() -> None:
     seen = [i for i in predictor._train if short[i]]  # the training jobs of that cluster
     p10 = np.mean(runtime[seen] == 10)
     assert law.cdf(15)[0] == pytest.approx(p10) and law.cdf(25)[0] == pytest.approx(1.0)
+
+
+def test_a_submission_outside_the_table_gets_the_law_of_the_same_fields_inside_it_and_changes_nothing() -> None:
+    rng = np.random.default_rng(3)
+    n = 300
+    runtime = rng.integers(1, 500, n)
+    table = make_table(list(range(0, 100 * n, 100)), runtime.tolist(), (runtime + 100).tolist(),
+                       rng.integers(0, 4, n).tolist())
+    predictor = LearnedPredictor(LearnedConfig(min_train=20, refit_every=50, min_leaf=5)).fit(table)
+    for i in range(250):
+        predictor.observe(i)
+    assert predictor.fitted
+    c = predictor._hist.columns
+    j = 280  # not observed
+    outside = Submission(submit=c.submit[j], requested=c.requested[j], size=c.size[j], user=c.user[j],
+                         group=c.group[j], executable=c.executable[j], queue=c.queue[j], partition=c.partition[j])
+    law = predictor.predict_submission(outside)
+    assert not predictor._has_x[j]  # the query stored nothing
+    inside = predictor.predict_one(j)
+    assert law.support.tolist() == inside.support.tolist() and law.probs.tolist() == inside.probs.tolist()
+
+
+def test_an_unfitted_predictor_answers_the_requested_time_as_a_point() -> None:
+    predictor = LearnedPredictor().fit(make_table([0, 1], [5, 6]))
+    assert not predictor.fitted
+    law = predictor.predict_submission(Submission(submit=2, requested=70, size=1, user=1))
+    assert law.support.tolist() == [70.0] and law.probs.tolist() == [1.0]
+    predictor.observe(0)
+    predictor.refit()
+    assert predictor.fitted
 
 
 def _laws(table: object, predictor: LearnedPredictor | None = None) -> list[tuple[float, ...]]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from mechanism.launch_plan import FailureEstimates, LaunchPlan, choose_plan
 from mechanism.platform import Platform
@@ -43,6 +43,13 @@ class Audit:
                 "declared_utility": self.declared_utility}
 
 
+class Alternative(NamedTuple):
+    """An alternative declaration: what the job would have told (reported as `best_misreport`) and its SoW."""
+
+    misreport: dict[str, Any]
+    sow: SoW
+
+
 def utility_under(plan: LaunchPlan, declared: SoW, reference: SoW, menu: PriceMenu, est: FailureEstimates) -> float:
     """Expected utility, under `reference`, of following `plan` (chosen for `declared`)."""
     starts = {(g.arrival - plan.birth, g.signal): g.start for g in plan.groups}
@@ -63,9 +70,10 @@ def utility_under(plan: LaunchPlan, declared: SoW, reference: SoW, menu: PriceMe
     return math.fsum(terms)
 
 
-def audit(declared: SoW, reference: SoW, alternatives: Iterable[SoW], birth: int, menu: PriceMenu,
+def audit(declared: SoW, reference: SoW, alternatives: Iterable[SoW | Alternative], birth: int, menu: PriceMenu,
           estimates: Estimates) -> Audit:
-    """The largest gain, under `reference`, of declaring an alternative instead of `declared` at the same menu."""
+    """The largest gain, under `reference`, of declaring an alternative instead of `declared` at the same menu (an
+    alternative given as a bare SoW is reported as that SoW)."""
     def utility(sow: SoW) -> float:
         est = estimates(sow.concurrency)
         return utility_under(choose_plan(sow, birth, menu, est), sow, reference, menu, est)
@@ -74,9 +82,10 @@ def audit(declared: SoW, reference: SoW, alternatives: Iterable[SoW], birth: int
     best_gain, best, tried = 0.0, None, 0
     for alt in alternatives:
         tried += 1
-        gain = utility(alt) - base
+        sow = alt.sow if isinstance(alt, Alternative) else alt
+        gain = utility(sow) - base
         if gain > best_gain:
-            best_gain, best = gain, alt.model_dump(mode="json")
+            best_gain, best = gain, alt.misreport if isinstance(alt, Alternative) else sow.model_dump(mode="json")
     return Audit(best_gain, best, tried, base)
 
 

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from mechanism.engine import Engine
 from mechanism.platform import Platform
 from mechanism.sow import SoW
-from models.predict.online import DurationEngine, EngineConfig, JobFeatures, Prediction, rounds_of
+from models.predict.online import DurationEngine, EngineConfig, JobFeatures, Prediction, feature_sow
 from server import namespace
 from server.errors import Refused, Unavailable
 from server.store import CommandStore
@@ -69,12 +69,8 @@ class Predictions:
         """The concrete SoW of a feature submission and what the log keeps of its prediction."""
         features, arrival, steps = features_body(data)
         prediction = self.engine.predict(tenant, features)
-        d_max = min(platform.D_m, max(1, -(-features.requested_seconds // max(1, int(self.round_seconds)))))
-        durations = rounds_of(prediction, max(1, int(self.round_seconds)), d_max)
-        outcomes = [[a, d, pa * pd] for a, pa in arrival for d, pd in durations]
         try:
-            sow = SoW.parse({"concurrency": features.nodes, "value_steps": steps, "outcomes": outcomes,
-                             "signal_mode": "none"}, platform)
+            sow = feature_sow(features, arrival, steps, prediction, self.round_seconds, platform)
         except ValidationError as exc:
             first = exc.errors()[0]
             raise Refused(f"features built an invalid SoW: {'.'.join(str(p) for p in first['loc'])}: "

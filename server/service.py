@@ -334,7 +334,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             check_job_id(request.job_id, MAX_JOB_ID)
             reference = (SoW.parse(convert.sow_to_dict(request.reference), self.scheduler.config.platform)
                          if request.HasField("reference") else None)
-            result = audit_job(self.scheduler.config, self.scheduler.store.path, tenant, request.job_id, reference)
+            result = audit_job(self.scheduler.config, self.scheduler.store.path, tenant, request.job_id, reference,
+                               self.predictions)
             return pb.AuditReport(best_gain=result.best_gain, tried=result.tried,
                                   declared_utility=result.declared_utility,
                                   best_misreport_json="" if result.best_misreport is None else

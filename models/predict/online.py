@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from mechanism.platform import Platform
+from mechanism.sow import SoW
 from models.predict.jobs import JobTable
 from models.predict.learned import LearnedConfig, LearnedPredictor, Submission
 from models.predict.sows import rounds_law
@@ -182,6 +184,18 @@ class DurationEngine:
 
     def predict(self, tenant: str, f: JobFeatures) -> Prediction:
         return self.model.predict(tenant, f)
+
+
+def feature_sow(features: JobFeatures, arrival: Sequence[tuple[int, float]], steps: Sequence[Sequence[float]],
+                prediction: Prediction, round_seconds: float, platform: Platform) -> SoW:
+    """The concrete SoW of a feature submission: the predicted law on rounds of `round_seconds` (capped at the
+    requested duration and at D_m), crossed with the arrival law (raises pydantic's ValidationError when invalid)."""
+    whole = max(1, int(round_seconds))
+    d_max = min(platform.D_m, max(1, -(-features.requested_seconds // whole)))
+    durations = rounds_of(prediction, whole, d_max)
+    outcomes = [[a, d, pa * pd] for a, pa in arrival for d, pd in durations]
+    return SoW.parse({"concurrency": features.nodes, "value_steps": [list(s) for s in steps], "outcomes": outcomes,
+                      "signal_mode": "none"}, platform)
 
 
 def rounds_of(prediction: Prediction, round_seconds: int, d_max: int) -> list[tuple[int, float]]:

@@ -61,6 +61,13 @@ def _until_trained(acme: SchedulerClient, trained: int) -> dict[str, Any]:
     raise AssertionError(f"no model trained on {trained} completions was swapped in")
 
 
+def _learn(acme: SchedulerClient, op: SchedulerClient, runs: int) -> dict[str, Any]:
+    """Run `runs` feature jobs to completion and wait for the model trained on them."""
+    for i in range(runs):
+        _run_one(acme, op, f"run{i}")
+    return _until_trained(acme, runs)
+
+
 def test_a_feature_submission_is_quoted_on_the_requested_duration_as_a_point_law_before_the_cold_start_ends(
         tmp_path: Path) -> None:
     with _server(tmp_path / "s.db", cold_start=5) as srv:
@@ -90,9 +97,7 @@ def test_the_engine_learns_observed_durations_replays_logged_sows_and_predicts_t
     store = tmp_path / "s.db"
     with _server(store, cold_start=3) as srv:
         acme, op = client(srv, ACME), client(srv, OP)
-        for i in range(3):
-            _run_one(acme, op, f"run{i}")
-        learned = _until_trained(acme, 3)
+        learned = _learn(acme, op, 3)
         before = _prediction(acme, "after-fit")
     # learned from three runs of 2 rounds (120 s): most mass there, no longer the requested point
     law = dict(zip(learned["seconds"], learned["probabilities"], strict=True))
@@ -119,3 +124,28 @@ def _replayed_digest(store: Path, cold_start: int) -> str:
             return engine.digest()
     finally:
         sched.close()
+
+
+def test_a_feature_submission_is_audited_on_the_feature_family_of_the_model_it_was_quoted_on(
+        tmp_path: Path) -> None:
+    from models.predict.misreport import SCALES
+
+    store = tmp_path / "s.db"
+    with _server(store, cold_start=3) as srv:
+        acme, op = client(srv, ACME), client(srv, OP)
+        learned = _learn(acme, op, 3)
+        acme.submit_raw("j", {"features": {**FEATURES, "queue": "night"}})
+        report = acme.audit_job("j")
+        by_operator = op.audit_job("j", tenant="acme")
+    assert learned["trained"] == 3
+    # the model knows one program, one queue (''), no tags: the scales and the queue changed back to ''
+    assert report == by_operator and report["tried"] == len(SCALES) + 1
+    assert report["best_gain"] >= 0.0
+    if report["best_misreport"] is not None:
+        assert set(report["best_misreport"]) == {"features", "sow"}
+        assert report["best_misreport"]["features"]["requested_seconds"] < FEATURES["requested_seconds"]
+    # another configuration cannot rebuild the quote's model
+    with _server(store, cold_start=50) as srv, \
+            pytest.raises(RpcFailure, match="cannot be rebuilt from the log under this configuration") as refused:
+        client(srv, ACME).audit_job("j")
+    assert refused.value.code == "FAILED_PRECONDITION"

@@ -135,6 +135,7 @@ class RiskPolicy:
         self._runtime: list[int] = self.table.runtime.tolist()
         self._threshold = 1.0 - self.risk - 1e-12  # ends_by: P(runtime <= shadow - now) at least this
         self._pit: deque[float] = deque(maxlen=max(self.calibrate, 1))  # F_j(runtime_j) of recent completions
+        self.thresholds: list[float] = []  # each recalibrated threshold, in order (details: which way it moved)
         self._scored = 0
         self._wide_head = False
 
@@ -158,6 +159,7 @@ class RiskPolicy:
             self._scored += 1
             if self._scored >= CALIBRATION_MIN and self._scored % CALIBRATION_EVERY == 0:
                 self._threshold = recalibrated_threshold(self._pit, 1.0 - self.risk)
+                self.thresholds.append(self._threshold)
 
     def backfill_key(self, index: int) -> float:
         return self.key[index]
@@ -179,6 +181,17 @@ def recalibrated_threshold(pit: Sequence[float], level: float) -> float:
     `level` says: the empirical `level`-quantile of their PIT values F_j(runtime_j) (the level itself when the
     laws are calibrated). A candidate passes when F(shadow - now) reaches it."""
     return float(np.quantile(np.asarray(pit, dtype=np.float64), level, method="inverted_cdf")) - 1e-12
+
+
+def threshold_summary(thresholds: Sequence[float], nominal: float) -> dict[str, float | int]:
+    """How the recalibrated cdf level moved against the nominal 1 - risk: its count, quartiles and the share of
+    recalibrations below the nominal level (a looser test: more candidates backfilled)."""
+    if not thresholds:
+        return {"nominal": round(nominal, 6), "recalibrations": 0}
+    t = np.asarray(thresholds, dtype=np.float64)
+    p25, p50, p75 = (round(float(x), 4) for x in np.quantile(t, [0.25, 0.5, 0.75]))
+    return {"nominal": round(nominal, 6), "recalibrations": int(t.size), "p25": p25, "p50": p50, "p75": p75,
+            "share_below_nominal": round(float(np.mean(t < nominal - 1e-9)), 4)}
 
 
 def expected_overrun(law: JobLaw, window: float) -> float:
@@ -238,4 +251,6 @@ def run_predictive(workload: Workload, table: JobTable, name: str, **options: An
                                **{k: v for k, v in options.items() if k != "config"}}
     if isinstance(policy, RiskPolicy):
         details["engine"] = {**policy.predictor.stats, "window": policy.predictor.config.window}
+        if policy.calibrate:
+            details["threshold"] = threshold_summary(policy.thresholds, 1.0 - policy.risk)
     return PredictiveRun(name, evaluate(workload.jobs, result.starts, workload.nodes), details, result.starts)

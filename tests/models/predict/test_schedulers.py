@@ -13,7 +13,14 @@ from models.hpc.jobs import Job, Workload
 from models.hpc.prediction_backfill import simulate_backfill
 from models.predict.jobs import JobTable, load_trace
 from models.predict.learned import JobLaw
-from models.predict.schedulers import RiskPolicy, expected_overrun, make_policy, recalibrated_threshold, run_predictive
+from models.predict.schedulers import (
+    RiskPolicy,
+    expected_overrun,
+    make_policy,
+    recalibrated_threshold,
+    run_predictive,
+    threshold_summary,
+)
 from tests.models.predict.conftest import make_table
 
 # 2 nodes. Users 1's two first jobs (10 s each) finish at 10, so Tsafrir predicts (10 + 10) // 2 = 10 for its
@@ -177,6 +184,22 @@ def test_calibration_raises_the_risk_threshold_when_laws_promise_short_runs_that
     assert recalibrated_threshold([0.1 * k for k in range(1, 11)], 0.1) == pytest.approx(0.1)
     with pytest.raises(ValueError, match="calibrate=-1 must be >= 0"):
         make_policy("easy-learned", table, calibrate=-1)
+
+
+def test_the_threshold_summary_counts_recalibrations_and_the_share_below_the_nominal_level() -> None:
+    # 250 completions with PIT 0.5 under calibrate=250: recalibrated at the 200th and the 250th (CALIBRATION_MIN,
+    # then every CALIBRATION_EVERY), each time to 0.5 (stricter than the nominal 0.1)
+    n = 300
+    table = make_table(list(range(n)), [100] * n, [1000] * n)
+    law = JobLaw.of(np.array([10.0, 100.0, 1000.0]), np.array([0.2, 0.3, 0.5]))
+    policy, _ = make_policy("easy-learned", table, calibrate=250)
+    for i in range(250):
+        policy.laws[i] = law
+        policy.on_complete(i, 0)
+    assert policy.thresholds == [pytest.approx(0.5)] * 2
+    assert threshold_summary([0.05, 0.08, 0.2, 0.04], 0.1) == {
+        "nominal": 0.1, "recalibrations": 4, "p25": 0.0475, "p50": 0.065, "p75": 0.11, "share_below_nominal": 0.75}
+    assert threshold_summary([], 0.1) == {"nominal": 0.1, "recalibrations": 0}
 
 
 def test_a_wide_head_is_protected_by_its_own_risk() -> None:

@@ -25,6 +25,7 @@ from models.arrays import FloatArray
 from models.cuc.jobs import JobConfig, generate_jobs
 from models.cuc.names import FORECASTERS, SPLITS
 from models.cuc.problem import Jobs
+from models.law import Law
 from models.mixture_fit import gmm_by_bic
 
 if TYPE_CHECKING:
@@ -180,37 +181,16 @@ class ForecastBank:
         return np.asarray(self.y[first + rows + steps] - forecasts[rows, steps], dtype=np.float64)
 
 
-@dataclass(frozen=True)
-class ErrorLaw:
-    """Alg. 2 lines 3-6: per-step spreads sigma_h and the GMM Z of the standardised pooled errors; `mu` the
-    per-step centre (zero for the GMM laws, whose Z carries the errors' mean; mu_h for the moments law)."""
-
-    sigma: FloatArray
-    z_weights: FloatArray
-    z_means: FloatArray
-    z_sds: FloatArray
-    mu: FloatArray | None = None
-
-    @property
-    def centre(self) -> FloatArray | float:
-        return 0.0 if self.mu is None else self.mu
-
-    def z_quantile(self, p: float) -> float:
-        """Φ_Z^{-1}(p) of the fitted mixture."""
-        from models.predictive import Mixture
-
-        law = Mixture(self.z_weights, self.z_means[None, :], self.z_sds[None, :])
-        return float(law.quantile(p)[0])
-
-
 def inner_origins(origin: int, error_windows: int, T: int) -> range:
     """The latest error_windows origins o' with o' + T <= origin (their errors are known at o), o' >= MIN_FIT."""
     last = origin - T
     return range(max(MIN_FIT, last - error_windows + 1), last + 1)
 
 
-def fit_error_law(deltas: FloatArray, components: int, seed: int) -> ErrorLaw:
-    """sigma_h = the spread of step h's errors; Z = GMM (components by BIC, at most `components`) of delta/sigma.
+def fit_error_law(deltas: FloatArray, components: int, seed: int) -> Law:
+    """Alg. 2 lines 3-6: the `Law` a_{o+h} - F_o[h] ~ sigma_h Z (loc 0): sigma_h the spread of step h's errors,
+    Z the GMM (components by BIC, at most `components`) of the standardised pooled errors delta/sigma, which carries
+    the errors' mean.
 
     The GMM is scikit-learn's GaussianMixture chosen by BIC (models.mixture_fit), started from k-means++ seeds
     instead of a full k-means (the same fit, five times faster: CUC fits thousands)."""
@@ -221,22 +201,23 @@ def fit_error_law(deltas: FloatArray, components: int, seed: int) -> ErrorLaw:
     ks = range(1, min(components, np.unique(z).size) + 1)
     best, _ = gmm_by_bic(z, ks, seed, 1e-6 * max(1.0, float(z.var())), init_params="k-means++")
     weights = np.asarray(best.weights_, dtype=np.float64)
-    return ErrorLaw(sigma, weights / weights.sum(), np.asarray(best.means_, dtype=np.float64).ravel(),
-                    np.sqrt(np.asarray(best.covariances_, dtype=np.float64).ravel()))
+    return Law.mixture(weights / weights.sum(), np.asarray(best.means_, dtype=np.float64).ravel(),
+                       np.sqrt(np.asarray(best.covariances_, dtype=np.float64).ravel()), np.zeros_like(sigma), sigma)
 
 
-def fit_moments_law(deltas: FloatArray) -> ErrorLaw:
+def fit_moments_law(deltas: FloatArray) -> Law:
     """The published law: mu_h and sigma_h, the mean and standard deviation (ddof 1) of step h's errors over
     every window given, with Z standard normal: a_{o+h} ~ F_o[h] + mu_h + sigma_h Z."""
     if deltas.shape[0] < 2:
         raise ValueError(f"{deltas.shape[0]} error window(s): the moments law needs at least 2")
     sigma = np.maximum(deltas.std(axis=0, ddof=1), 1e-9 * max(1.0, float(np.abs(deltas).max())))
     one = np.ones(1)
-    return ErrorLaw(sigma, one, np.zeros(1), one, np.asarray(deltas.mean(axis=0), dtype=np.float64))
+    return Law.mixture(one, np.zeros(1), one, np.asarray(deltas.mean(axis=0), dtype=np.float64), sigma)
 
 
-def constraint(forecast: FloatArray, law: ErrorLaw | None, p: float, inflation: float) -> FloatArray:
-    """Ã_h = F[h] + kappa sigma_h Φ_Z^{-1}(p), floored at 0; without an error law (no uncertainty) Ã = F."""
+def constraint(forecast: FloatArray, law: Law | None, p: float, inflation: float) -> FloatArray:
+    """Ã_h = F[h] + mu_h + kappa sigma_h Φ_Z^{-1}(p) (the law's loc mu and scale sigma), floored at 0; without an
+    error law (no uncertainty) Ã = F."""
     if law is None:
         return np.maximum(forecast, 0.0)
-    return np.maximum(forecast + law.centre + inflation * law.sigma * law.z_quantile(p), 0.0)
+    return np.maximum(forecast + law.loc + inflation * law.scale * law.z_quantile(p), 0.0)

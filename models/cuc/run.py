@@ -17,7 +17,6 @@ from models.cuc.jobs import JobConfig
 from models.cuc.names import ERROR_SETS, FORECASTERS, OBJECTIVES, ORDERS
 from models.cuc.problem import utility, utility_ratio, violation_rate
 from models.cuc.protocol import (
-    ErrorLaw,
     ForecastBank,
     Sample,
     Split,
@@ -28,6 +27,7 @@ from models.cuc.protocol import (
     make_samples,
 )
 from models.cuc.rounding import solve_rounded
+from models.law import Law
 
 FIT_WINDOWS = (72, 96, 120)
 ERROR_WINDOWS = (24, 36, 48, 60, 72)
@@ -135,8 +135,7 @@ class Evaluator:
     validate: list[Sample] = field(init=False)
     test: list[Sample] = field(init=False)
     bank: ForecastBank = field(init=False)
-    laws: dict[tuple[str, int, int, int, int], ErrorLaw] = field(default_factory=dict)
-    quantiles: dict[tuple[str, int, int, int, int, float], float] = field(default_factory=dict)
+    laws: dict[tuple[str, int, int, int, int], Law] = field(default_factory=dict)  # each keeps its quantiles
     bounds: dict[int, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -177,7 +176,7 @@ class Evaluator:
             return (theta.forecaster, theta.fit_window, 0, 0, self.moments_origins(origin)[-1])
         return (theta.forecaster, theta.fit_window, theta.error_windows, theta.components, self.anchor(origin))
 
-    def law(self, theta: Theta, origin: int) -> ErrorLaw:
+    def law(self, theta: Theta, origin: int) -> Law:
         key = self._key(theta, origin)
         if key not in self.laws:
             if self.errors == "moments":
@@ -192,21 +191,12 @@ class Evaluator:
             self.laws[key] = fit_error_law(deltas, theta.components, self.seed)
         return self.laws[key]
 
-    def z_quantile(self, theta: Theta, origin: int, p: float) -> float:
-        """Φ_Z^{-1}(p) of the law used at `origin` (a bisection: computed once per law and p)."""
-        key = (*self._key(theta, origin), p)
-        if key not in self.quantiles:
-            self.quantiles[key] = self.law(theta, origin).z_quantile(p)
-        return self.quantiles[key]
-
     def constraint(self, theta: Theta, sample: Sample, p: float, uncertain: bool) -> FloatArray:
         """Alg. 1 lines 3-4 / Alg. 4 lines 1-2: Ã for the sample's scope."""
         forecast = self.bank.get(theta.forecaster, theta.fit_window, sample.origin)
         if not uncertain:
             return constraint(forecast, None, p, theta.inflation)
-        law = self.law(theta, sample.origin)
-        spread = theta.inflation * law.sigma * self.z_quantile(theta, sample.origin, p)
-        return np.maximum(forecast + law.centre + spread, 0.0)
+        return constraint(forecast, self.law(theta, sample.origin), p, theta.inflation)
 
     def bound(self, sample: Sample) -> float:
         """u*_s bounded by the LP relaxation of problem (1) under the true capacity (HiGHS)."""

@@ -11,7 +11,6 @@ noise the update policy replaces as many random training jobs by those jobs and 
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
@@ -20,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from models.arrays import FloatArray
+from models.law import Law
 from models.predict.bins import check_edges, discretise, quantile_edges, within_bin_atoms
 from models.predict.history import History
 from models.predict.jobs import JobTable
@@ -147,33 +147,6 @@ def drift(p: FloatArray, q_counts: NDArray[np.float64], n_train: FloatArray | No
     return statistic, noise
 
 
-@dataclass(frozen=True)
-class JobLaw:
-    """One job's predicted law as `predict` would give it (a one-row `Discrete`), with its cdf as lists.
-
-    `cum[k]` is P(X <= support[k]) summed left to right, as `Discrete.quantile` and `Discrete.cdf` sum it.
-    """
-
-    support: FloatArray
-    probs: FloatArray  # 1-d
-    support_list: list[float]
-    cum: list[float]
-    tails: dict[tuple[int, float], float | None] = field(default_factory=dict, compare=False)  # by the policy
-
-    @classmethod
-    def of(cls, support: FloatArray, probs: FloatArray) -> JobLaw:
-        return cls(support, probs, support.tolist(), np.cumsum(probs).tolist())
-
-    def quantile(self, q: float) -> float:
-        """`Discrete.quantile(q)`: the first support value whose cumulative probability reaches q."""
-        return self.support_list[min(bisect_left(self.cum, q - 1e-12), len(self.cum) - 1)]
-
-    def cdf(self, x: float) -> float:
-        """P(X <= x)."""
-        k = bisect_right(self.support_list, x)
-        return self.cum[k - 1] if k else 0.0
-
-
 @dataclass
 class _Clusters:
     """A fitted clustering: job features -> node, and the per-node probability vectors over the bins."""
@@ -238,7 +211,7 @@ class LearnedPredictor:
         self.history = History(data)
         self._x = np.zeros((len(data), len(FEATURES)))  # row i: job i's features at its submission
         self._has_x = np.zeros(len(data), dtype=bool)
-        self._laws: dict[tuple[int, int], JobLaw] = {}  # (node, requested) -> law, until the vectors change
+        self._laws: dict[tuple[int, int], Law] = {}  # (node, requested) -> law, until the vectors change
         self._clusters: _Clusters | None = None
         self._train: list[int] = []
         self._test: list[int] = []
@@ -377,21 +350,21 @@ class LearnedPredictor:
             return Discrete.point(requested)
         return capped(c.atoms, c.atom_probs[c.assign(self._x[np.asarray(indices, dtype=np.int64)])], requested)
 
-    def predict_one(self, index: int) -> JobLaw:
-        """`predict([index])` as a `JobLaw`: the same numbers, computed once per (cluster, requested time)."""
+    def predict_one(self, index: int) -> Law:
+        """`predict([index])` as a `Law` on atoms: the same numbers, computed once per (cluster, requested time)."""
         x = features(self._hist, index)
         self._store(index, x)
         return self._law(x, int(self._hist.table.requested[index]))
 
-    def predict_submission(self, job: Submission) -> JobLaw:
+    def predict_submission(self, job: Submission) -> Law:
         """The law of a job outside the table, described by its submission fields, from the completions observed
         so far (nothing is stored: a query never changes what the predictor knows)."""
         return self._law(submission_features(self._hist, job), int(job.requested))
 
-    def _law(self, x: list[float], requested: int) -> JobLaw:
+    def _law(self, x: list[float], requested: int) -> Law:
         c = self._clusters
         if c is None:
-            return JobLaw.of(np.array([float(requested)]), np.array([1.0]))
+            return Law.atoms(np.array([float(requested)]), np.array([1.0]))
         key = (c.leaf(x), requested)
         law = self._laws.get(key)
         if law is None:
@@ -415,7 +388,7 @@ def capped(edges: FloatArray, vectors: FloatArray, requested: FloatArray) -> Dis
     return Discrete(support, probs)
 
 
-def capped_one(atoms: FloatArray, probs: FloatArray, requested: float) -> JobLaw:
+def capped_one(atoms: FloatArray, probs: FloatArray, requested: float) -> Law:
     """`capped` for one job: the atoms below the requested time keep their mass, the rest sums onto it."""
     finite = atoms[:-1]  # the top atom is +inf (the top bin is unbounded)
     k = int(np.searchsorted(atoms, requested, side="left"))  # atoms[:k] < requested <= atoms[k:]
@@ -424,4 +397,4 @@ def capped_one(atoms: FloatArray, probs: FloatArray, requested: float) -> JobLaw
     row = np.zeros(support.size)
     row[:k] = probs[:k]
     row[k] = np.cumsum(probs[k:])[-1]  # left to right, as np.add.at accumulates it
-    return JobLaw.of(support, row)
+    return Law.atoms(support, row)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -14,9 +13,10 @@ from models.hpc.jobs import Workload
 from models.hpc.metrics import Metrics, evaluate
 from models.hpc.point_backfill import PointMode, simulate_point
 from models.hpc.prediction_backfill import BackfillResult, simulate_backfill
+from models.law import Law
 from models.predict.baselines import Exact, PointPredictor, RequestedTime, Tsafrir
 from models.predict.jobs import JobTable
-from models.predict.learned import JobLaw, LearnedConfig, LearnedPredictor
+from models.predict.learned import LearnedConfig, LearnedPredictor
 from models.predict.names import CORRECTORS, PREDICTIVE_SCHEDULERS
 
 Corrector = Literal["conditional", "reqtime", "doubling"]
@@ -34,34 +34,15 @@ POINT_RUNS: dict[str, tuple[PointMode, bool, bool]] = {
 }
 
 
-def _correct(corrector: str, law: JobLaw | None, elapsed: int, predicted: int, requested: int, q: float) -> int:
+def _correct(corrector: str, law: Law | None, elapsed: int, predicted: int, requested: int, q: float) -> int:
     """The new predicted runtime of a job that has run `elapsed` seconds past its prediction."""
     if corrector == "reqtime" or law is None:
         return requested
     if corrector == "doubling":
         return min(requested, max(2 * predicted, elapsed + 1))
     # conditional: the q-quantile of the law given X > elapsed (requested when no mass is left beyond it)
-    tail = _conditional_quantile(law, bisect_right(law.support_list, elapsed), q)
+    tail = law.z_quantile_above(elapsed, q)
     return requested if tail is None else int(min(requested, max(tail, elapsed + 1)))
-
-
-def _conditional_quantile(law: JobLaw, first: int, q: float) -> float | None:
-    """The q-quantile of `law` given X >= support[first] (None when no mass is left there).
-
-    Laws are shared by the jobs of one cluster and requested time, so the answer is kept per (law, first, q).
-    """
-    key = (first, q)
-    if key in law.tails:
-        return law.tails[key]
-    mass = law.probs[first:].copy()
-    if mass.sum() <= 1e-12:
-        value = None
-    else:
-        cum = np.cumsum(mass) / mass.sum()
-        k = int(np.searchsorted(cum, q - 1e-12))
-        value = float(law.support[first:][min(k, cum.size - 1)])
-    law.tails[key] = value
-    return value
 
 
 @dataclass
@@ -113,7 +94,7 @@ class RiskPolicy:
     guard: float | None = None  # a candidate's expected overrun past the shadow at most guard * (shadow - now)
     calibrate: int = 0  # recalibrate the risk test on the PIT of this many recent completions (0: off)
     wide_risk: float | None = None  # the risk while the head needs more than WIDE_SHARE of the machine
-    laws: dict[int, JobLaw] = field(default_factory=dict)
+    laws: dict[int, Law] = field(default_factory=dict)
     predicted: dict[int, int] = field(default_factory=dict)
     key: dict[int, float] = field(default_factory=dict)
 
@@ -141,8 +122,8 @@ class RiskPolicy:
 
     def on_submit(self, index: int, now: int) -> int:
         law = self.laws[index] = self.predictor.predict_one(index)
-        self.key[index] = law.quantile(self.order_q)
-        self.predicted[index] = max(1, int(law.quantile(self.reservation_q)))
+        self.key[index] = law.z_quantile(self.order_q)
+        self.predicted[index] = max(1, int(law.z_quantile(self.reservation_q)))
         return self.predicted[index]
 
     def on_prediction_over(self, index: int, now: int, elapsed: int) -> int:
@@ -155,7 +136,7 @@ class RiskPolicy:
         self.predictor.observe(index)
         law = self.laws.pop(index, None)
         if self.calibrate and law is not None:
-            self._pit.append(law.cdf(self._runtime[index]))
+            self._pit.append(law.z_cdf(self._runtime[index]))
             self._scored += 1
             if self._scored >= CALIBRATION_MIN and self._scored % CALIBRATION_EVERY == 0:
                 self._threshold = recalibrated_threshold(self._pit, 1.0 - self.risk)
@@ -171,9 +152,9 @@ class RiskPolicy:
         law, window = self.laws[index], shadow - now
         threshold = 1.0 - self.wide_risk - 1e-12 if self._wide_head and self.wide_risk is not None \
             else self._threshold
-        if law.cdf(window) < threshold:
+        if law.z_cdf(window) < threshold:
             return False
-        return self.guard is None or expected_overrun(law, window) <= self.guard * window
+        return self.guard is None or law.z_excess(window) <= self.guard * window
 
 
 def recalibrated_threshold(pit: Sequence[float], level: float) -> float:
@@ -192,11 +173,6 @@ def threshold_summary(thresholds: Sequence[float], nominal: float) -> dict[str, 
     p25, p50, p75 = (round(float(x), 4) for x in np.quantile(t, [0.25, 0.5, 0.75]))
     return {"nominal": round(nominal, 6), "recalibrations": int(t.size), "p25": p25, "p50": p50, "p75": p75,
             "share_below_nominal": round(float(np.mean(t < nominal - 1e-9)), 4)}
-
-
-def expected_overrun(law: JobLaw, window: float) -> float:
-    """E[(X - window)^+]: how long, in expectation, a job started now runs past `window` seconds from now."""
-    return float(np.dot(law.probs, np.maximum(law.support - window, 0.0)))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ from scipy import stats
 from models.cuc.jobs import JobConfig
 from models.cuc.protocol import (
     MIN_FIT,
-    ErrorLaw,
     ForecastBank,
     Split,
     constraint,
@@ -15,6 +14,8 @@ from models.cuc.protocol import (
     inner_origins,
     make_samples,
 )
+from models.law import Law
+from models.predictive import Mixture
 
 
 def test_split_is_the_seeds() -> None:
@@ -54,25 +55,24 @@ def test_error_law_on_gaussian_errors_is_one_standard_normal() -> None:
     sigma = np.linspace(1, 3, 24)
     deltas = rng.standard_normal((400, 24)) * sigma
     law = fit_error_law(deltas, 3, 0)
-    assert law.z_weights.size == 1  # BIC keeps one component
-    assert np.allclose(law.sigma, sigma, rtol=0.1)
+    assert isinstance(law.z, Mixture) and law.z.weights.size == 1  # BIC keeps one component
+    assert np.allclose(law.scale, sigma, rtol=0.1) and not law.loc.any()
     assert law.z_quantile(0.01) == pytest.approx(stats.norm.ppf(0.01), abs=0.15)
 
 
 def test_constraint_is_the_p_quantile() -> None:
-    law = ErrorLaw(sigma=np.array([1.0, 2.0]), z_weights=np.array([1.0]), z_means=np.array([0.0]),
-                   z_sds=np.array([1.0]))
+    law = Law.mixture(np.array([1.0]), np.array([0.0]), np.array([1.0]), loc=np.zeros(2), scale=np.array([1.0, 2.0]))
     forecast = np.array([100.0, 50.0])
     z = stats.norm.ppf(0.05)
     assert np.allclose(constraint(forecast, law, 0.05, 1.0), forecast + np.array([1.0, 2.0]) * z)
     assert np.allclose(constraint(forecast, law, 0.05, 2.0), forecast + 2 * np.array([1.0, 2.0]) * z)
     assert np.array_equal(constraint(forecast, None, 0.05, 1.0), forecast)  # no uncertainty: Ã = F
-    assert constraint(np.array([1.0]), ErrorLaw(np.array([5.0]), np.ones(1), np.zeros(1), np.ones(1)),
+    assert constraint(np.array([1.0]), Law.mixture(np.ones(1), np.zeros(1), np.ones(1), np.zeros(1), np.array([5.0])),
                       0.01, 1.0).tolist() == [0.0]  # floored at zero
 
 
 def test_mixture_quantile_matches_its_cdf() -> None:
-    law = ErrorLaw(np.ones(1), np.array([0.7, 0.3]), np.array([0.0, -3.0]), np.array([1.0, 2.0]))
+    law = Law.mixture(np.array([0.7, 0.3]), np.array([0.0, -3.0]), np.array([1.0, 2.0]), np.zeros(1), np.ones(1))
     q = law.z_quantile(0.02)
     cdf = 0.7 * stats.norm.cdf(q) + 0.3 * stats.norm.cdf(q, -3.0, 2.0)
     assert cdf == pytest.approx(0.02, abs=1e-9)

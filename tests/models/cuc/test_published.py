@@ -6,10 +6,11 @@ import pytest
 from scipy import stats
 
 from models.cuc.jobs import JobConfig
-from models.cuc.protocol import ErrorLaw, Split, constraint, fit_moments_law, forecaster_spec, make_split
+from models.cuc.protocol import Split, constraint, fit_moments_law, forecaster_spec, make_split
 from models.cuc.run import Evaluator, Theta, train
 from models.forecast.ar import AR1
 from models.forecast.tsdec import TSDec
+from models.law import Law
 
 JOBS = JobConfig(demand_multiple=1.2, max_share=0.2)  # few, large jobs: fast
 
@@ -58,8 +59,8 @@ def test_moments_law_cuts_the_forecast_by_minus_phi_inverse_p_sigma_minus_mu() -
 
 
 def test_gmm_laws_are_centred_by_their_mixture() -> None:
-    law = ErrorLaw(np.ones(3), np.ones(1), np.array([2.0]), np.ones(1))
-    assert law.centre == 0.0
+    law = Law.mixture(np.ones(1), np.array([2.0]), np.ones(1), np.zeros(3), np.ones(3))
+    assert not law.loc.any()
     assert np.allclose(constraint(np.zeros(3), law, 0.5, 1.0), 2.0)
 
 
@@ -81,7 +82,7 @@ def test_moments_law_of_the_test_uses_every_training_window_and_validation_only_
     theta = Theta()
     law = ev.law(theta, 300)
     expected = ev.bank.errors("tsdec", 120, range(120, 264))
-    assert np.allclose(law.centre, expected.mean(axis=0)) and np.allclose(law.sigma, expected.std(axis=0, ddof=1))
+    assert np.allclose(law.loc, expected.mean(axis=0)) and np.allclose(law.scale, expected.std(axis=0, ddof=1))
     with pytest.raises(ValueError, match="validation_hours=120 leaves fewer than 2 training windows"):
         Evaluator(y, Split(len(y)), JOBS, 0, errors="moments", validation_hours=120)
 

@@ -146,7 +146,7 @@ def test_newest_errors_option_and_its_validation() -> None:
     y = series()
     ev = Evaluator(y, Split(len(y), train_hours=24), JOBS, 0, refit_every=1, errors="newest")
     law = ev.law(Theta(), ev.test[0].origin)
-    assert law.sigma.shape == (24,)
+    assert law.scale.shape == (24,)
     with pytest.raises(ValueError, match="errors='old'"):
         Evaluator(y, Split(336), JOBS, 0, errors="old")
 

@@ -11,11 +11,10 @@ import pytest
 from models.data import KTH_SP2
 from models.hpc.jobs import Job, Workload
 from models.hpc.prediction_backfill import simulate_backfill
+from models.law import Law
 from models.predict.jobs import JobTable, load_trace
-from models.predict.learned import JobLaw
 from models.predict.schedulers import (
     RiskPolicy,
-    expected_overrun,
     make_policy,
     recalibrated_threshold,
     run_predictive,
@@ -114,8 +113,8 @@ def test_guard_bounds_the_expected_overrun_past_the_reservation() -> None:
     # a candidate that ends at 10 s or at 1000 s with equal odds, 100 s before the head's reservation: it passes
     # the risk test (P(X <= 100) = 0.5 >= 1 - 0.9), and runs past the reservation by 0.5 * 900 = 450 s in
     # expectation: allowed with no guard or guard 5 (450 <= 500), refused with guard 1 (450 > 100)
-    law = JobLaw.of(np.array([10.0, 1000.0]), np.array([0.5, 0.5]))
-    assert expected_overrun(law, 100) == 450.0
+    law = Law.atoms(np.array([10.0, 1000.0]), np.array([0.5, 0.5]))
+    assert law.z_excess(100) == 450.0
     for guard, starts in ((None, True), (5.0, True), (1.0, False)):
         policy = _risk_policy(guard)
         policy.laws[4] = law
@@ -125,10 +124,10 @@ def test_guard_bounds_the_expected_overrun_past_the_reservation() -> None:
 
 
 def test_guard_never_refuses_a_job_sure_to_end_by_the_reservation() -> None:
-    law = JobLaw.of(np.array([10.0, 90.0]), np.array([0.5, 0.5]))
+    law = Law.atoms(np.array([10.0, 90.0]), np.array([0.5, 0.5]))
     policy = _risk_policy(0.0)
     policy.laws[4] = law
-    assert expected_overrun(law, 100) == 0.0 and policy.ends_by(4, now=0, shadow=100)
+    assert law.z_excess(100) == 0.0 and policy.ends_by(4, now=0, shadow=100)
 
 
 def test_easy_learned_decisions_before_t_ignore_the_trace_after_t() -> None:
@@ -151,9 +150,9 @@ def test_easy_learned_decisions_before_t_ignore_the_trace_after_t() -> None:
         submit = policy.on_submit
 
         def recording(index: int, now: int, submit: Any = submit, seen: dict[int, Any] = seen,
-                      laws: dict[int, JobLaw] = policy.laws) -> int:
+                      laws: dict[int, Law] = policy.laws) -> int:
             out = submit(index, now)
-            seen[index] = tuple(laws[index].cum) + tuple(laws[index].support_list)
+            seen[index] = tuple(laws[index].probs) + tuple(laws[index].support)
             return int(out)
         policy.on_submit = recording
         runs.append((simulate_backfill(w, policy).starts, seen))
@@ -170,8 +169,8 @@ def test_calibration_raises_the_risk_threshold_when_laws_promise_short_runs_that
     # P(X <= shadow - now) >= 0.5 instead of 0.1. A candidate with P(X <= 50) = 0.3 passed before and is refused.
     n = 300
     table = make_table(list(range(n)), [100] * n, [1000] * n)
-    law = JobLaw.of(np.array([10.0, 100.0, 1000.0]), np.array([0.2, 0.3, 0.5]))
-    candidate = JobLaw.of(np.array([10.0, 1000.0]), np.array([0.3, 0.7]))
+    law = Law.atoms(np.array([10.0, 100.0, 1000.0]), np.array([0.2, 0.3, 0.5]))
+    candidate = Law.atoms(np.array([10.0, 1000.0]), np.array([0.3, 0.7]))
     decisions = []
     for calibrate in (0, 250):
         policy, _ = make_policy("easy-learned", table, calibrate=calibrate)
@@ -191,7 +190,7 @@ def test_the_threshold_summary_counts_recalibrations_and_the_share_below_the_nom
     # then every CALIBRATION_EVERY), each time to 0.5 (stricter than the nominal 0.1)
     n = 300
     table = make_table(list(range(n)), [100] * n, [1000] * n)
-    law = JobLaw.of(np.array([10.0, 100.0, 1000.0]), np.array([0.2, 0.3, 0.5]))
+    law = Law.atoms(np.array([10.0, 100.0, 1000.0]), np.array([0.2, 0.3, 0.5]))
     policy, _ = make_policy("easy-learned", table, calibrate=250)
     for i in range(250):
         policy.laws[i] = law
@@ -208,7 +207,7 @@ def test_a_wide_head_is_protected_by_its_own_risk() -> None:
     # when the head is narrow
     policy = _risk_policy(None)
     policy.wide_risk = 0.5
-    policy.laws[4] = JobLaw.of(np.array([50.0, 1000.0]), np.array([0.3, 0.7]))
+    policy.laws[4] = Law.atoms(np.array([50.0, 1000.0]), np.array([0.3, 0.7]))
     decisions = []
     for share in (0.5, 0.1):
         policy.on_reservation(3, share)

@@ -12,7 +12,6 @@ Events live in one binary heap of int64 keys ((time * 3 + kind) * stride + count
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import IntEnum
 
 import numba
@@ -20,6 +19,7 @@ import numpy as np
 
 from models.arrays import IntArray
 from models.hpc.jobs import Workload
+from models.hpc.prediction_backfill import BackfillResult
 
 # Event kinds in their order at one instant (pyss EVENTS_ORDER), as in prediction_backfill.
 _PREDICTION_OVER, _TERMINATION = 0, 2
@@ -31,16 +31,6 @@ class PointMode(IntEnum):
     REQUESTED = 0
     EXACT = 1
     TSAFRIR = 2
-
-
-@dataclass(frozen=True)
-class PointRun:
-    """Start time b_j of every job and the counters of the run (as BackfillResult)."""
-
-    starts: tuple[int, ...]
-    passes: int
-    backfilled: int
-    corrections: int
 
 
 @numba.njit(cache=True, nogil=True)
@@ -276,7 +266,7 @@ def _simulate(submit: IntArray, runtime: IntArray, size: IntArray, requested: In
 
 
 def simulate_point(workload: Workload, requested: IntArray, user: IntArray, mode: PointMode, sjf: bool,
-                   pass_if_new_fits: bool) -> PointRun:
+                   pass_if_new_fits: bool) -> BackfillResult:
     """Replay the workload under EASY on point predictions (`sjf`: backfill shortest-predicted first).
 
     `requested` and `user` are aligned with workload.jobs (the job table's columns).
@@ -295,4 +285,4 @@ def simulate_point(workload: Workload, requested: IntArray, user: IntArray, mode
     starts, passes, backfilled, corrections = _simulate(
         submit, runtime, size, requested.astype(np.int64), dense.astype(np.int64).ravel(), workload.nodes,
         int(mode), sjf, pass_if_new_fits)
-    return PointRun(tuple(starts.tolist()), int(passes), int(backfilled), int(corrections))
+    return BackfillResult(tuple(starts.tolist()), int(passes), int(backfilled), int(corrections))

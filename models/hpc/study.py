@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from models.hpc.cp import DEFAULT_TIME_LIMIT, CpScheduler, Objective, solve_offline
 from models.hpc.jobs import Estimates, Workload
 from models.hpc.list_scheduling import ListScheduler, Option, Order, conservative
-from models.hpc.metrics import Metrics, evaluate
+from models.hpc.runs import Run, score
 from models.hpc.simulator import Scheduler, simulate
 
 REFERENCE = "fcfs-conservative"  # List-REG
@@ -99,23 +99,14 @@ def make_scheduler(name: str, time_limit: float) -> Scheduler:
     raise ValueError(f"scheduler={name!r} is not a known scheduler name")
 
 
-@dataclass(frozen=True)
-class RunResult:
-    """Metrics of one scheduler on a prefix of the trace, plus CP counters when it is a CP scheduler."""
-
-    scheduler: str
-    metrics: Metrics
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-def run_scheduler(workload: Workload, name: str, estimates: Estimates, time_limit: float) -> RunResult:
+def run_scheduler(workload: Workload, name: str, estimates: Estimates, time_limit: float) -> Run:
     """Simulate one named scheduler (or solve the window off-line for `cp-offline-<metric>`)."""
     if name.startswith("cp-offline-"):
         objective = Objective(name.removeprefix("cp-offline-"))
         reference = simulate(workload, conservative(Order.FCFS), "exact").starts
         off = solve_offline(workload, objective, reference, time_limit)
         summary = {"status": off.status, "solver_seconds": round(off.seconds, 3), "time_limit": time_limit}
-        return RunResult(name, evaluate(workload.jobs, off.starts, workload.nodes), summary)
+        return score(name, workload, off, summary)
     scheduler = make_scheduler(name, time_limit)
     sim = simulate(workload, scheduler, estimates)
     details: dict[str, Any] = {"rounds": sim.rounds, "max_queue": sim.max_queue}
@@ -129,7 +120,7 @@ def run_scheduler(workload: Workload, name: str, estimates: Estimates, time_limi
             "rounds_using_cp_plan": sum(r.used_cp for r in stats.records),
             "solver_seconds": round(sum(r.seconds for r in stats.records), 3),
         }
-    return RunResult(name, evaluate(workload.jobs, sim.starts, workload.nodes), details)
+    return score(name, workload, sim, details)
 
 
 @dataclass(frozen=True)
@@ -177,7 +168,7 @@ def run_study(workload: Workload, config: StudyConfig,
     rows = _row_schedulers(config.schedulers)
     wanted = sorted({s for names in rows.values() for s in names} | set(config.schedulers or ()))
     sizes = {name: config.size(name) for name in wanted if config.size(name) != 0}
-    results: dict[tuple[str, int], RunResult] = {}
+    results: dict[tuple[str, int], Run] = {}
     for name, size in sorted(sizes.items(), key=lambda kv: (is_cp(kv[0]), kv[0])):
         window = workload.prefix(size)
         for run_name in (REFERENCE, name):

@@ -10,9 +10,9 @@ from typing import Any, Literal
 import numpy as np
 
 from models.hpc.jobs import Workload
-from models.hpc.metrics import Metrics, evaluate
 from models.hpc.point_backfill import PointMode, simulate_point
 from models.hpc.prediction_backfill import BackfillResult, simulate_backfill
+from models.hpc.runs import Run, score
 from models.law import Law
 from models.predict.baselines import Exact, PointPredictor, RequestedTime, Tsafrir
 from models.predict.jobs import JobTable
@@ -175,16 +175,6 @@ def threshold_summary(thresholds: Sequence[float], nominal: float) -> dict[str, 
             "share_below_nominal": round(float(np.mean(t < nominal - 1e-9)), 4)}
 
 
-@dataclass(frozen=True)
-class PredictiveRun:
-    """Metrics of one prediction-driven scheduler run and its counters."""
-
-    scheduler: str
-    metrics: Metrics
-    details: dict[str, Any]
-    starts: tuple[int, ...] = ()
-
-
 def make_policy(name: str, table: JobTable, risk: float = DEFAULT_RISK,
                 reservation_q: float = DEFAULT_RESERVATION_Q, corrector: str = "conditional",
                 config: LearnedConfig | None = None, order_q: float = 0.5,
@@ -204,7 +194,7 @@ def make_policy(name: str, table: JobTable, risk: float = DEFAULT_RISK,
     raise ValueError(f"scheduler={name!r} must be one of {PREDICTIVE_SCHEDULERS}")
 
 
-def run_predictive(workload: Workload, table: JobTable, name: str, **options: Any) -> PredictiveRun:
+def run_predictive(workload: Workload, table: JobTable, name: str, **options: Any) -> Run:
     """Simulate one prediction-driven scheduler and score it with the seed-001 metrics.
 
     The point schedulers (POINT_RUNS) run on the compiled simulator, which tests hold equal to the policy one.
@@ -215,9 +205,8 @@ def run_predictive(workload: Workload, table: JobTable, name: str, **options: An
         began = time.perf_counter()
         point = simulate_point(workload, table.requested, table.user, mode, sjf, plain)
         seconds = time.perf_counter() - began
-        return PredictiveRun(name, evaluate(workload.jobs, point.starts, workload.nodes),
-                             {"passes": point.passes, "backfilled": point.backfilled,
-                              "corrections": point.corrections, "seconds": round(seconds, 3)}, point.starts)
+        return score(name, workload, point, {"passes": point.passes, "backfilled": point.backfilled,
+                                             "corrections": point.corrections, "seconds": round(seconds, 3)})
     policy, plain = make_policy(name, table, **options)
     began = time.perf_counter()
     result: BackfillResult = simulate_backfill(workload, policy, pass_if_new_fits=plain)
@@ -229,4 +218,4 @@ def run_predictive(workload: Workload, table: JobTable, name: str, **options: An
         details["engine"] = {**policy.predictor.stats, "window": policy.predictor.config.window}
         if policy.calibrate:
             details["threshold"] = threshold_summary(policy.thresholds, 1.0 - policy.risk)
-    return PredictiveRun(name, evaluate(workload.jobs, result.starts, workload.nodes), details, result.starts)
+    return score(name, workload, result, details)

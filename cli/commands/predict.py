@@ -1,4 +1,5 @@
-"""`sowsched predict evaluate` and `sowsched predict sows`: score runtime predictors; a trace as a W.json workload."""
+"""`sowsched predict evaluate`, `sows`, `tradeoff` and `misreport`: score runtime predictors; a trace as a W.json
+workload; what misreporting features gains on a trace."""
 
 from __future__ import annotations
 
@@ -45,6 +46,16 @@ def register(sub: Any) -> None:
     t.add_argument("--plot", type=nonempty, required=True, metavar="OUT.png", help="the PNG to write")
     add_output_arguments(t)
     t.set_defaults(func=usage_errors("predict tradeoff", tradeoff))
+    m = psub.add_parser("misreport", help="what misreporting features gains on a trace, against the real durations "
+                                          "(docs/prediction.md)")
+    m.add_argument("--trace", required=True, help="SWF file (.swf or .swf.gz), cleaned as predictsim does")
+    m.add_argument("--jobs", type=bounded_int(1), default=200, help="the first N jobs (default %(default)s)")
+    m.add_argument("--round-seconds", type=bounded_int(1), default=3600, help="seconds per round (default %(default)s)")
+    m.add_argument("--every", type=bounded_int(1), default=1, help="audit every K-th job (default %(default)s)")
+    m.add_argument("--cold-start", type=bounded_int(1), default=20,
+                   help="completions before learned laws (the server's prediction_cold_start; default %(default)s)")
+    add_output_arguments(m)
+    m.set_defaults(func=usage_errors("predict misreport", misreport))
 
 
 def evaluate(args: argparse.Namespace) -> int:
@@ -81,6 +92,24 @@ def sows(args: argparse.Namespace) -> int:
                "rounds": 1 + max(j["birth"] for j in document["jobs"])}
     print(json.dumps(summary, sort_keys=True) if args.json else
           f"wrote {summary['jobs']} SoWs over {summary['rounds']} rounds to {args.out}")
+    return 0
+
+
+def misreport(args: argparse.Namespace) -> int:
+    from models.predict.jobs import load_trace
+    from models.predict.misreport_trace import measure
+    from models.predict.online import EngineConfig
+    from models.predict.sows import ExportConfig
+
+    workload, table = load_trace(args.trace, args.jobs)
+    out = {"trace": str(args.trace), **measure(table, workload.nodes, ExportConfig(round_seconds=args.round_seconds),
+                                                EngineConfig(cold_start=args.cold_start), args.every)}
+    if args.json:
+        print(json.dumps(out, sort_keys=True))
+        return 0
+    print(f"{out['audited']} jobs audited: {out['jobs_gaining']} gain by misreporting features, "
+          f"{out['gain_total']:.2f} in all against an honest utility of {out['honest_utility']:.2f} "
+          f"({out['truncating']['jobs']} by an overrun eviction)")
     return 0
 
 

@@ -53,13 +53,47 @@ class Timed:
         return law
 
 
+@dataclass(frozen=True)
+class JobTerms:
+    """What a trace job brings to the mechanism besides its law: its concurrency, its value steps (from its
+    requested time, the same whatever law it declares) and its realized duration in rounds."""
+
+    concurrency: int
+    steps: list[list[float]]
+    realized: int
+
+
+def trace_bounds(table: JobTable, config: ExportConfig) -> tuple[int, int]:
+    """(D_m, S_m) of a trace's platform: the longest request in rounds, and room for its deadline."""
+    d_max = min(MAX_D, max(1, math.ceil(int(table.requested.max()) / config.round_seconds)))
+    return d_max, min(MAX_D, 3 * d_max + 2)
+
+
+def job_terms(table: JobTable, i: int, machine_nodes: int, config: ExportConfig, d_max: int, s_max: int) -> JobTerms:
+    """Job `i`'s terms: V = concurrency * q until 2 q + 1 rounds after birth (q its requested time in rounds), then
+    V / 4 until S_m (when V >= 4), then 0."""
+    s = config.round_seconds
+    c_m = config.max_concurrency or config.nodes
+    requested = min(d_max, max(1, math.ceil(int(table.requested[i]) / s)))
+    conc = min(c_m, max(1, math.ceil(int(table.size[i]) * config.nodes / machine_nodes)))
+    value = float(conc * requested)
+    deadline = min(s_max, 2 * requested + 1)
+    steps = [[deadline, value]] + ([[s_max, value / 4]] if deadline < s_max and value >= 4 else [])
+    return JobTerms(conc, steps, min(d_max, max(1, math.ceil(int(table.runtime[i]) / s))))
+
+
+def trace_platform(config: ExportConfig, d_max: int, s_max: int, jobs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The W.json platform of a trace's jobs (H: the largest value)."""
+    return {"C": config.nodes, "C_m": config.max_concurrency or config.nodes, "D_m": d_max, "S_m": s_max,
+            "H": max(1.0, max(float(j["value_steps"][0][1]) for j in jobs)), "seed": config.seed,
+            "samples": config.samples}
+
+
 def trace_document(table: JobTable, machine_nodes: int, config: ExportConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     """The W.json document of the table's jobs with `config.predictor`'s laws, and the prediction report
     (coverage per level, predict_ms_p50)."""
     s = config.round_seconds
-    c_m = config.max_concurrency or config.nodes
-    d_max = min(MAX_D, max(1, math.ceil(int(table.requested.max()) / s)))
-    s_max = min(MAX_D, 3 * d_max + 2)
+    d_max, s_max = trace_bounds(table, config)
     laws: dict[int, list[tuple[int, float]]] = {}
     covered = dict.fromkeys(LEVELS, 0)
 
@@ -74,25 +108,18 @@ def trace_document(table: JobTable, machine_nodes: int, config: ExportConfig) ->
     replay(table, timed, keep)
     t0 = int(table.submit[0])
     jobs: list[dict[str, Any]] = []
-    values: list[float] = []
     for i in range(len(table)):
-        requested = min(d_max, max(1, math.ceil(int(table.requested[i]) / s)))
-        conc = min(c_m, max(1, math.ceil(int(table.size[i]) * config.nodes / machine_nodes)))
-        value = float(conc * requested)
-        deadline = min(s_max, 2 * requested + 1)
-        steps = [[deadline, value]] + ([[s_max, value / 4]] if deadline < s_max and value >= 4 else [])
-        values.append(value)
+        terms = job_terms(table, i, machine_nodes, config, d_max, s_max)
         jobs.append({
             "id": f"job-{i}",
             "birth": (int(table.submit[i]) - t0) // s,
-            "concurrency": conc,
-            "value_steps": steps,
+            "concurrency": terms.concurrency,
+            "value_steps": terms.steps,
             "outcomes": [[0, d, p] for d, p in laws[i]],
             "signal_mode": "none",
-            "realized": [0, min(d_max, max(1, math.ceil(int(table.runtime[i]) / s)))],
+            "realized": [0, terms.realized],
         })
-    platform = {"C": config.nodes, "C_m": c_m, "D_m": d_max, "S_m": s_max, "H": max(1.0, max(values)),
-                "seed": config.seed, "samples": config.samples}
+    platform = trace_platform(config, d_max, s_max, jobs)
     n = len(table)
     report = {"sows": config.predictor, "jobs": n, "coverage": {str(q): covered[q] / n for q in LEVELS},
               "predict_ms_p50": statistics.median(timed.ms_per_job)}

@@ -109,3 +109,20 @@ def test_evaluate_window_sets_the_learned_models_training_window(tmp_path: Path,
     with pytest.raises(SystemExit) as exc:
         main(["predict", "evaluate", "--trace", str(trace), "--window", "5"])
     assert exc.value.code == 2 and "argument --window: 5 is below the bound 10" in capsys.readouterr().err
+
+
+def test_misreport_audits_every_kth_job_of_the_trace_in_one_json_document(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    assert main(["predict", "misreport", "--trace", str(trace), "--jobs", "30", "--round-seconds", "300",
+                 "--every", "3", "--cold-start", "5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["jobs"], out["audited"], out["round_seconds"]) == (30, 10, 300)
+    assert out["truncating"]["jobs"] + out["covering"]["jobs"] == out["jobs_gaining"] <= out["audited"]
+    assert out["gain_total"] >= 0.0 and out["tried_mean"] >= 1
+
+
+def test_misreport_refuses_auditing_every_zeroth_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["predict", "misreport", "--trace", str(write_trace(tmp_path)), "--every", "0"])
+    assert exc.value.code == 2 and "argument --every: 0 is below the bound 1" in capsys.readouterr().err

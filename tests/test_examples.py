@@ -25,8 +25,21 @@ TOKENS = {"SOWSCHED_OPERATOR_TOKEN": "operator-example-token", "SOWSCHED_ACME_TO
 
 
 def test_examples_holds_the_files_the_readme_names() -> None:
-    assert sorted(p.name for p in EXAMPLES.iterdir()) == ["W.json", "capacity.toml", "pipeline-sow.json",
-                                                          "platform.toml", "sow.json", "tenants.toml"]
+    assert sorted(p.name for p in EXAMPLES.iterdir()) == ["W.json", "capacity.toml", "features.json",
+                                                          "pipeline-sow.json", "platform.toml", "sow.json",
+                                                          "tenants.toml"]
+
+
+def test_the_features_example_is_a_feature_submission_the_server_builds_a_sow_from() -> None:
+    from models.predict.online import DurationEngine
+    from server.prediction import Predictions
+
+    data = read_sow(EXAMPLES / "features.json", features=True)
+    platform = load_config(EXAMPLES / "platform.toml").platform
+    sow, logged = Predictions(DurationEngine().config, round_seconds=900).sow("acme", data["features"], platform)
+    # before any completion the law is the request as a point: 5,400 s on 900 s rounds is 6 rounds
+    assert [(o.arrival_offset, o.duration, o.probability) for o in sow.outcomes] == [(0, 6, 0.8), (1, 6, 0.2)]
+    assert logged["features"]["tags"] == ["nightly", "resnet"] and sow.concurrency == 2
 
 
 def test_the_platform_example_loads_open_and_so_only_for_loopback() -> None:

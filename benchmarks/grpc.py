@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the client needs the generated protobuf code; imported when
     from clients.client import SchedulerClient
 
 TOKEN = "bench-operator-token"
+COLD_START = 20  # the server's default prediction_cold_start, lowered when fewer jobs train the engine
 PLATFORM = Platform(C=64, C_m=8, D_m=24, S_m=48, H=100.0, seed=1)  # eps0, delta0 default: Lemma F.1 samples
 
 
@@ -33,6 +34,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="measured streamed submissions (SubmitSoWs) per client count, split among the clients")
     p.add_argument("--echo-seconds", type=positive_float, default=2.0, help="measured Echo time per client count")
     p.add_argument("--samples", type=bounded_int(1), default=None, help="Monte Carlo samples (default: Lemma F.1)")
+    p.add_argument("--feature-submits", type=bounded_int(0), default=64,
+                   help="measured pairs of a feature submission and the same SoW submitted explicitly, one client "
+                        "(0: skip the prediction's cost)")
+    p.add_argument("--train", type=bounded_int(1), default=40,
+                   help="feature jobs run to completion first, so the server's engine has a learned model (its cold "
+                        "start is the smaller of this and 20)")
 
 
 def bench_sow(rng: np.random.Generator, p: Platform) -> dict[str, Any]:
@@ -51,11 +58,13 @@ def bench_sow(rng: np.random.Generator, p: Platform) -> dict[str, Any]:
 class BenchServer:
     """`sowsched serve` in a subprocess (its own interpreter, so clients and server do not share a GIL)."""
 
-    def __init__(self, tmp: Path, platform: Platform, *extra: str) -> None:
+    def __init__(self, tmp: Path, platform: Platform, *extra: str, cold_start: int | None = None) -> None:
         config = tmp / "platform.toml"
         self.log = tmp / "server.log"
         lines = ["[platform]", *(f"{k} = {v!r}" for k, v in platform.model_dump().items() if v is not None),
                  "", "[operator]", f'token = "{TOKEN}"']
+        if cold_start is not None:  # [server] prediction_cold_start
+            lines += ["", "[server]", f"prediction_cold_start = {cold_start}"]
         config.write_text("\n".join(lines) + "\n")
         port_file = tmp / "port"
         with self.log.open("wb") as err:  # the server logs every call at info, as `sowsched serve` does
@@ -196,11 +205,97 @@ def measure(n_clients: int, args: argparse.Namespace, platform: Platform) -> dic
             "submits": len(lat), "echoes": len(echo_lat), "active_jobs_after": active}
 
 
+def train(client: SchedulerClient, jobs: int, rng: np.random.Generator) -> int:
+    """Run feature submissions until `jobs` have completed (each reported complete in its first running round; one
+    evicted or cancelled is replaced) and wait for the server's engine to swap in a model learned from them; the
+    completions that model learned."""
+    from benchmarks.writer import bench_features
+
+    completed, submitted = 0, 0
+    for _ in range(10 * jobs):
+        if completed >= jobs:
+            break
+        pending = {f"train-{submitted + i}" for i in range(jobs - completed)}
+        submitted += len(pending)
+        for job_id in sorted(pending):
+            client.submit_raw(job_id, {"features": {**bench_features(rng), "nodes": 1}})
+            client.report_arrival(job_id)
+        for _ in range(PLATFORM.S_m + 1):  # every planned start lies within S_m rounds of birth
+            if not pending:
+                break
+            client.advance()
+            for job_id in sorted(pending):
+                state = client.get_job(job_id).view.state
+                if state == "RUNNING":
+                    client.report_completion(job_id)
+                    completed += 1
+                if state not in ("SUBMITTED", "WAITING"):
+                    pending.discard(job_id)
+    client.advance()
+    deadline = time.monotonic() + 60
+    k = 0
+    while time.monotonic() < deadline:  # the engine learns off the writer: probe until its model has learned
+        trained = int(client.submit_raw(f"probe-{k}", {"features": bench_features(rng)}).prediction.trained)
+        if trained > 0:
+            return trained
+        k += 1
+        time.sleep(0.2)
+    raise RuntimeError("the server's prediction engine learned nothing from the training jobs")
+
+
+def prediction_cost(args: argparse.Namespace, platform: Platform) -> dict[str, Any]:
+    """The prediction's added latency: pairs of a feature submission and the SoW its quote was built on, submitted
+    explicitly right after it, one client; p50 of each and the p50 of the pairs' differences."""
+    from benchmarks.writer import bench_features
+    from clients.client import RetryPolicy, SchedulerClient
+    from server import convert
+
+    rng = np.random.default_rng(7)
+    with tempfile.TemporaryDirectory(prefix="sowsched-bench-") as tmp:
+        server = BenchServer(Path(tmp), platform, cold_start=min(args.train, COLD_START))
+        try:
+            client = SchedulerClient(server.target, TOKEN, retry=RetryPolicy(attempts=1), timeout=600)
+            trained = train(client, args.train, rng)
+            for i in range(args.active):
+                client.submit(f"pre-{i}", bench_sow(rng, platform))
+            client.advance()
+            client.submit("warm-up", bench_sow(rng, platform))
+            feature_ms: list[float] = []
+            explicit_ms: list[float] = []
+
+            def by_features(i: int) -> dict[str, Any]:
+                f = bench_features(rng)
+                t0 = time.perf_counter()
+                msg = client.submit_raw(f"f-{i}", {"features": f})
+                feature_ms.append(1000 * (time.perf_counter() - t0))
+                plan = convert.quote_from_proto(msg).plan
+                return {"concurrency": f["nodes"], "value_steps": f["value_steps"], "signal_mode": "none",
+                        "outcomes": [[o.arrival - plan.birth, o.duration, o.probability] for o in plan.outcomes]}
+
+            def explicit(i: int, sow: dict[str, Any]) -> None:
+                t0 = time.perf_counter()
+                client.submit(f"e-{i}", sow)
+                explicit_ms.append(1000 * (time.perf_counter() - t0))
+
+            for i in range(args.feature_submits):
+                explicit(i, by_features(i))
+        finally:
+            server.stop()
+    diffs = [f - e for f, e in zip(feature_ms, explicit_ms, strict=True)]
+    return {"trained": trained, "pairs": len(diffs),
+            "features_p50_ms": float(np.percentile(feature_ms, 50)),
+            "explicit_p50_ms": float(np.percentile(explicit_ms, 50)),
+            "added_ms_p50": float(np.percentile(diffs, 50)), "target_added_ms": 0.5}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     platform = PLATFORM.model_copy(update={"samples": args.samples})
-    return {"platform": platform.model_dump(), "samples": platform.sample_count, "active_jobs": args.active,
-            "target_ratio": 0.3, "target_stream_ratio": 5.0,
-            "clients": {str(n): measure(n, args, platform) for n in args.clients}}
+    out = {"platform": platform.model_dump(), "samples": platform.sample_count, "active_jobs": args.active,
+           "target_ratio": 0.3, "target_stream_ratio": 5.0,
+           "clients": {str(n): measure(n, args, platform) for n in args.clients}}
+    if args.feature_submits:
+        out["prediction"] = prediction_cost(args, platform)
+    return out
 
 
 def table(result: dict[str, Any]) -> str:
@@ -223,4 +318,9 @@ def table(result: dict[str, Any]) -> str:
                      f"{r['writer_per_s']:8.1f} {r['stream_per_s']:9.1f} {r['stream_ratio']:8.2f} "
                      f"{r['stream_writer_ms_mean']:8.2f} {r['stream_commit_ms_mean']:8.2f} "
                      f"{r['stream_batch_items_mean']:7.1f}")
+    if "prediction" in result:
+        p = result["prediction"]
+        lines.append(f"prediction (one client, {p['pairs']} pairs, model trained on {p['trained']} completions): "
+                     f"features p50 {p['features_p50_ms']:.2f} ms, the same SoW explicit {p['explicit_p50_ms']:.2f} "
+                     f"ms, added p50 {p['added_ms_p50']:.2f} ms (target <= {p['target_added_ms']})")
     return "\n".join(lines)

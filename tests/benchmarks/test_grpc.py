@@ -18,8 +18,9 @@ def test_bench_grpc_reports_the_issue_fields_per_client_count() -> None:
     parser = argparse.ArgumentParser()
     bench.add_arguments(parser)
     args = parser.parse_args(["--clients", "1,2", "--active", "3", "--submits", "4", "--echo-seconds", "0.2",
-                              "--samples", "200", "--stream-submits", "6"])
+                              "--samples", "200", "--stream-submits", "6", "--feature-submits", "0"])
     result = json.loads(json.dumps(bench.run(args)))
+    assert "prediction" not in result
     assert set(result["clients"]) == {"1", "2"} and result["target_ratio"] == 0.3
     assert result["target_stream_ratio"] == 5.0
     for row in result["clients"].values():
@@ -30,6 +31,18 @@ def test_bench_grpc_reports_the_issue_fields_per_client_count() -> None:
         assert row["submits"] == 4 and row["streamed"] == 6 and row["active_jobs_after"] == 3 + 1 + 4 + 6
     text = bench.table(result)
     assert "commit ms" in text and "settle ms" in text and "stream/s" in text
+
+
+def test_bench_grpc_reports_the_predictions_added_ms_against_the_same_sow_submitted_explicitly() -> None:
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    args = parser.parse_args(["--clients", "1", "--active", "2", "--submits", "2", "--echo-seconds", "0.1",
+                              "--samples", "200", "--stream-submits", "2", "--feature-submits", "4", "--train", "3"])
+    result = json.loads(json.dumps(bench.run(args)))
+    p = result["prediction"]
+    assert p["pairs"] == 4 and p["trained"] >= 1 and p["target_added_ms"] == 0.5
+    assert p["features_p50_ms"] > 0.0 and p["explicit_p50_ms"] > 0.0 and "added_ms_p50" in p
+    assert "prediction (one client, 4 pairs" in bench.table(result)
 
 
 class Stop(BaseException):

@@ -55,6 +55,16 @@ def bench_sow(rng: np.random.Generator, p: Platform) -> dict[str, Any]:
             "outcomes": [[a, d, q] for (a, d), q in zip(rows, prob, strict=True)]}
 
 
+EXECUTABLES = ("solver", "mesh", "post", "train")
+
+
+def bench_features(rng: np.random.Generator) -> dict[str, Any]:
+    """A feature submission of the bench platform: 1-4 nodes, 1-3 requested rounds of 60 s, one of four programs."""
+    requested = 60 * int(rng.integers(1, 4))
+    return {"nodes": int(rng.integers(1, 5)), "requested_seconds": requested,
+            "value_steps": [[8, float(rng.uniform(10, 40))]], "executable": str(rng.choice(EXECUTABLES))}
+
+
 class BenchServer:
     """`sowsched serve` in a subprocess (its own interpreter, so clients and server do not share a GIL)."""
 
@@ -209,8 +219,6 @@ def train(client: SchedulerClient, jobs: int, rng: np.random.Generator) -> int:
     """Run feature submissions until `jobs` have completed (each reported complete in its first running round; one
     evicted or cancelled is replaced) and wait for the server's engine to swap in a model learned from them; the
     completions that model learned."""
-    from benchmarks.writer import bench_features
-
     completed, submitted = 0, 0
     for _ in range(10 * jobs):
         if completed >= jobs:
@@ -246,7 +254,6 @@ def train(client: SchedulerClient, jobs: int, rng: np.random.Generator) -> int:
 def prediction_cost(args: argparse.Namespace, platform: Platform) -> dict[str, Any]:
     """The prediction's added latency: pairs of a feature submission and the SoW its quote was built on, submitted
     explicitly right after it, one client; p50 of each and the p50 of the pairs' differences."""
-    from benchmarks.writer import bench_features
     from clients.client import RetryPolicy, SchedulerClient
     from server import convert
 

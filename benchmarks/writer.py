@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.grpc import PLATFORM, bench_sow
+from benchmarks.grpc import EXECUTABLES, PLATFORM, bench_features, bench_sow
 from cli.args import bounded_int
 
 # (label, module, owner in the module or None, function name): the stages of one submission, outermost first
@@ -146,16 +146,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
               for label, v in times.items()}
     return {"platform": platform.model_dump(), "samples": platform.sample_count, "active_jobs": args.active,
             "submits": n, "features": bool(args.features), "stages": stages}
-
-
-EXECUTABLES = ("solver", "mesh", "post", "train")
-
-
-def bench_features(rng: np.random.Generator) -> dict[str, Any]:
-    """A feature submission of the bench platform: 1-4 nodes, 1-3 requested rounds of 60 s, one of four programs."""
-    requested = 60 * int(rng.integers(1, 4))
-    return {"nodes": int(rng.integers(1, 5)), "requested_seconds": requested,
-            "value_steps": [[8, float(rng.uniform(10, 40))]], "executable": str(rng.choice(EXECUTABLES))}
 
 
 def trained_predictions(completions: int, rng: np.random.Generator) -> Any:

@@ -28,8 +28,7 @@ from models.predict.evaluate import completions
 from models.predict.jobs import JobTable
 from models.predict.misreport import feature_alternatives
 from models.predict.online import DurationEngine, EngineConfig, JobFeatures, Model, feature_sow
-from models.predict.sows import ExportConfig
-from models.predict.trace_workload import job_terms, trace_bounds, trace_platform
+from models.predict.sows import ExportConfig, job_terms, trace_bounds, trace_platform
 from models.simulation import drive
 from models.workloads import parse_workload
 

@@ -14,6 +14,7 @@ Choices (documented in docs/prediction.md):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,40 +58,79 @@ def rounds_law(law: Discrete, row: int, round_seconds: int, d_max: int) -> list[
     return [(d, p / total) for d, p in sorted(merged.items())]
 
 
-def export_sows(table: JobTable, machine_nodes: int, config: ExportConfig) -> dict[str, Any]:
-    """The W.json document of the table's jobs (see the module docstring for every choice)."""
+@dataclass(frozen=True)
+class JobTerms:
+    """What a trace job brings to the mechanism besides its law: its concurrency, its value steps (from its
+    requested time, the same whatever law it declares) and its realized duration in rounds."""
+
+    concurrency: int
+    steps: list[list[float]]
+    realized: int
+
+
+def trace_bounds(table: JobTable, config: ExportConfig) -> tuple[int, int]:
+    """(D_m, S_m) of a trace's platform: the longest request in rounds, and room for its deadline."""
+    d_max = min(MAX_D, max(1, math.ceil(int(table.requested.max()) / config.round_seconds)))
+    return d_max, min(MAX_D, 3 * d_max + 2)
+
+
+def job_terms(table: JobTable, i: int, machine_nodes: int, config: ExportConfig, d_max: int, s_max: int,
+              q: int | None = None) -> JobTerms:
+    """Job `i`'s terms: concurrency ceil(processors * C / machine nodes) in [1, C_m]; V = concurrency * q until
+    2 q + 1 rounds after birth (q: `q` rounds, by default its requested time in rounds), then V / 4 until S_m (when
+    V >= 4), then 0; realized, its runtime in rounds."""
     s = config.round_seconds
     c_m = config.max_concurrency or config.nodes
-    d_max = min(MAX_D, max(1, math.ceil(int(table.requested.max()) / s)))
-    s_max = min(MAX_D, 3 * d_max + 2)
+    rounds = min(d_max, max(1, math.ceil(int(table.requested[i]) / s))) if q is None else q
+    conc = min(c_m, max(1, math.ceil(int(table.size[i]) * config.nodes / machine_nodes)))
+    value = float(conc * rounds)
+    deadline = min(s_max, 2 * rounds + 1)
+    steps = [[deadline, value]] + ([[s_max, value / 4]] if deadline < s_max and value >= 4 else [])
+    return JobTerms(conc, steps, min(d_max, max(1, math.ceil(int(table.runtime[i]) / s))))
+
+
+def trace_platform(config: ExportConfig, d_max: int, s_max: int, jobs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The W.json platform of a trace's jobs (H: the largest value)."""
+    return {"C": config.nodes, "C_m": config.max_concurrency or config.nodes, "D_m": d_max, "S_m": s_max,
+            "H": max(1.0, max(float(j["value_steps"][0][1]) for j in jobs)), "seed": config.seed,
+            "samples": config.samples}
+
+
+def sow_document(table: JobTable, machine_nodes: int, config: ExportConfig, laws: dict[int, list[tuple[int, float]]],
+                 value_rounds: Callable[[int], int | None]) -> dict[str, Any]:
+    """The W.json document: job i born in its submission's round, arriving at once, with outcomes `laws[i]` and
+    the `job_terms` of q = value_rounds(i) rounds (None: its requested time)."""
+    d_max, s_max = trace_bounds(table, config)
+    t0 = int(table.submit[0])
+    jobs: list[dict[str, Any]] = []
+    for i in range(len(table)):
+        terms = job_terms(table, i, machine_nodes, config, d_max, s_max, value_rounds(i))
+        jobs.append({
+            "id": f"job-{i}",
+            "birth": (int(table.submit[i]) - t0) // config.round_seconds,
+            "concurrency": terms.concurrency,
+            "value_steps": terms.steps,
+            "outcomes": [[0, d, p] for d, p in laws[i]],
+            "signal_mode": "none",
+            "realized": [0, terms.realized],
+        })
+    return {"platform": trace_platform(config, d_max, s_max, jobs), "jobs": jobs}
+
+
+def export_sows(table: JobTable, machine_nodes: int, config: ExportConfig) -> dict[str, Any]:
+    """The W.json document of the table's jobs (see the module docstring for every choice)."""
+    d_max, _ = trace_bounds(table, config)
     laws: dict[int, list[tuple[int, float]]] = {}
 
     def keep(batch: list[int], law: Discrete) -> None:
         for row, index in enumerate(batch):
-            laws[index] = rounds_law(law, row, s, d_max)
+            laws[index] = rounds_law(law, row, config.round_seconds, d_max)
 
     replay(table, make_predictor(config.predictor), keep)
-    t0 = int(table.submit[0])
-    jobs: list[dict[str, Any]] = []
-    values: list[float] = []
-    for i in range(len(table)):
+
+    def q90(i: int) -> int:
         outcomes = laws[i]
         cum = np.cumsum([p for _, p in outcomes])
-        q90 = outcomes[min(int(np.searchsorted(cum, 0.9 - 1e-12)), len(outcomes) - 1)][0]
-        conc = min(c_m, max(1, math.ceil(int(table.size[i]) * config.nodes / machine_nodes)))
-        value = float(max(1, conc * q90))
-        deadline = min(s_max, 2 * q90 + 1)
-        steps = [[deadline, value]] + ([[s_max, value / 4]] if deadline < s_max and value >= 4 else [])
-        values.append(value)
-        jobs.append({
-            "id": f"job-{i}",
-            "birth": (int(table.submit[i]) - t0) // s,
-            "concurrency": conc,
-            "value_steps": steps,
-            "outcomes": [[0, d, p] for d, p in outcomes],
-            "signal_mode": "none",
-            "realized": [0, min(d_max, max(1, math.ceil(int(table.runtime[i]) / s)))],
-        })
-    platform = {"C": config.nodes, "C_m": c_m, "D_m": d_max, "S_m": s_max, "H": max(1.0, max(values)),
-                "seed": config.seed, "samples": config.samples}
-    return {"platform": platform, "jobs": jobs}
+        return outcomes[min(int(np.searchsorted(cum, 0.9 - 1e-12)), len(outcomes) - 1)][0]
+
+    return sow_document(table, machine_nodes, config, laws, q90)

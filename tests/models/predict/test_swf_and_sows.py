@@ -12,7 +12,7 @@ import pytest
 from mechanism.platform import Platform
 from models.data import KTH_SP2
 from models.hpc.swf import PREDICTSIM_RULES, clean, load_workload, parse_swf, read_swf
-from models.predict.sows import ExportConfig, export_sows, rounds_law
+from models.predict.sows import ExportConfig, export_sows, rounds_law, sow_document, trace_bounds
 from models.predictive import Discrete
 from models.workloads import parse_workload, workload_document
 from tests.models.predict.conftest import make_table
@@ -89,3 +89,22 @@ def test_export_round_trips_through_the_workload_parser() -> None:
         assert [o[:3] for o in back["outcomes"]] == mine["outcomes"]
         assert back["value_steps"] == mine["value_steps"]
     assert parse_workload(again) == workload
+
+
+def test_one_sow_document_serves_both_exports_with_the_value_on_the_given_rounds() -> None:
+    # rounds of 100 s on C = 4 nodes of a 16-node machine; requested 250 s and 900 s: D_m = 9, S_m = 29
+    table = make_table([0, 350], [120, 90], [250, 900], size=[8, 1])
+    config = ExportConfig(round_seconds=100, nodes=4)
+    assert trace_bounds(table, config) == (9, 29)
+    laws = {0: [(2, 1.0)], 1: [(1, 0.5), (9, 0.5)]}
+    doc = sow_document(table, 16, config, laws, lambda i: [3, 1][i])
+    first, second = doc["jobs"]
+    # job 0: ceil(8 * 4 / 16) = 2 nodes, V = 2 * 3 = 6 until 2 * 3 + 1 = 7, then 6 / 4 until S_m; ran 2 rounds
+    assert first == {"id": "job-0", "birth": 0, "concurrency": 2, "value_steps": [[7, 6.0], [29, 1.5]],
+                     "outcomes": [[0, 2, 1.0]], "signal_mode": "none", "realized": [0, 2]}
+    # job 1: born in round 3, 1 node, V = 1 (below 4: no second step), deadline 3
+    assert second["birth"] == 3 and second["concurrency"] == 1 and second["value_steps"] == [[3, 1.0]]
+    assert second["outcomes"] == [[0, 1, 0.5], [0, 9, 0.5]] and second["realized"] == [0, 1]
+    assert doc["platform"] == {"C": 4, "C_m": 4, "D_m": 9, "S_m": 29, "H": 6.0, "seed": 0, "samples": 1000}
+    # without given rounds the value comes from the requested time: ceil(250 / 100) = 3 rounds for job 0
+    assert sow_document(table, 16, config, laws, lambda i: None)["jobs"][0]["value_steps"] == [[7, 6.0], [29, 1.5]]

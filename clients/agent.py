@@ -272,15 +272,14 @@ class Agent:
         log.info("reported completion of %s (exit %s, %s)", row.job_id, end.exit_code, end.how)
 
 
-def server_payloads(client: SchedulerClient, max_duration: int) -> PayloadSource:
-    """Payloads as the server holds them: the job's command and env, its concurrency, and `max_duration` rounds
-    (the platform's D_m) as the time limit's bound."""
+def server_payloads(client: SchedulerClient, fallback_duration: int) -> PayloadSource:
+    """Payloads as the server holds them: the job's command and env, its concurrency, and its longest declared
+    duration (GetJob's max_duration, set while the job runs; a job that no longer runs gets `fallback_duration`,
+    the platform's D_m: its work is stopped at the event that ended it)."""
     def fetch(tenant: str, job_id: str) -> Payload:
-        msg = client.stub.GetJob(pb.GetJobRequest(job_id=job_id, tenant=tenant), timeout=client.timeout,
-                                 metadata=client._metadata)
-        command = tuple(getattr(msg, "command", ()))
-        env = dict(getattr(msg, "env", {}))
-        return Payload(command, int(msg.concurrency), max_duration, env)
+        msg = client._call(client.stub.GetJob, pb.GetJobRequest(job_id=job_id, tenant=tenant))
+        longest = int(msg.max_duration) if msg.HasField("max_duration") else fallback_duration
+        return Payload(tuple(msg.command), int(msg.concurrency), longest, dict(msg.env))
     return fetch
 
 

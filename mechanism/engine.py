@@ -513,6 +513,12 @@ class Engine:
     def view(self, job_id: str) -> JobView:
         return self.view_of(self._job(job_id))
 
+    def running_max_duration(self, job_id: str) -> int | None:
+        """A running job's longest declared duration (rounds) for its observed arrival and signal: the bound past
+        which it is evicted for overrun, and an executor's time limit. None for a job that is not running."""
+        job = self._job(job_id)
+        return job.max_duration if job.state is JobState.RUNNING else None
+
     @staticmethod
     def view_of(j: Job) -> JobView:
         """What a job looks like from outside."""

@@ -346,8 +346,13 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         def body(p: Principal) -> pb.Job:
             tenant = _named_tenant(p, request.tenant, self._known, "read the jobs of")
             check_job_id(request.job_id, MAX_JOB_ID)
+            key = namespace.key(tenant, request.job_id)
             with self.scheduler.reading() as engine:
-                return convert.job_to_proto(engine.view(namespace.key(tenant, request.job_id)))
+                msg = convert.job_to_proto(engine.view(key))
+                longest = engine.running_max_duration(key)
+            if longest is not None:
+                msg.max_duration = longest
+            return msg
         return self._call(context, "GetJob", body)
 
     def ListJobs(self, request: pb.ListJobsRequest, context: grpc.ServicerContext) -> pb.ListJobsResponse:

@@ -9,11 +9,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from clients.agent import Agent, AgentOptions, Payload
+from clients.agent import Agent, AgentOptions, Payload, PayloadSource, server_payloads
 from clients.agent_state import AgentState, LaunchRow
 from clients.executors import Executor, LocalExecutor, SlurmExecutor
 from tests.clients.executor_support import need_slurm, wait_until
-from tests.grpc_support import PATIENT, client, running
+from tests.grpc_support import PATIENT, PLATFORM, client, running
 
 OUTCOMES = [[0, 2, 0.5], [0, 3, 0.5]]  # arrives at once, runs 2 or 3 rounds
 
@@ -28,8 +28,9 @@ def make_executor(kind: str, tmp: Path) -> Executor:
 class Bed:
     """Jobs of tenant acme submitted by the operator, each with a payload that appends its id to `ran`."""
 
-    def __init__(self, port: int, executor: Executor, tmp: Path, **options: Any) -> None:
+    def __init__(self, port: int, executor: Executor, tmp: Path, from_server: bool = False, **options: Any) -> None:
         self.port = port
+        self.from_server = from_server  # payloads fetched with GetJob (clients.agent.server_payloads)
         self.op = client(port)
         self.tmp = tmp
         self.ran = tmp / "ran.txt"
@@ -47,7 +48,10 @@ class Bed:
     def start_agent(self) -> None:
         self.stop = threading.Event()
         state = AgentState(self.state_path, self.executor.kind)
-        self.agent = Agent(client(self.port, retry=PATIENT), self.executor, state, self.payload, self.options)
+        agent_client = client(self.port, retry=PATIENT)
+        payloads: PayloadSource = (server_payloads(agent_client, PLATFORM["D_m"]) if self.from_server
+                                   else self.payload)
+        self.agent = Agent(agent_client, self.executor, state, payloads, self.options)
         self.thread = threading.Thread(target=self.agent.run, args=(self.stop,), daemon=True)
         self.thread.start()
 
@@ -62,7 +66,8 @@ class Bed:
     def submit(self, job_id: str, script: str, concurrency: int = 1, value: float = 40.0) -> None:
         """A job whose payload appends its id to `ran`, then runs `script` (sh)."""
         self.commands[job_id] = ("sh", "-c", f'echo "$SOWSCHED_JOB_ID" >> {self.ran}; {script}')
-        sow = {"concurrency": concurrency, "value_steps": [[6, value]], "outcomes": OUTCOMES, "signal_mode": "none"}
+        sow = {"concurrency": concurrency, "value_steps": [[6, value]], "outcomes": OUTCOMES, "signal_mode": "none",
+               "command": list(self.commands[job_id])}
         self.op.submit(job_id, sow, tenant="acme")
         self.op.report_arrival(job_id, tenant="acme")
 
@@ -104,10 +109,10 @@ class Bed:
 
 
 @contextmanager
-def bed(kind: str, tmp: Path, **options: Any) -> Iterator[Bed]:
+def bed(kind: str, tmp: Path, from_server: bool = False, **options: Any) -> Iterator[Bed]:
     executor = make_executor(kind, tmp)
     with running(tmp / "log.db") as srv:
-        b = Bed(srv.port, executor, tmp, **options)
+        b = Bed(srv.port, executor, tmp, from_server, **options)
         b.start_agent()
         try:
             yield b

@@ -85,3 +85,17 @@ def test_work_cancelled_outside_sowsched_is_reported_as_a_completion(kind: str, 
         b.op.advance()
         job = b.op.get_job("victim", tenant="acme").view
         assert job.state == "COMPLETED" and job.executor is not None and job.executor.exit_code == 143
+
+
+def test_slurm_time_limit_is_the_jobs_longest_declared_duration_times_the_round(tmp_path: Path) -> None:
+    """OUTCOMES' longest duration is 3 rounds: at 50 s rounds, --time is 150 s, rounded up to 3 minutes (the
+    platform's D_m of 4 rounds would give 4)."""
+    with bed("slurm", tmp_path, from_server=True, round_seconds=50.0) as b:
+        b.submit("timed", "sleep 300")
+        b.op.advance()
+        wait_until(lambda: b.runs() == ["timed"], what="the payload runs")
+        external = b.launch("timed").external_id
+        assert external is not None
+        limit = subprocess.run(["squeue", "-h", "-j", external, "-O", "TimeLimit"], check=True,
+                               capture_output=True, text=True).stdout.strip()
+        assert limit == "3:00"

@@ -97,3 +97,26 @@ def test_a_pipeline_run_by_the_executor_replays_cold_to_the_live_digest(tmp_path
         assert client(cold, OP).status().state_digest == live
     finally:
         cold.stop(0)
+
+
+def test_get_job_gives_a_running_job_its_longest_declared_duration_for_its_observed_arrival(
+        srv: RunningServer) -> None:
+    """The executor's time limit: the longest duration of the arrived group (3 here), not D_m (4) nor another
+    group's (4); absent while the job does not run."""
+    from server.gen.sowsched.v1 import scheduler_pb2 as pb
+
+    acme = client(srv, ACME)
+    acme.submit("j", {**sow(signal_mode="none", outcomes=[[0, 2, 0.4], [0, 3, 0.3], [1, 4, 0.3]]), **PAYLOAD})
+    executor = client(srv, EXEC)
+
+    def get() -> Any:
+        return executor.stub.GetJob(pb.GetJobRequest(job_id="j", tenant="acme"), metadata=executor._metadata)
+
+    assert not get().HasField("max_duration")  # submitted, not running
+    acme.report_arrival("j")
+    client(srv, OP).advance()
+    msg = get()
+    assert msg.state == "RUNNING" and msg.max_duration == 3
+    acme.report_completion("j")
+    client(srv, OP).advance()
+    assert get().state == "COMPLETED" and not get().HasField("max_duration")

@@ -110,6 +110,8 @@ class ServerStatus:
     capacity: int = 0  # this round's capacity (nodes) as its step 3 will evict against it
     capacity_reports: tuple[CapacityView, ...] = ()  # reports for later rounds (the operator's view; tenants: none)
     capacity_level: float | None = None  # the capacity model's level mu_t when it tracks the feed, else None
+    prediction_trained: int = 0  # completions the prediction engine's model in force learned
+    prediction_settled: bool = False  # every completion read and no fit due (docs/prediction.md)
 
     @cached_property
     def platform(self) -> Platform:
@@ -360,7 +362,8 @@ class SchedulerClient:
                             own_active_jobs=r.own_active_jobs, own_max_active_jobs=r.own_max_active_jobs or None,
                             server_version=r.server_version, code_identity=r.code_identity, capacity=r.capacity,
                             capacity_reports=tuple(convert.capacity_from_proto(c) for c in r.capacity_reports),
-                            capacity_level=r.capacity_level if r.HasField("capacity_level") else None)
+                            capacity_level=r.capacity_level if r.HasField("capacity_level") else None,
+                            prediction_trained=r.prediction_trained, prediction_settled=r.prediction_settled)
 
     def echo(self, payload: bytes = b"") -> bytes:
         return self._call(self.stub.Echo, pb.EchoRequest(payload=payload)).payload

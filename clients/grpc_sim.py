@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from clients.client import JobStatus, RpcFailure, SchedulerClient, Submission
 from mechanism.engine import (
@@ -18,8 +19,10 @@ from mechanism.engine import (
 )
 from mechanism.sow import Signal, SoW
 from models.simulation import SimulationResult, Workload, drive
+from server import convert
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 # A refusal the engine would have raised in process, by status code; every other failure propagates.
 _REFUSALS: dict[str, type[EngineError]] = {"NOT_FOUND": UnknownJob, "ALREADY_EXISTS": DuplicateJob,
@@ -68,6 +71,46 @@ class GrpcScheduler:
 
     def report_capacity(self, round_: int, capacity: int) -> CapacityView:
         return _refusals_as_engine_errors(lambda: self.client.report_capacity(round_, capacity))
+
+
+class FeatureGrpcScheduler(GrpcScheduler):
+    """Jobs submitted by features (`features[job_id]`) as the operator's own; after each command the port waits
+    until the server's prediction engine is settled, so its fits happen where a synchronous engine's would
+    (server/feature_sim.py)."""
+
+    def __init__(self, client: SchedulerClient, features: dict[str, dict[str, Any]],
+                 settle_timeout: float = 120.0) -> None:
+        super().__init__(client)
+        self.features = features
+        self.settle_timeout = settle_timeout
+        self.laws: dict[str, dict[str, Any]] = {}  # job id -> the prediction its quote carried (seconds, probs)
+
+    def submit(self, job_id: str, sow: SoW) -> Quote:
+        msg = _refusals_as_engine_errors(lambda: self.client.submit_raw(job_id, {"features": self.features[job_id]}))
+        p = msg.prediction
+        self.laws[job_id] = {"seconds": list(p.seconds), "probabilities": list(p.probabilities),
+                             "model_version": p.model_version, "trained": p.trained}
+        return convert.quote_from_proto(msg)
+
+    def submit_many(self, jobs: list[tuple[str, SoW]]) -> list[Quote]:
+        return [self.submit(job_id, sow) for job_id, sow in jobs]
+
+    def report_arrival(self, job_id: str, signal: Signal) -> JobStatus:
+        return self._settled(super().report_arrival(job_id, signal))
+
+    def report_completion(self, job_id: str) -> JobStatus:
+        return self._settled(super().report_completion(job_id))
+
+    def advance(self) -> RoundReport:
+        return self._settled(super().advance())
+
+    def _settled(self, reply: R) -> R:
+        deadline = time.monotonic() + self.settle_timeout
+        while not self.client.status().prediction_settled:
+            if time.monotonic() > deadline:
+                raise RemoteSchedulerError(f"the server's prediction engine did not settle in {self.settle_timeout} s")
+            time.sleep(0.02)
+        return reply
 
 
 def _refusals_as_engine_errors(call: Callable[[], T]) -> T:

@@ -94,15 +94,23 @@ class Predictions:
         start = max(self._seq, base)
         for event in engine.events[start - base:]:
             if event.type == "complete":
-                with self._lock:
-                    features = self._jobs.pop(event.job, None)
-                if features is not None:
-                    rounds = int(event.data["duration"])
-                    self.engine.observe(namespace.tenant_of(event.job), features,
-                                        round(rounds * self.round_seconds))
-                    seen += 1
+                seen += self.completed(event.job, int(event.data["duration"]))
         self._seq = base + len(engine.events)
         return seen
+
+    def completed(self, job_key: str, rounds: int) -> bool:
+        """The job with engine key `job_key` completed after `rounds` rounds: learn it if it was submitted by
+        features (whether it was)."""
+        with self._lock:
+            features = self._jobs.pop(job_key, None)
+        if features is None:
+            return False
+        self.engine.observe(namespace.tenant_of(job_key), features, round(rounds * self.round_seconds))
+        return True
+
+    def settled(self, engine: Engine) -> bool:
+        """Whether every event of `engine` has been read and no fit is due (hold the writer's lock)."""
+        return self._seq >= engine.forgotten.events + len(engine.events) and not self.refit_due()
 
     def refit_due(self) -> bool:
         """Every `refit_every` completions, and as soon as the cold start ends."""

@@ -423,6 +423,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 info = platform_info(engine, self.clock)
                 info.own_active_jobs = sum(1 for job in engine.jobs_after(-1, active_only=True)
                                            if namespace.tenant_of(job.id) == p.name)
+                if self.predictions is not None:
+                    info.prediction_trained = self.predictions.engine.model.trained
+                    info.prediction_settled = self.predictions.settled(engine)
             info.own_max_active_jobs = self.scheduler.config.max_active_jobs.get(p.name, 0)
             if not p.is_operator:  # platform-wide views are the operator's
                 for name in ("events", "active_jobs", "state_digest", "capacity_reports"):

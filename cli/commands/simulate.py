@@ -25,7 +25,7 @@ from cli.args import (
 from cli.commands.jobs import DEFAULT_ATTEMPTS
 from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
-from models.simulation import SimulationResult, Workload, run_simulation
+from models.simulation import SimulationResult, Workload, drive, run_simulation
 from models.workloads import WORKLOADS, load_workload_file, make_workload, workload_document
 
 OFFLINE_TIME_LIMIT = 5.0  # CP-SAT deterministic time for the hindsight optimum (about seconds; reproducible)
@@ -43,10 +43,15 @@ def register(sub: Any) -> None:
                      help="an SWF trace's first --jobs jobs as feature submissions, SoWs from --sows laws "
                           "(docs/prediction.md)")
     p.add_argument("--jobs", type=bounded_int(1), default=2000, help="with --trace: the first N jobs")
-    p.add_argument("--sows", choices=("learned", "requested", "exact"), default="learned",
-                   help="with --trace: whose duration laws the SoWs declare (values come from the requested time)")
+    p.add_argument("--sows", choices=("learned", "requested", "exact", "service"), default="learned",
+                   help="with --trace: whose duration laws the SoWs declare (values come from the requested time); "
+                        "service: feature submissions, the SoWs built by the service's own prediction engine (in "
+                        "process, or the server's with --server)")
     p.add_argument("--round-seconds", type=bounded_int(1), default=3600,
                    help="with --trace: seconds per round (default %(default)s)")
+    p.add_argument("--cold-start", type=bounded_int(1), default=20,
+                   help="with --trace --sows service in process: completions before learned laws (the server's "
+                        "prediction_cold_start; default %(default)s)")
     p.add_argument("--seed", type=_seed, default=None,
                    help="seed (named workloads: default 0; files: overrides platform.seed)")
     p.add_argument("--load", type=float, default=None,
@@ -201,8 +206,14 @@ def trace_workload(args: argparse.Namespace) -> Workload:
     if args.load is not None:
         raise ValueError(f"--load {args.load} does not apply with --trace {args.trace}: a trace's jobs are fixed")
     trace, table = load_trace(args.trace, args.jobs)
-    document, args.trace_report = trace_document(table, trace.nodes, ExportConfig(round_seconds=args.round_seconds,
-                                                                                   predictor=args.sows))
+    service = args.sows == "service"
+    config = ExportConfig(round_seconds=args.round_seconds, predictor="requested" if service else args.sows)
+    document, args.trace_report = trace_document(table, trace.nodes, config)
+    if service:  # the workload's SoWs only carry the jobs' terms: the port submits the features
+        from models.predict.trace_workload import feature_submissions
+
+        args.trace_features = feature_submissions(table, document)
+        args.trace_table = table
     return parse_workload_file(Path(args.trace), document, name=Path(args.trace).stem, seed=args.seed)
 
 
@@ -286,23 +297,57 @@ def priced(args: argparse.Namespace, workload: Workload) -> tuple[Workload, dict
 
 def simulated(args: argparse.Namespace, workload: Workload) -> SimulationResult:
     """The run: in process, or through the server at --server."""
+    features = getattr(args, "trace_features", None)
     if not args.server:
         try:
+            if features is not None:
+                return service_run(args, workload, features)
             return run_simulation(workload, oracle=args.oracle)
         except OracleTooLarge as exc:  # --oracle exact on too many earlier jobs' joint outcomes
             raise Refused(str(exc), 1) from None
     from cli.commands.jobs import connect, exit_code
     from clients.client import RpcFailure
-    from clients.grpc_sim import RemoteSchedulerError, run_remote_simulation
+    from clients.grpc_sim import FeatureGrpcScheduler, RemoteSchedulerError, check_server, run_remote_simulation
     try:
         client = connect(args)
     except (OSError, ValueError) as exc:  # a bad option, or an unreadable --tls-ca file
         raise Refused(str(exc), 2) from None
     try:
         with client:
-            return run_remote_simulation(workload, client, oracle=args.oracle)
+            if features is None:
+                return run_remote_simulation(workload, client, oracle=args.oracle)
+            check_server(client, workload, args.oracle)
+            if client.status().round_seconds != args.round_seconds:
+                raise RemoteSchedulerError(f"the server's rounds are {client.status().round_seconds} s; --trace runs "
+                                           f"on --round-seconds {args.round_seconds}: start it with that")
+            port = FeatureGrpcScheduler(client, features)
+            result = drive(workload, port)
+            args.trace_report = service_report(args, port.laws)
+            return result
     except (RpcFailure, RemoteSchedulerError) as exc:
         raise Refused(str(exc), exit_code(exc) if isinstance(exc, RpcFailure) else 1) from None
+
+
+def service_run(args: argparse.Namespace, workload: Workload, features: dict[str, dict[str, Any]]) -> SimulationResult:
+    """--sows service in process: the server's prediction engine, fits in step (server/feature_sim.py)."""
+    from models.predict.online import EngineConfig
+    from server.feature_sim import FeatureEngine
+
+    port = FeatureEngine(workload.platform, features, EngineConfig(cold_start=args.cold_start), args.round_seconds,
+                         args.oracle)
+    result = drive(workload, port)
+    args.trace_report = service_report(args, port.laws)
+    return result
+
+
+def service_report(args: argparse.Namespace, laws: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Coverage of the laws the quotes carried, how many were learned (not the cold start's point) and from how many
+    models (predict_ms_p50 is the servicer's, not measured here: null)."""
+    from models.predict.trace_workload import quoted_coverage
+
+    return {"sows": "service", "jobs": len(laws), "coverage": quoted_coverage(args.trace_table, laws),
+            "predict_ms_p50": None, "learned_quotes": sum(1 for law in laws.values() if law["trained"] > 0),
+            "model_versions": len({law["model_version"] for law in laws.values()})}
 
 
 def output(args: argparse.Namespace, workload: Workload, result: SimulationResult, pricing: dict[str, Any] | None,

@@ -29,6 +29,7 @@ from models.predict.jobs import JobTable
 from models.predict.misreport import feature_alternatives
 from models.predict.online import DurationEngine, EngineConfig, JobFeatures, Model, feature_sow
 from models.predict.sows import ExportConfig, job_terms, trace_bounds, trace_platform
+from models.predict.trace_workload import trace_features
 from models.simulation import drive
 from models.workloads import parse_workload
 
@@ -43,16 +44,6 @@ class FeatureJob:
     features: JobFeatures
     steps: list[list[float]]
     model: Model
-
-
-def trace_features(table: JobTable, i: int, concurrency: int) -> tuple[str, JobFeatures]:
-    """Job `i`'s tenant and features (SWF's -1, unknown, is the empty tag)."""
-    def tag(prefix: str, value: int) -> str:
-        return "" if value < 0 else f"{prefix}{value}"
-    group = tag("group-", int(table.group[i]))
-    return f"user-{int(table.user[i])}", JobFeatures(
-        nodes=concurrency, requested_seconds=int(table.requested[i]), executable=tag("", int(table.executable[i])),
-        queue=tag("", int(table.queue[i])), tags=(group,) if group else ())
 
 
 def feature_jobs(table: JobTable, machine_nodes: int, config: ExportConfig, engine_config: EngineConfig,

@@ -20,6 +20,7 @@ import numpy as np
 
 from models.predict.evaluate import make_predictor, replay
 from models.predict.jobs import JobTable
+from models.predict.online import JobFeatures
 from models.predict.protocol import Predictor
 from models.predict.sows import ExportConfig, rounds_law, sow_document, trace_bounds
 from models.predictive import Discrete
@@ -74,3 +75,34 @@ def trace_document(table: JobTable, machine_nodes: int, config: ExportConfig) ->
     report = {"sows": config.predictor, "jobs": n, "coverage": {str(q): covered[q] / n for q in LEVELS},
               "predict_ms_p50": statistics.median(timed.ms_per_job)}
     return document, report
+
+
+def trace_features(table: JobTable, i: int, concurrency: int) -> tuple[str, JobFeatures]:
+    """Job `i`'s tenant and features (SWF's -1, unknown, is the empty tag)."""
+    def tag(prefix: str, value: int) -> str:
+        return "" if value < 0 else f"{prefix}{value}"
+    group = tag("group-", int(table.group[i]))
+    return f"user-{int(table.user[i])}", JobFeatures(
+        nodes=concurrency, requested_seconds=int(table.requested[i]), executable=tag("", int(table.executable[i])),
+        queue=tag("", int(table.queue[i])), tags=(group,) if group else ())
+
+
+def feature_submissions(table: JobTable, document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each job of a trace document as the features of a feature submission (the SoW JSON's `features`): its
+    concurrency, request, value steps and tags (`trace_features`), ready at birth."""
+    out: dict[str, dict[str, Any]] = {}
+    for i, job in enumerate(document["jobs"]):
+        _, f = trace_features(table, i, int(job["concurrency"]))
+        out[job["id"]] = {**f.model_dump(mode="json"), "value_steps": job["value_steps"]}
+    return out
+
+
+def quoted_coverage(table: JobTable, laws: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Per level, the share of jobs (ids `job-i`) whose runtime is at most the quantile of the law quoted to them."""
+    covered = dict.fromkeys(LEVELS, 0)
+    for job_id, law in laws.items():
+        d = Discrete(np.asarray(law["seconds"], dtype=np.float64), np.asarray([law["probabilities"]]))
+        runtime = float(table.runtime[int(job_id.split("-")[1])])
+        for q in LEVELS:
+            covered[q] += int(runtime <= float(d.quantile(q)[0]))
+    return {str(q): covered[q] / max(1, len(laws)) for q in LEVELS}

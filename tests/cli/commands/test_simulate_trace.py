@@ -37,3 +37,35 @@ def test_a_trace_refuses_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     trace = write_trace(tmp_path)
     assert main(["simulate", "--trace", str(trace), "--load", "2", "--json"]) == 2
     assert "--load 2.0 does not apply with --trace" in capsys.readouterr().err
+
+
+def test_feature_submissions_through_a_real_server_give_the_in_process_runs_welfare(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from server.app import ServerOptions, start_server
+    from server.config import parse_config
+    from tests.grpc_support import OP
+
+    # 50 one-processor jobs two minutes apart on a 32-processor machine; user u = i % 3 runs 60, 180 or 300 s of
+    # a 600 s request: most complete within a few rounds, so the engine learns during the run
+    lines = [f"{i + 1} {120 * i} 0 {60 + 120 * (i % 3)} 1 -1 -1 1 600 -1 1 {i % 3} 1 {i % 2} 1 -1 -1 -1"
+             for i in range(50)]
+    trace, workload = tmp_path / "small.swf", tmp_path / "w.json"
+    trace.write_text("\n".join(["; MaxProcs: 32", *lines]) + "\n")
+    args = ["simulate", "--trace", str(trace), "--jobs", "50", "--sows", "service", "--round-seconds", "60",
+            "--no-offline", "--json"]
+    assert main([*args, "--cold-start", "5", "--write-workload", str(workload)]) == 0
+    local = json.loads(capsys.readouterr().out)
+    platform = json.loads(workload.read_text())["platform"]
+    config = parse_config({"platform": platform, "operator": {"token": OP},
+                           "server": {"prediction_cold_start": 5}})
+    srv = start_server(config, ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0", round_seconds=60))
+    try:
+        assert main([*args, "--server", f"127.0.0.1:{srv.port}", "--token", OP]) == 0
+        remote = json.loads(capsys.readouterr().out)
+    finally:
+        srv.stop(0)
+    # the server's engine learned (three models: the cold start's, at 5 and at 30 completions) and quoted the same
+    # SoWs as the in-process engine
+    assert local["learned_quotes"] > 20 and local["model_versions"] == 3
+    for key in ("welfare", "revenue", "completed", "coverage", "learned_quotes", "model_versions", "rounds"):
+        assert remote[key] == local[key], key

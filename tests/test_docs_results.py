@@ -1,0 +1,107 @@
+"""A docs table said to be pinned prints the numbers of its committed JSON (docs/results), row by row."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "docs" / "results"
+
+
+def _doc(name: str) -> str:
+    return (ROOT / "docs" / name).read_text(encoding="utf-8")
+
+
+def _json(name: str) -> Any:
+    return json.loads((RESULTS / name).read_text(encoding="utf-8"))
+
+
+def _row(text: str, *cells: str) -> str:
+    """The one table row whose cells start with `cells`."""
+    head = "| " + " | ".join(cells) + " |"
+    rows = [line for line in text.splitlines() if line.startswith(head)]
+    assert len(rows) == 1, f"{len(rows)} rows start with {head!r}"
+    return rows[0]
+
+
+def _thousands(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+POINT = {"easy-requested": "EASY, requested", "easy-exact": "EASY, exact", "easy-pp": "EASY++"}
+
+
+@pytest.mark.parametrize("trace", ["KTH", "CTC"])
+def test_prediction_md_easy_rows_are_their_json(trace: str) -> None:
+    text = _doc("prediction.md")
+    for scheduler, label in POINT.items():
+        run = _json(f"hpc-{trace}-{scheduler}.json")
+        row = _row(text, f"{trace}-SP2", label)
+        assert f"| {run['BSLD']:.2f} | 0.0 % |" in row and f"| {_thousands(run['AF'])} | 0.0 % |" in row
+    pp, learned = _json(f"hpc-{trace}-easy-pp.json"), _json(f"hpc-{trace}-easy-learned.json")
+    row = _row(text, f"{trace}-SP2", f"{pp['BSLD']:.2f}", f"{learned['BSLD']:.2f}")
+    assert f"| {_thousands(pp['AF'])} | {_thousands(learned['AF'])} |" in row
+
+
+def test_prediction_md_evaluate_rows_are_their_json_but_the_timings() -> None:
+    text = _doc("prediction.md")
+    for name, p in _json("predict-evaluate-KTH.json")["predictors"].items():
+        cov = p["coverage"]
+        cells = [name, _thousands(p["mae_s"]), f"{p['underprediction_rate']:.3f}",
+                 *(f"{cov[q]:.3f}" for q in ("0.5", "0.9", "0.95")), _thousands(p["pinball_loss"]["0.9"])]
+        if name in ("requested", "tsafrir", "last5", "exact", "learned"):
+            row = _row(text, *cells)
+            if p["log_score"] is not None:
+                assert f"| {p['log_score']:.2f} |" in row
+
+
+@pytest.mark.parametrize(("workload", "samples", "alpha"), [
+    ("pipelines", 25, 0.1), ("pipelines", 100, 0.1), ("pipelines", 100, 0.3), ("prep", 25, 0.1), ("prep", 100, 0.1)])
+def test_capacity_planning_md_rows_are_their_json_but_the_solve_time(workload: str, samples: int, alpha: float) -> None:
+    plan = _json(f"capacity-plan-{workload}-K{samples}-a{alpha}.json")
+    nodes = "none" if plan["nodes"] is None else str(plan["nodes"])
+    row = _row(_doc("capacity-planning.md"), workload, str(samples), str(alpha), nodes, str(plan["platform_nodes"]))
+    percent = [f"{round(100 * plan[k])} %" for k in ("samples_missed", "samples_unavoidable", "missed")]
+    assert f"| {plan['status']}" in row and all(f"| {p}" in row for p in percent), row
+    assert f"| {plan['peak_observed_mean']:.1f} |" in row
+
+
+LABELS = {"spf-conservative": "List-SPF", "saf-conservative": "List-SAF", "sjf-conservative": "List-SJF",
+          "laf-conservative": "List-LAF", "easy": "EASY"}
+
+
+@pytest.mark.parametrize("estimates", ["exact", "requested"])
+def test_hpc_study_md_list_rows_are_their_json(estimates: str) -> None:
+    text = _doc("hpc-study.md")
+    full = _json(f"hpc-study-{estimates}-lists.json")["table"]
+    same = {(r["metric"], r["scheduler"]): r for r in _json(f"hpc-study-{estimates}-lists-2000.json")["table"]}
+    # the two tables share their row labels: the exact one comes first in the page
+    section = text.split("With requested time limits as estimates")[1 if estimates == "requested" else 0]
+    for r in full:
+        b = same[(r["metric"], r["scheduler"])]
+        row = _row(section, r["metric"], LABELS[r["scheduler"]], "28 481", f"{r['percent_of_list_reg']:.1f} %")
+        assert row.endswith(f"| {b['percent_of_list_reg']:.1f} % |"), row
+
+
+def test_cuc_md_validation_table_is_its_json() -> None:
+    row_newest = _row(_doc("cuc.md"), "`newest` (kappa by BO)")
+    row_moments = _row(_doc("cuc.md"), "`moments` (frozen, kappa 1)")
+    for row, law in ((row_newest, ""), (row_moments, "-moments")):
+        for year in ("2019", "2017"):
+            train = _json(f"cuc-paper-{year}{law}-p0.001.json")["train"]
+            assert f"{100 * train['util']:.2f} / " in row
+            assert f"{100 * train['violation']:.2f}" in row
+
+
+def test_forecasting_md_ar1_table_is_its_json() -> None:
+    text = _doc("forecasting.md")
+    for r in _json("forecast-compare-ar1.json")["windows"]["60"]["rows"]:
+        if r["cutoff"] > 0.05:
+            continue  # the seed's table stops at 0.05
+        row = _row(text, f"{r['cutoff']:g}")
+        assert f"| {r['survival']:.4f} |" in row and f"| {r['utilization']:.4f} |" in row, row
+        assert f"| {r['survival_weight']:,} / {r['utilization_weight']:,} |" in row, row

@@ -13,13 +13,18 @@ DEFAULT_CAPACITY = "../shared/data/azure-capacity/capacity_azure2017.csv"
 TARGET_S = 1.0
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_series_arguments(parser: argparse.ArgumentParser) -> None:
+    """The capacity series and the job generator's options, shared by the CUC benchmarks on one series."""
     parser.add_argument("--capacity", default=DEFAULT_CAPACITY, help="capacity CSV (default Azure 2017)")
     parser.add_argument("--vm-type", default="t1str", help="VM type (default t1str)")
     parser.add_argument("--max-share", type=probability, help="the generator's largest job as a share of the capacity "
                         "(default: the generator's)")
     parser.add_argument("--demand-multiple", type=positive_float,
                         help="the generator's total demand over the capacity-hours (default: the generator's)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_series_arguments(parser)
     parser.add_argument("--p", type=probability, default=0.001, help="violation level p (default 0.001)")
     parser.add_argument("--repeats", type=bounded_int(1), default=3, help="days timed, each from a cold forecast cache")
 

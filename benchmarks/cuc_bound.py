@@ -5,18 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from cli.args import bounded_int, positive_float, probability
-
-DEFAULT_CAPACITY = "../shared/data/azure-capacity/capacity_azure2017.csv"
+from benchmarks.cuc import add_series_arguments
+from cli.args import bounded_int, positive_float
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--capacity", default=DEFAULT_CAPACITY, help="capacity CSV (default Azure 2017)")
-    parser.add_argument("--vm-type", default="t1str", help="VM type (default t1str)")
-    parser.add_argument("--max-share", type=probability, help="the generator's largest job as a share of the capacity "
-                        "(default: the generator's)")
-    parser.add_argument("--demand-multiple", type=positive_float,
-                        help="the generator's total demand over the capacity-hours (default: the generator's)")
+    add_series_arguments(parser)
     parser.add_argument("--every", type=bounded_int(1), default=12,
                         help="every k-th test origin (default 12: 3 samples)")
     parser.add_argument("--time-limit", type=positive_float, default=20.0,

@@ -25,6 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--starts", type=bounded_int(1, 900), default=100, help="jobs submitted to start in one round")
     p.add_argument("--executor", choices=("slurm", "local"), default="slurm",
                    help="slurm: the test bed (scripts/slurm-up); local: process groups")
+    p.add_argument("--workers", type=bounded_int(1, 64), default=None,
+                   help="launches at once (default: the agent's, clients.agent.LAUNCH_WORKERS)")
 
 
 class Timed:
@@ -45,7 +47,7 @@ class Timed:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from clients.agent import Agent, AgentOptions, Payload
+    from clients.agent import LAUNCH_WORKERS, Agent, AgentOptions, Payload
     from clients.agent_state import AgentState
     from clients.client import SchedulerClient
     from clients.executors import LocalExecutor, SlurmExecutor
@@ -63,8 +65,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         op = SchedulerClient(f"127.0.0.1:{srv.port}", TOKEN)
         agent = Agent(SchedulerClient(f"127.0.0.1:{srv.port}", TOKEN), executor,
                       AgentState(tmp / "agent.db", inner.kind), lambda t, j: Payload(("true",), 1, 2),
-                      AgentOptions(poll=0.2))
-        sow = {"concurrency": 1, "value_steps": [[6, 50.0]], "outcomes": [[0, 2, 1.0]], "signal_mode": "none"}
+                      AgentOptions(poll=0.2, launch_workers=args.workers or LAUNCH_WORKERS))
+        sow = {"concurrency": 1, "value_steps": [[2, 50.0]], "outcomes": [[0, 2, 1.0]], "signal_mode": "none"}
         for i in range(args.starts):
             op.submit(f"j{i}", sow)
             op.report_arrival(f"j{i}")
@@ -95,7 +97,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     latency = np.array(executor.returned) - t_round
     child_cpu = (children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime)
     launched = max(1, len(latency))
-    return {"executor": args.executor, "submitted": args.starts, "started_in_round": started,
+    return {"executor": args.executor, "workers": args.workers or LAUNCH_WORKERS, "submitted": args.starts,
+            "started_in_round": started,
             "launched": len(latency),
             "start_to_launch_p50_s": float(np.percentile(latency, 50)) if len(latency) else None,
             "start_to_launch_p99_s": float(np.percentile(latency, 99)) if len(latency) else None,
@@ -108,7 +111,8 @@ def table(r: dict[str, Any]) -> str:
     def s(v: float | None) -> str:
         return "-" if v is None else f"{v:.3f}"
     return "\n".join([
-        f"agent ({r['executor']}): {r['started_in_round']} starts in one round, {r['launched']} launched",
+        f"agent ({r['executor']}, {r['workers']} launches at once): {r['started_in_round']} starts in one round, "
+        f"{r['launched']} launched",
         f"  round played -> launch returned: p50 {s(r['start_to_launch_p50_s'])} s, "
         f"p99 {s(r['start_to_launch_p99_s'])} s, last {s(r['start_to_last_launch_s'])} s",
         f"  CPU per launched job: agent thread {r['agent_cpu_ms_per_job']:.1f} ms, "

@@ -3,6 +3,7 @@ what is evicted or cancelled, and reports the completion of launched work (docs/
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import queue
@@ -10,7 +11,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from clients.agent_state import AgentState, LaunchRow
@@ -22,7 +23,8 @@ from server.gen.sowsched.v1 import scheduler_pb2 as pb
 log = logging.getLogger("sowsched.agent")
 STOP_EVENTS = frozenset({"evict", "cancel", "complete", "expire", "not_scheduled"})  # the job holds no nodes
 GONE = frozenset({"FAILED_PRECONDITION", "NOT_FOUND", "INVALID_ARGUMENT"})  # the server will never take the report
-LAUNCH_WORKERS = 16  # launches (sbatch calls) at once
+LAUNCH_WORKERS = 8  # launches (sbatch calls) at once: `sowsched bench agent --workers` (docs/performance.md)
+FETCH_WORKERS = 8  # payload fetches and launch reports (RPCs) at once
 CRASH_ENV = "SOWSCHED_AGENT_CRASH_AFTER_LAUNCH"  # fault injection: SIGKILL itself after the Nth launch, unrecorded
 
 
@@ -46,6 +48,7 @@ class AgentOptions:
     slots: int | None = None  # nodes the agent runs at once (local); None: no bound
     round_seconds: float = 0.0  # the server's round length: a launch's time limit is max_duration rounds of it
     crash_after_launch: int = 0  # >0: SIGKILL itself after that many launches, before recording them (tests)
+    launch_workers: int = LAUNCH_WORKERS
 
 
 class Agent:
@@ -61,6 +64,9 @@ class Agent:
         self.options = options or AgentOptions()
         self.events: queue.Queue[TenantEvent] = queue.Queue()
         self._pending: dict[str, Launch] = {}  # intended launches waiting for slots, known not launched yet
+        self._inflight: dict[str, tuple[Launch, Future[str | None]]] = {}  # launches under way in the pool
+        self._launcher = ThreadPoolExecutor(max_workers=self.options.launch_workers, thread_name_prefix="launch")
+        self._rpcs = ThreadPoolExecutor(max_workers=FETCH_WORKERS, thread_name_prefix="agent-rpc")
         self._nodes: dict[str, int] = {}  # nodes of each launch that holds them (local slots)
         self._launches = 0
         self.launched_count = 0
@@ -72,18 +78,33 @@ class Agent:
         self.reconcile()
         threading.Thread(target=self._watch, args=(stop,), daemon=True, name="agent-watch").start()
         next_poll = time.monotonic()
-        while not stop.is_set():
+        try:
+            while not stop.is_set():
+                wait = max(0.0, min(self.options.poll, next_poll - time.monotonic()))
+                try:
+                    ev = self.events.get(timeout=min(wait, 0.01) if self._inflight else wait)
+                except queue.Empty:
+                    ev = None
+                if ev is not None:
+                    self.handle_events(self._drain(ev))
+                self._launch_pending()
+                self._collect_launches()
+                if time.monotonic() >= next_poll:
+                    self.poll()
+                    next_poll = time.monotonic() + self.options.poll
+        finally:
+            self._collect_launches(wait=True)
+            self._launcher.shutdown(wait=True)
+            self._rpcs.shutdown(wait=True)
+
+    def _drain(self, first: TenantEvent) -> list[TenantEvent]:
+        """`first` and the events already queued behind it (a round's events arrive together)."""
+        batch = [first]
+        while True:
             try:
-                ev = self.events.get(timeout=max(0.0, min(self.options.poll, next_poll - time.monotonic())))
+                batch.append(self.events.get_nowait())
             except queue.Empty:
-                ev = None
-            if ev is not None:
-                self.handle_event(ev)
-                if self.events.empty():
-                    self._launch_pending()
-            if time.monotonic() >= next_poll:
-                self.poll()
-                next_poll = time.monotonic() + self.options.poll
+                return batch
 
     def _watch(self, stop: threading.Event) -> None:
         seq = self.state.next_seq
@@ -100,64 +121,107 @@ class Agent:
 
     # ---- events ----
 
+    def handle_events(self, batch: list[TenantEvent]) -> None:
+        """Events in order. A run of consecutive starts is written in transactions of up to `launch_workers`
+        starts (one fsync each, not two per start), each handed to the launch pool as soon as it is on disk; the
+        events that need nothing move the cursor once, at the end of the batch (read again after a crash, they
+        still need nothing)."""
+        i = 0
+        while i < len(batch):
+            j = i + 1
+            if batch[i].event.type == "start":
+                while j < len(batch) and batch[j].event.type == "start" and j - i < self.options.launch_workers:
+                    j += 1
+                self._retrying(batch[i], functools.partial(self._start, batch[i:j]))
+                self._launch_pending()
+            elif batch[i].event.type in STOP_EVENTS:
+                self.handle_event(batch[i])
+            i = j
+        if batch[-1].event.seq >= self.state.next_seq:
+            self.state.advance(batch[-1].event.seq + 1)
+
     def handle_event(self, te: TenantEvent) -> None:
         ev = te.event
         if ev.seq < self.state.next_seq:
             return
-        h = handle(te.tenant, ev.job)
-        while True:
-            try:
-                if ev.type == "start":
-                    self._start(h, te.tenant, ev.job, ev.seq)
-                elif ev.type in STOP_EVENTS:
-                    self._stop(h, ev.type)
-                break
-            except (AgentRetry, RpcFailure) as exc:  # the server or the workload manager is away: same event again
-                log.warning("event %d (%s %s): %s; retrying", ev.seq, ev.type, ev.job, exc)
-                time.sleep(self.options.poll)
+        if ev.type == "start":
+            self._retrying(te, lambda: self._start([te]))
+            return
+        if ev.type in STOP_EVENTS:
+            self._retrying(te, lambda: self._stop(handle(te.tenant, ev.job), ev.type))
         self.state.advance(ev.seq + 1)
 
-    def _start(self, h: str, tenant: str, job_id: str, seq: int) -> None:
-        if self.state.get(h) is not None:
-            return  # launched (or being launched) already: a redelivered event
-        payload = self.payloads(tenant, job_id)
-        self.state.intend(h, tenant, job_id, seq, payload.nodes)
-        if not payload.command:
-            self.state.ended(h, None, "no-command", report=False)
+    def _retrying(self, te: TenantEvent, step: Callable[[], None]) -> None:
+        while True:
+            try:
+                step()
+                return
+            except (AgentRetry, RpcFailure) as exc:  # the server or the workload manager is away: same event again
+                log.warning("event %d (%s %s): %s; retrying", te.event.seq, te.event.type, te.event.job, exc)
+                time.sleep(self.options.poll)
+
+    def _start(self, run: list[TenantEvent]) -> None:
+        """Rows 'launching' for the run's new starts and the cursor past the run, in one transaction; the launches
+        follow (_launch_pending). A start whose row exists is a redelivered event: skipped."""
+        fresh: dict[str, TenantEvent] = {}
+        for te in run:
+            h = handle(te.tenant, te.event.job)
+            if te.event.seq >= self.state.next_seq and h not in fresh and self.state.get(h) is None:
+                fresh[h] = te
+        if not fresh:
+            self.state.advance(run[-1].event.seq + 1)
             return
-        self._pending[h] = self._spec(h, job_id, payload)  # launched once the events at hand are read
+        payloads = list(self._rpcs.map(lambda te: self.payloads(te.tenant, te.event.job), fresh.values()))
+        with self.state.transaction():
+            for (h, te), payload in zip(fresh.items(), payloads, strict=True):
+                self.state.intend(h, te.tenant, te.event.job, te.event.seq, payload.nodes)
+                if not payload.command:
+                    self.state.ended(h, None, "no-command", report=False)
+            self.state.advance(run[-1].event.seq + 1)
+        for (h, te), payload in zip(fresh.items(), payloads, strict=True):
+            if payload.command:
+                self._pending[h] = self._spec(h, te.event.job, payload)
 
     def _spec(self, h: str, job_id: str, p: Payload) -> Launch:
         return Launch(h, job_id, p.command, p.nodes, p.max_duration * self.options.round_seconds, p.env)
 
     def _launch_pending(self) -> None:
-        """Launch the intended jobs that fit, up to LAUNCH_WORKERS at once (sbatch calls are independent); their
-        rows say 'launching' already, so a crash in between is reconciled like any other."""
-        batch: list[tuple[str, Launch]] = []
+        """Hand the intended jobs that fit to the launch pool (up to `launch_workers` sbatch calls at once: they are
+        independent). Their rows say 'launching' already, so a crash in between is reconciled like any other."""
         used = sum(self._nodes.values())
-        for h, spec in self._pending.items():
+        for h, spec in list(self._pending.items()):
             if self.options.slots is not None and used + spec.nodes > self.options.slots:
                 break  # first come first served: a later job does not overtake a waiting one
             used += spec.nodes
-            batch.append((h, spec))
-        if not batch:
-            return
-        with ThreadPoolExecutor(max_workers=min(LAUNCH_WORKERS, len(batch))) as pool:
-            results = list(pool.map(self._try_launch, [spec for _h, spec in batch]))
-        for (h, spec), external in zip(batch, results, strict=True):
             del self._pending[h]
+            self._nodes[h] = spec.nodes
+            self._inflight[h] = (spec, self._launcher.submit(self._try_launch, spec))
+
+    def _collect_launches(self, wait: bool = False) -> None:
+        """Record the launches that returned (one transaction), then report them to the server in the background."""
+        done = [(h, spec, f) for h, (spec, f) in self._inflight.items() if wait or f.done()]
+        if not done:
+            return
+        launched: list[tuple[str, Launch, str]] = []
+        for h, spec, f in done:
+            del self._inflight[h]
+            external = f.result()
             if external is None:
-                continue  # left 'launching': looked up before it is launched again at the next poll
+                self._nodes.pop(h, None)  # left 'launching': looked up before it is launched again at the next poll
+                continue
             self._launches += 1
             if self.options.crash_after_launch and self._launches == self.options.crash_after_launch:
                 os.kill(os.getpid(), signal.SIGKILL)  # fault injection: launched, not recorded
-            self.state.launched(h, external)
-            self._nodes[h] = spec.nodes
+            launched.append((h, spec, external))
+        with self.state.transaction():
+            for h, _spec, external in launched:
+                self.state.launched(h, external)
+        for h, spec, external in launched:
             self.launched_count += 1
             log.info("launched %s as %s %s", spec.job_id, self.executor.kind, external)
-        with ThreadPoolExecutor(max_workers=min(LAUNCH_WORKERS, len(batch))) as pool:
-            list(pool.map(self._report_launch, [(r.handle, r.tenant, r.job_id, r.external_id) for r in
-                                                (self.state.get(h) for h, _s in batch) if r and r.external_id]))
+            row = self.state.get(h)
+            if row is not None:
+                self._rpcs.submit(self._report_launch, (h, row.tenant, row.job_id, external))
 
     def _try_launch(self, spec: Launch) -> str | None:
         try:
@@ -176,6 +240,9 @@ class Agent:
             log.info("launch of %s not recorded by the server: %s", job_id, exc)
 
     def _stop(self, h: str, why: str) -> None:
+        if h in self._inflight:
+            self._inflight[h][1].result()  # a launch under way: let it return, then stop what it launched
+            self._collect_launches()
         row = self.state.get(h)
         if row is None or row.status in ("stopping", "ended"):
             return
@@ -210,7 +277,7 @@ class Agent:
         while True:
             try:
                 for row in self.state.rows("launching"):
-                    if row.handle in self._pending:
+                    if row.handle in self._pending or row.handle in self._inflight:
                         continue
                     external = self._find(row)
                     if external is not None:
@@ -243,8 +310,8 @@ class Agent:
         self._report()
 
     def _retry_launching(self) -> None:
-        for row in self.state.rows("launching"):
-            if row.handle not in self._pending:
+        for row in list(self.state.rows("launching")):
+            if row.handle not in self._pending and row.handle not in self._inflight:
                 external = self._find(row)
                 if external is not None:
                     self.state.launched(row.handle, external)

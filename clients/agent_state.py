@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,17 @@ class AgentState:
     @property
     def next_seq(self) -> int:
         return int(self.db.execute("SELECT next_seq FROM cursor").fetchone()[0])
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The writes inside commit together (one fsync) or not at all."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
 
     def advance(self, seq: int) -> None:
         """Every event before `seq` is handled."""

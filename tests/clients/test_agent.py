@@ -99,3 +99,26 @@ def test_slurm_time_limit_is_the_jobs_longest_declared_duration_times_the_round(
         limit = subprocess.run(["squeue", "-h", "-j", external, "-O", "TimeLimit"], check=True,
                                capture_output=True, text=True).stdout.strip()
         assert limit == "3:00"
+
+
+def test_work_stopped_at_its_slurm_time_limit_ends_evicted_for_overrun(tmp_path: Path) -> None:
+    """Slurm's TIMEOUT is not reported as a completion: the job holds its nodes until the server evicts it for
+    overrun at its longest declared duration (3 rounds). The limit is cut to now with `scontrol update EndTime`
+    (Slurm keeps limits in whole minutes; its time-limit check runs about every 30 s)."""
+    with bed("slurm", tmp_path) as b:
+        b.submit("capped", "sleep 300")
+        b.op.advance()  # round 0: started
+        wait_until(lambda: b.runs() == ["capped"], what="the payload runs")
+        external = b.launch("capped").external_id
+        assert external is not None
+        subprocess.run(["scontrol", "update", f"JobId={external}", "EndTime=now"], check=True)
+        wait_until(lambda: b.launch("capped").status == "ended", seconds=80, what="Slurm's TIMEOUT seen")
+        row = b.launch("capped")
+        assert (row.how, row.reported) == ("timeout", True)  # nothing to report
+        b.op.advance()
+        assert b.state("capped") == "RUNNING"
+        b.op.advance()  # round 2: duration 3, the longest declared, without a completion
+        job = b.op.get_job("capped", tenant="acme").view
+        evicts = [te.event for te in b.op.watch_tenants(0, follow=False)
+                  if te.event.job == "capped" and te.event.type == "evict"]
+        assert job.state == "EVICTED" and [e.data.get("reason") for e in evicts] == ["overrun"] and job.charge == 0

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,10 +29,10 @@ SLURM_DIR = Path(os.environ.get("SOWSCHED_SLURM_DIR", "/var/lib/sowsched-slurm")
 class Cluster:
     """A served store, an agent process and the operator's client."""
 
-    def __init__(self, tmp: Path, kind: str) -> None:
+    def __init__(self, tmp: Path, kind: str, *serve_args: str) -> None:
         make_executor(kind, tmp)  # Slurm present (or skip / fail as the run requires)
         self.tmp, self.kind = tmp, kind
-        self.server = ServerProcess(tmp)
+        self.server = ServerProcess(tmp, None, *serve_args)
         with self.server.config.open("a") as f:
             f.write(f'\n[executor]\ntoken = "{EXEC}"\n')
         self.server.start()
@@ -51,11 +52,13 @@ class Cluster:
              "--server", f"127.0.0.1:{self.server.port}", "--poll", "0.1", "--grace", "1"],
             cwd=ROOT, env=env, stdout=self.log, stderr=self.log)
 
-    def submit(self, job_id: str, script: str) -> None:
+    def submit(self, job_id: str, script: str, **fields: Any) -> None:
+        """A job whose payload appends its id to `ran`, then runs `script`; reported arrived unless it has `after`."""
         sow = {"concurrency": 1, "value_steps": [[8, 40.0]], "outcomes": OUTCOMES, "signal_mode": "none",
-               "command": ["sh", "-c", f'echo "$SOWSCHED_JOB_ID" >> {self.ran}; {script}']}
+               "command": ["sh", "-c", f'echo "$SOWSCHED_JOB_ID" >> {self.ran}; {script}'], **fields}
         self.op.submit(job_id, sow, tenant="acme")
-        self.op.report_arrival(job_id, tenant="acme")
+        if "after" not in fields:
+            self.op.report_arrival(job_id, tenant="acme")
 
     def rows(self) -> dict[str, tuple[str, int]]:
         if not self.state.exists():
@@ -177,5 +180,27 @@ def test_slurmctld_restarted_while_jobs_run(tmp_path: Path) -> None:
         play_until_done(c, jobs)
         assert c.states(jobs) == ["COMPLETED"] * 2
         assert c.runs() == jobs
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("kind", ["local", "slurm"])
+def test_wall_clock_releases_a_child_in_the_round_after_its_parent_completes(kind: str, tmp_path: Path) -> None:
+    """`serve --clock wall --round-seconds 1` and the agent: nobody advances rounds by hand. The parent's completion,
+    reported by the agent in the round its payload ended, is applied at that round's end (finish = that round + 1);
+    the server releases the child then, and its payload runs once."""
+    c = Cluster(tmp_path, kind, "--clock", "wall", "--round-seconds", "1")
+    try:
+        c.start_agent()
+        c.submit("parent", "sleep 0.2", outcomes=[[0, 1, 0.25], [0, 2, 0.5], [0, 3, 0.25]])
+        c.submit("child", "true", outcomes=[[a, 3, 0.2] for a in range(1, 6)], after=["parent"])
+        jobs = ["parent", "child"]
+        wait_until(lambda: all(s not in ("SUBMITTED", "WAITING", "RUNNING") for s in c.states(jobs)), seconds=60,
+                   what="both jobs end")
+        assert c.states(jobs) == ["COMPLETED"] * 2
+        parent, child = (c.op.get_job(j, tenant="acme").view for j in jobs)
+        assert parent.finish is not None and child.arrival == parent.finish
+        assert child.start is not None and child.start >= child.arrival
+        assert c.runs() == ["child", "parent"]  # each ran once (sorted)
     finally:
         c.close()

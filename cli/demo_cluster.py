@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from clients.client import RetryPolicy, SchedulerClient
+from mechanism.views import Quote
 
 ROOT = Path(__file__).resolve().parent.parent
 OPERATOR_TOKEN = "demo-operator-token"
@@ -26,27 +27,41 @@ TENANTS = {"acme": "demo-acme-token", "globex": "demo-globex-token"}
 STAGES = ("prep", "train", "eval")
 DURATIONS = ((2, 0.6), (3, 0.4))  # (rounds, probability): every stage declares this law
 ACTIVE = ("SUBMITTED", "WAITING", "RUNNING")
+S_M = 40  # rounds: a job's value is 0 this long after its birth (and its arrival offsets stay below it)
+VALUE_STEPS = [[12, 90.0], [24, 60.0], [S_M, 30.0]]  # worth more done sooner: pipelines run side by side
 
 
 def platform_toml(round_seconds: float) -> str:
-    lines = ["[platform]", "C = 16", "C_m = 4", "D_m = 4", "S_m = 24", "H = 100.0", "samples = 1000", "seed = 11", "",
+    lines = ["[platform]", "C = 16", "C_m = 4", "D_m = 4", f"S_m = {S_M}", "H = 100.0", "samples = 1000", "seed = 11",
+             "",
              "[operator]", f'token = "{OPERATOR_TOKEN}"', "", "[executor]", f'token = "{EXECUTOR_TOKEN}"']
     for name, token in TENANTS.items():
         lines += ["", "[[tenants]]", f'name = "{name}"', f'token = "{token}"']
     return "\n".join(lines) + "\n"
 
 
-def stage_sow(rng: np.random.Generator, stage: int, parents: list[str], round_seconds: float) -> dict[str, Any]:
-    """A stage: 1-2 nodes; arrival within 3 rounds (the first, reported at once) or within the rounds its parents
-    may take; its payload sleeps a duration drawn from the declared law, ending inside its last declared round."""
+def stage_sow(rng: np.random.Generator, arrivals: list[int], parents: list[str],
+              round_seconds: float) -> dict[str, Any]:
+    """A stage: 1-2 nodes; arrival at one of `arrivals` (offsets from its birth); its payload sleeps a duration
+    drawn from the declared law, ending inside its last declared round."""
     rounds = int(rng.choice([d for d, _ in DURATIONS], p=[p for _, p in DURATIONS]))
-    arrivals = list(range(3)) if stage == 0 else list(range(1, 16))
     outcomes = [[a, d, p / len(arrivals)] for a in arrivals for d, p in DURATIONS]
     sleep = max(0.2, (rounds - 1) * round_seconds - 1.2)  # launch and poll take about a second
-    return {"concurrency": int(rng.integers(1, 3)), "value_steps": [[22, 90.0]], "outcomes": outcomes,
+    return {"concurrency": int(rng.integers(1, 3)), "value_steps": VALUE_STEPS, "outcomes": outcomes,
             "signal_mode": "none", "after": parents,
             "command": ["sh", "-c", f"echo \"$SOWSCHED_JOB_ID on $(hostname) with $SOWSCHED_NODES nodes\"; "
                                     f"sleep {sleep:.2f}"]}
+
+
+def child_arrivals(parent: Quote, now: int) -> list[int]:
+    """The arrival offsets of a child born in round `now` or `now + 1` (a wall-clock tick may fall in between):
+    every round its parent can finish in, by the parent's binding quote (a start per arrival group, then a
+    completion after 1 to the longest declared duration rounds). A child arrives at its parent's finish."""
+    starts = [g.start for g in parent.plan.groups if g.start is not None]
+    if not starts:
+        return [1]  # the parent never starts: the child is cancelled with it
+    first, last = min(starts) + 1, max(starts) + max(d for d, _ in DURATIONS)
+    return list(range(max(1, first - now - 1), min(last - now, S_M - 1) + 1))
 
 
 def start(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -88,10 +103,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             for tenant in TENANTS:
                 for p in range(args.pipelines):
                     parents: list[str] = []
-                    for s, stage in enumerate(STAGES):
+                    quote: Quote | None = None
+                    for stage in STAGES:
                         job_id = f"p{p}-{stage}"
-                        op.submit(job_id, stage_sow(rng, s, parents, args.round_seconds), tenant=tenant)
-                        if s == 0:
+                        arrivals = [0, 1, 2] if quote is None else child_arrivals(quote, op.status().now)
+                        quote = op.submit(job_id, stage_sow(rng, arrivals, parents, args.round_seconds),
+                                          tenant=tenant)
+                        if not parents:
                             op.report_arrival(job_id, tenant=tenant)
                         jobs.append((tenant, job_id))
                         parents = [job_id]

@@ -105,3 +105,37 @@ def test_forecasting_md_ar1_table_is_its_json() -> None:
         row = _row(text, f"{r['cutoff']:g}")
         assert f"| {r['survival']:.4f} |" in row and f"| {r['utilization']:.4f} |" in row, row
         assert f"| {r['survival_weight']:,} / {r['utilization_weight']:,} |" in row, row
+
+
+def test_stochastic_md_sweep_table_is_its_json() -> None:
+    lines = {line.split()[0]: line.split() for line in _doc("stochastic.md").splitlines()
+             if (line.startswith(("  ", " ")) and line.split() and line.split()[0].replace(".", "").isdigit())
+             or line.strip().startswith("all ")}
+    sweep = _json("stochastic-sweep.json")
+    for entry in sweep["per_load"]:
+        cells = lines[f"{entry['load']:g}"]
+        lp = entry["pricing"]["lp"]
+        assert cells[1:4] == [str(lp["rows"]), "x", str(lp["cols"])], cells
+        allocation = entry["pricing"]["allocation"]
+        assert cells[4:6] == [f"{allocation['kept']:.2f}", str(allocation["bundles"])], cells
+        expected = [f"{entry['offline_mean']:.1f}", f"{entry['exponential']['welfare_mean']:.1f}",
+                    f"{entry['stochastic']['welfare_mean']:.1f}", f"{entry['exponential']['ratio']:.3f}",
+                    f"{entry['stochastic']['ratio']:.3f}", f"{entry['exponential']['ratio_mean']:.3f}",
+                    f"{entry['stochastic']['ratio_mean']:.3f}", f"{entry['stochastic_better']}/{entry['runs']}"]
+        assert cells[6:] == expected, cells
+    overall = sweep["overall"]
+    exp, sto = overall["exponential"], overall["stochastic"]
+    assert lines["all"][1:] == [f"{overall['offline_mean']:.1f}", f"{exp['welfare_mean']:.1f}",
+                                f"{sto['welfare_mean']:.1f}", f"{exp['ratio']:.3f}", f"{sto['ratio']:.3f}",
+                                f"{exp['ratio_mean']:.3f}", f"{sto['ratio_mean']:.3f}",
+                                f"{overall['stochastic_better']}/{overall['runs']}"]
+
+
+@pytest.mark.parametrize("workload", ["overload", "pipelines"])
+def test_offline_benchmark_md_welfare_rows_are_their_json(workload: str) -> None:
+    text = _doc("offline-benchmark.md").rsplit(f"--workload {workload} --loads 0.5,1,2 --seeds 2", 1)[1]
+    for r in _json(f"bench-welfare-{workload}.json")["summary"]:
+        row = _row(text, f"{r['load']:g}", f"{r['welfare']:.1f}", f"{r['revenue']:.1f}")
+        assert row.endswith(f"| {r['fcfs']:.1f} | {r['reservation']:.1f} |"), row
+        if workload == "overload":
+            assert f"| {r['offline']:.1f} ({r['offline_bound']:.1f}) |" in row, row

@@ -278,6 +278,16 @@ class Engine:
             return executor.exit_code is None and job.executor.same_work(executor)
         return job.executor == executor and (job.pending_completion is not None or job.state is JobState.COMPLETED)
 
+    def repeats_arrival(self, job_id: str, signal: Signal) -> bool:
+        """Whether this arrival report was accepted before (the same signal, pending or observed) on a job whose
+        arrival is reported to the server (not one with parents): answered as it is, with no second effect."""
+        job = self.jobs.get(job_id) or self._forgotten_job(job_id)
+        if job is None or job.after:
+            return False
+        if job.pending_arrival is not None:
+            return job.pending_arrival[1] == signal
+        return job.arrival is not None and job.signal == signal
+
     def _start_if_running_now(self, job: Job) -> int | None:
         if job.state is JobState.RUNNING or (job.state is JobState.WAITING and job.start == self.now):
             return job.start

@@ -71,7 +71,11 @@ def executor_of(body: dict[str, Any]) -> ExecutorInfo | None:
 
 def repeated_report(engine: Engine, kind: str, body: dict[str, Any]) -> JobView | None:
     """The job's view if this is an executor's launch or completion report that was accepted before with the same
-    executor info (its retry after a lost reply or a restart, under any request id): answered, not applied again."""
+    executor info, or an arrival accepted before with the same signal (a retry after a lost reply or a restart,
+    under any request id): answered, not applied again."""
+    if kind == "arrive":
+        key = namespace.key(body["tenant"], body["job_id"])
+        return engine.view(key) if engine.repeats_arrival(key, body["signal"]) else None
     executor = executor_of(body) if kind in EXECUTOR_REPORTS else None
     if executor is None:
         return None

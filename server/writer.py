@@ -258,7 +258,7 @@ class Writer(SchedulerCore):
             if refusal is not None:
                 raise LimitReached(refusal)
         again = repeated_report(self.engine, t.kind, t.body)
-        if again is not None:  # an executor's report accepted before: the same answer, nothing logged
+        if again is not None:  # a report accepted before: the same answer, nothing logged
             return self._encode(t.kind, again), False
         result = apply_command(self.engine, t.kind, t.body, t.sow)
         try:  # the engine has changed: a refusal from here on would leave it ahead of the log

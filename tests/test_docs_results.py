@@ -139,3 +139,20 @@ def test_offline_benchmark_md_welfare_rows_are_their_json(workload: str) -> None
         assert row.endswith(f"| {r['fcfs']:.1f} | {r['reservation']:.1f} |"), row
         if workload == "overload":
             assert f"| {r['offline']:.1f} ({r['offline_bound']:.1f}) |" in row, row
+
+
+def test_prediction_md_window_table_is_its_json() -> None:
+    text = _doc("prediction.md")
+    for window in (5000, 6000, 8000, 10000, 12000, 15000):
+        suffix = "" if window == 8000 else f"-window-{window}"
+        kth, ctc = (_json(f"hpc-{t}-easy-learned{suffix}.json") for t in ("KTH", "CTC"))
+        _row(text, f"{window:,}", f"{kth['BSLD']:.2f}", _thousands(kth["AF"]),
+             f"{ctc['BSLD']:.2f}", _thousands(ctc["AF"]))
+
+
+def test_prediction_md_risk_table_is_its_json() -> None:
+    text = _doc("prediction.md")
+    kth, ctc = ({r["risk"]: r for r in _json(f"predict-tradeoff-{t}.json")["rows"]} for t in ("KTH", "CTC"))
+    for risk in (0.2, 0.4, 0.6, 0.8, 0.9):
+        k, c = kth[risk], ctc[risk]
+        _row(text, f"{risk:g}", f"{k['BSLD']:.2f}", _thousands(k["AF"]), f"{c['BSLD']:.2f}", _thousands(c["AF"]))

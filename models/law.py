@@ -20,14 +20,17 @@ from scipy import stats
 from models.arrays import FloatArray
 from models.predictive import Discrete, Mixture
 
+_ZERO, _ONE = np.zeros(1), np.ones(1)  # the default loc and scale: one row, Z itself (shared, read-only)
+_ZERO.flags.writeable = _ONE.flags.writeable = False
+
 
 @dataclass(frozen=True, eq=False)
 class Law:
     """X_h = loc_h + scale_h Z: `z` a one-row `Discrete` (atoms) or `Mixture`; `loc` and `scale` of length n."""
 
     z: Discrete | Mixture
-    loc: FloatArray = field(default_factory=lambda: np.zeros(1))
-    scale: FloatArray = field(default_factory=lambda: np.ones(1))
+    loc: FloatArray = field(default_factory=lambda: _ZERO)
+    scale: FloatArray = field(default_factory=lambda: _ONE)
     _support: list[float] = field(init=False, repr=False)
     _cum: list[float] = field(init=False, repr=False)
     _memo: dict[tuple[str, float, float], float | None] = field(init=False, repr=False)
@@ -35,14 +38,15 @@ class Law:
     def __post_init__(self) -> None:
         if len(self.z) != 1:
             raise ValueError(f"z has {len(self.z)} rows: the standard law is one row")
-        loc = np.atleast_1d(np.asarray(self.loc, dtype=np.float64))
-        scale = np.atleast_1d(np.asarray(self.scale, dtype=np.float64))
-        if loc.shape != scale.shape or loc.ndim != 1:
-            raise ValueError(f"loc has shape {loc.shape} and scale {scale.shape}: both must be (n,)")
-        if np.any(scale < 0) or not np.all(np.isfinite(scale)):
-            raise ValueError("scale must be finite and non-negative")
-        object.__setattr__(self, "loc", loc)
-        object.__setattr__(self, "scale", scale)
+        if self.loc is not _ZERO or self.scale is not _ONE:  # the defaults need no check (a job's law: hot)
+            loc = np.atleast_1d(np.asarray(self.loc, dtype=np.float64))
+            scale = np.atleast_1d(np.asarray(self.scale, dtype=np.float64))
+            if loc.shape != scale.shape or loc.ndim != 1:
+                raise ValueError(f"loc has shape {loc.shape} and scale {scale.shape}: both must be (n,)")
+            if np.any(scale < 0) or not np.all(np.isfinite(scale)):
+                raise ValueError("scale must be finite and non-negative")
+            object.__setattr__(self, "loc", loc)
+            object.__setattr__(self, "scale", scale)
         object.__setattr__(self, "_support", self.z.support.tolist() if isinstance(self.z, Discrete) else [])
         object.__setattr__(self, "_cum", np.cumsum(self.z.probs[0]).tolist() if isinstance(self.z, Discrete) else [])
         object.__setattr__(self, "_memo", {})
@@ -105,12 +109,13 @@ class Law:
 
     def z_quantile_above(self, x: float, q: float) -> float | None:
         """The q-quantile of Z given Z > x (None when no mass is left beyond x)."""
-        key = ("above", x, q)
+        discrete = isinstance(self.z, Discrete)
+        first = bisect_right(self._support, x) if discrete else 0
+        key = ("above", float(first) if discrete else x, q)  # atoms: every x between two atoms gives one answer
         if key in self._memo:
             return self._memo[key]
         value: float | None
         if isinstance(self.z, Discrete):
-            first = bisect_right(self._support, x)
             mass = self.z.probs[0][first:].copy()
             if mass.sum() <= 1e-12:
                 value = None

@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -110,8 +111,11 @@ class ServerStatus:
     capacity: int = 0  # this round's capacity (nodes) as its step 3 will evict against it
     capacity_reports: tuple[CapacityView, ...] = ()  # reports for later rounds (the operator's view; tenants: none)
     capacity_level: float | None = None  # the capacity model's level mu_t when it tracks the feed, else None
-    prediction_trained: int = 0  # completions the prediction engine's model in force learned
-    prediction_settled: bool = False  # every completion read and no fit due (docs/prediction.md)
+    # The prediction engine's moment, not replayed state (compare=False: a restart rebuilds the model of the last
+    # logged quote and catches up at once): completions its model in force learned; every completion read and no
+    # fit due (docs/prediction.md).
+    prediction_trained: int = dataclass_field(default=0, compare=False)
+    prediction_settled: bool = dataclass_field(default=False, compare=False)
 
     @cached_property
     def platform(self) -> Platform:

@@ -46,14 +46,19 @@ def everything(sched: DurableScheduler) -> dict[str, object]:
             "owners": {view.id: sched.owner(view.id) for view, _ in jobs}}
 
 
+def attempt(sched: DurableScheduler, request_id: str, caller: str, kind: str, body: dict) -> None:
+    """One command, refusals included."""
+    try:
+        sched.execute(caller, request_id, kind, body)
+    except (Refused, ValueError):
+        pass
+    except Exception as exc:  # engine refusals carry a status code; anything else is a bug
+        assert hasattr(exc, "code"), exc
+
+
 def run(sched: DurableScheduler, seed: int, n: int) -> None:
     for i, (caller, kind, body) in enumerate(random_commands(seed, n)):
-        try:
-            sched.execute(caller, f"r{i}", kind, body)
-        except (Refused, ValueError):
-            pass
-        except Exception as exc:  # engine refusals carry a status code; anything else is a bug
-            assert hasattr(exc, "code"), exc
+        attempt(sched, f"r{i}", caller, kind, body)
 
 
 @settings(max_examples=8, deadline=None)
@@ -357,12 +362,7 @@ def run_to_the_next_snapshot(sched: DurableScheduler, seed: int) -> None:
     for i, (caller, kind, body) in enumerate(random_commands(seed, 10_000)):
         if sched.snapshot_seq != start:
             return
-        try:
-            sched.execute(caller, f"r{i}", kind, body)
-        except (Refused, ValueError):
-            pass
-        except Exception as exc:  # engine refusals carry a status code; anything else is a bug
-            assert hasattr(exc, "code"), exc
+        attempt(sched, f"r{i}", caller, kind, body)
     raise AssertionError("no snapshot written")
 
 

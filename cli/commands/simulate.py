@@ -25,6 +25,7 @@ from cli.args import (
 from cli.commands.jobs import DEFAULT_ATTEMPTS
 from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
+from models.predict.names import PREDICTORS
 from models.simulation import SimulationResult, Workload, drive, run_simulation
 from models.workloads import WORKLOADS, load_workload_file, make_workload, workload_document
 
@@ -43,8 +44,9 @@ def register(sub: Any) -> None:
                      help="an SWF trace's first --jobs jobs as feature submissions, SoWs from --sows laws "
                           "(docs/prediction.md)")
     p.add_argument("--jobs", type=bounded_int(1), default=2000, help="with --trace: the first N jobs")
-    p.add_argument("--sows", choices=("learned", "requested", "exact", "service"), default="learned",
-                   help="with --trace: whose duration laws the SoWs declare (values come from the requested time); "
+    p.add_argument("--sows", choices=(*PREDICTORS, "service"), default="learned",
+                   help="with --trace: the predictor whose duration laws the SoWs declare (values come from the "
+                        "requested time); "
                         "service: feature submissions, the SoWs built by the service's own prediction engine (in "
                         "process, or the server's with --server)")
     p.add_argument("--round-seconds", type=bounded_int(1), default=3600,

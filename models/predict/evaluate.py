@@ -14,6 +14,7 @@ from models.predict.baselines import Exact, LastFive, RequestedTime, Tsafrir
 from models.predict.jobs import JobTable
 from models.predict.learned import LearnedConfig, LearnedPredictor
 from models.predict.protocol import Predictor
+from models.predict.recalibrate import Recalibrated
 from models.predictive import Discrete
 
 LEVELS: tuple[float, ...] = (0.5, 0.9, 0.95)
@@ -24,6 +25,7 @@ PREDICTORS: dict[str, Callable[[], Predictor]] = {
     "exact": Exact,
     "learned": LearnedPredictor,
     "learned-gmm": lambda: LearnedPredictor(LearnedConfig(clustering="gmm"), name="learned-gmm"),
+    "learned-calibrated": lambda: Recalibrated(LearnedPredictor(), name="learned-calibrated"),
 }
 
 

@@ -75,7 +75,7 @@ def test_recalibration_brings_a_miscalibrated_law_to_its_stated_coverage() -> No
     rng = np.random.default_rng(7)
     runtime = np.minimum(100, np.ceil(rng.lognormal(3.0, 0.6, size=3000))).astype(int).tolist()
     table = spaced(runtime)
-    covered = {"raw": [], "recalibrated": []}
+    covered: dict[str, list[bool]] = {"raw": [], "recalibrated": []}
     for name, model in (("raw", uniform(100)), ("recalibrated", Recalibrated(uniform(100), min_observed=200))):
         def keep(batch: list[int], law: Discrete, out: list[bool] = covered[name]) -> None:
             out.extend(bool(table.runtime[i] <= q) for i, q in zip(batch, law.quantile(0.9), strict=True))

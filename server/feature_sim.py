@@ -29,7 +29,6 @@ class FeatureEngine:
         self.features = features
         self.predictions = Predictions(config, round_seconds)
         self.laws: dict[str, dict[str, Any]] = {}  # job id -> the prediction its quote carried (seconds, probs)
-        self._seq = 0  # the next engine event to read
 
     def submit(self, job_id: str, sow: SoW) -> Quote:
         """Submit job `job_id` by its features (`sow`, the workload's own, is not used)."""
@@ -50,11 +49,7 @@ class FeatureEngine:
 
     def _learning(self, reply: Any) -> Any:
         """Learn the completions the command made and fit when due, as a settled server has."""
-        base = self.engine.forgotten.events
-        for event in self.engine.events[max(self._seq, base) - base:]:
-            if event.type == "complete":
-                self.predictions.completed(namespace.key(OPERATOR, event.job), int(event.data["duration"]))
-        self._seq = base + len(self.engine.events)
+        self.predictions.catch_up(self.engine, key=lambda job: namespace.key(OPERATOR, job))
         if self.predictions.refit_due():
             self.predictions.engine.refit()
         return reply

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -86,15 +87,16 @@ class Predictions:
 
     # ---- learning ----
 
-    def catch_up(self, engine: Engine) -> int:
+    def catch_up(self, engine: Engine, key: Callable[[str], str] = str) -> int:
         """Observe the completions of feature jobs among the engine's events not read yet (hold the writer's lock,
-        or call before serving); the number observed."""
+        or call before serving); the number observed. `key` maps an event's job to its namespaced key (the
+        server's engine already uses those; an in-process engine keyed by bare job ids passes the tenant's)."""
         base = engine.forgotten.events
         seen = 0
         start = max(self._seq, base)
         for event in engine.events[start - base:]:
             if event.type == "complete":
-                seen += self.completed(event.job, int(event.data["duration"]))
+                seen += self.completed(key(event.job), int(event.data["duration"]))
         self._seq = base + len(engine.events)
         return seen
 

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from mechanism.engine import Engine
 from mechanism.platform import Platform
 from mechanism.sow import SoW
-from models.predict.online import DurationEngine, EngineConfig, JobFeatures, Prediction, feature_sow
+from models.predict.online import REFIT_EVERY, DurationEngine, EngineConfig, JobFeatures, Prediction, feature_sow
 from server import namespace
 from server.errors import Refused, Unavailable
 from server.store import CommandStore
@@ -50,7 +50,7 @@ def features_body(data: dict[str, Any]) -> tuple[JobFeatures, list[tuple[int, fl
 class Predictions:
     """The platform's prediction engine and what it needs from the server: features of jobs and their completions."""
 
-    def __init__(self, config: EngineConfig, round_seconds: float, refit_every: int = 25) -> None:
+    def __init__(self, config: EngineConfig, round_seconds: float, refit_every: int = REFIT_EVERY) -> None:
         if round_seconds <= 0:
             raise ValueError(f"round_seconds={round_seconds} must be > 0")
         if refit_every < 1:
@@ -116,8 +116,7 @@ class Predictions:
 
     def refit_due(self) -> bool:
         """Every `refit_every` completions, and as soon as the cold start ends."""
-        observed, trained, cold = self.engine.observed, self.engine.model.trained, self.engine.config.cold_start
-        return observed - trained >= self.refit_every or (trained < cold <= observed)
+        return self.engine.refit_due(self.refit_every)
 
     def rebuild(self, store: CommandStore, engine: Engine) -> None:
         """After a restart: the logged feature submissions, the completions since, and the last logged model."""

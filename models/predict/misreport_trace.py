@@ -27,13 +27,11 @@ from models.audit import Alternative, audit, covers
 from models.predict.evaluate import completions
 from models.predict.jobs import JobTable
 from models.predict.misreport import feature_alternatives
-from models.predict.online import DurationEngine, EngineConfig, JobFeatures, Model, feature_sow
-from models.predict.sows import ExportConfig, job_terms, trace_bounds, trace_platform
+from models.predict.online import REFIT_EVERY, DurationEngine, EngineConfig, JobFeatures, Model, feature_sow
+from models.predict.sows import ExportConfig, job_terms, sow_document, trace_bounds, trace_platform
 from models.predict.trace_workload import trace_features
 from models.simulation import drive
 from models.workloads import parse_workload
-
-REFIT_EVERY = 25  # completions between refits, as the server's default
 
 
 @dataclass(frozen=True)
@@ -54,8 +52,7 @@ def feature_jobs(table: JobTable, machine_nodes: int, config: ExportConfig, engi
     order = completions(table)
     end = table.submit + table.wait + table.runtime
     done = 0
-    t0 = int(table.submit[0])
-    jobs: list[dict[str, Any]] = []
+    laws: dict[int, list[tuple[int, float]]] = {}
     feature_jobs: list[FeatureJob] = []
     subs = []
     for i in range(len(table)):
@@ -68,17 +65,13 @@ def feature_jobs(table: JobTable, machine_nodes: int, config: ExportConfig, engi
             j = order[done]
             engine.observe(subs[j][1], subs[j][2], int(table.runtime[j]))
             done += 1
-        trained, cold = engine.model.trained, engine_config.cold_start
-        if engine.observed - trained >= refit_every or trained < cold <= engine.observed:
+        if engine.refit_due(refit_every):
             engine.refit()
         model = engine.model
         sow = feature_sow(f, [(0, 1.0)], terms.steps, model.predict(tenant, f), config.round_seconds, platform)
         feature_jobs.append(FeatureJob(tenant, f, terms.steps, model))
-        jobs.append({"id": f"job-{i}", "birth": (int(table.submit[i]) - t0) // config.round_seconds,
-                     "concurrency": terms.concurrency, "value_steps": terms.steps,
-                     "outcomes": [[o.arrival_offset, o.duration, o.probability] for o in sow.outcomes],
-                     "signal_mode": "none", "realized": [0, terms.realized]})
-    return {"platform": trace_platform(config, d_max, s_max, jobs), "jobs": jobs}, feature_jobs
+        laws[i] = [(o.duration, o.probability) for o in sow.outcomes]  # every arrival offset is 0: ready at birth
+    return sow_document(table, machine_nodes, config, laws, lambda i: None), feature_jobs
 
 
 class _AuditingEngine:

@@ -27,6 +27,7 @@ from models.predictive import Discrete
 
 MAX_TAGS = 32
 MAX_TAG = 128  # characters of a tag, an executable or a queue name
+REFIT_EVERY = 25  # completions between refits of the service's engine
 
 
 class JobFeatures(BaseModel):
@@ -171,6 +172,11 @@ class DurationEngine:
     @property
     def observed(self) -> int:
         return len(self._rows)
+
+    def refit_due(self, refit_every: int = REFIT_EVERY) -> bool:
+        """Whether to refit: every `refit_every` completions, and as soon as the cold start ends."""
+        observed, trained, cold = self.observed, self.model.trained, self.config.cold_start
+        return observed - trained >= refit_every or (trained < cold <= observed)
 
     def refit(self, upto: int | None = None) -> Model:
         """Fit on the first `upto` completions observed (all when None) and swap the new model in (one reference

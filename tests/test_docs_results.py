@@ -156,3 +156,31 @@ def test_prediction_md_risk_table_is_its_json() -> None:
     for risk in (0.2, 0.4, 0.6, 0.8, 0.9):
         k, c = kth[risk], ctc[risk]
         _row(text, f"{risk:g}", f"{k['BSLD']:.2f}", _thousands(k["AF"]), f"{c['BSLD']:.2f}", _thousands(c["AF"]))
+
+
+CUC_ROWS = {"W/o uncertainty": "W/o uncertainty", "W/o BO (p = 0.1 %)": "W/o BO (p = 0.1 %)",
+            "TSDec+HiGHS": "TSDEC+HiGHS", "Alg. 3 with the true capacity": "Alg. 3 with the true capacity"}
+
+
+def _cuc_cell(cell: dict[str, float]) -> str:
+    return f"{cell['util']:.2f} / {cell['violation']:.2f}"
+
+
+@pytest.mark.parametrize(("year", "column"), [("2019", 2), ("2017", 5)])
+def test_cuc_md_side_by_side_table_is_its_json(year: str, column: int) -> None:
+    """Columns `column` (published law) and `column + 1` (ours) are the two studies' JSON, bold marks aside."""
+    text = _doc("cuc.md")
+    head = "| p | paper 2019 | published law 2019 | ours 2019 | paper 2017 | published law 2017 | ours 2017 |"
+    lines = text.split(head, 1)[1].splitlines()[2:]
+    raw = [[c.strip() for c in line.strip("|").split("|")] for line in lines[:lines.index("")]]
+    rows = [[c.replace("**", "") for c in cells] for cells in raw]
+    published = _json(f"cuc-paper-{year}-moments.json")["results"][f"mixed_azure{year}"]
+    ours = _json(f"cuc-paper-{year}.json")["results"][f"mixed_azure{year}"]
+    assert len(rows) == len(published) - 2  # every row but AR1+HiGHS and the hindsight oracle
+    for marked, cells in zip(raw, rows, strict=True):
+        method = CUC_ROWS.get(cells[0], f"CUC (p = {cells[0]})")
+        for c in (column, column + 1):
+            run = (published if c == column else ours)[method]
+            assert cells[c] == _cuc_cell(run), cells
+            if cells[0] not in CUC_ROWS:  # the p rows: bold exactly where Vio <= p
+                assert ("**" in marked[c]) == (run["violation"] <= float(cells[0].split()[0])), marked

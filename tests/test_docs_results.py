@@ -184,3 +184,23 @@ def test_cuc_md_side_by_side_table_is_its_json(year: str, column: int) -> None:
             assert cells[c] == _cuc_cell(run), cells
             if cells[0] not in CUC_ROWS:  # the p rows: bold exactly where Vio <= p
                 assert ("**" in marked[c]) == (run["violation"] <= float(cells[0].split()[0])), marked
+
+
+CUC_P_LEVELS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
+
+
+@pytest.mark.parametrize("year", ["2017"])
+def test_cuc_md_t_type_targets_are_their_json(year: str) -> None:
+    """Each law's part of the row (ours first, then the published law's) names its levels met, each missed
+    level's Vio and its Util at p = 0.1 %."""
+    head = f"| the six t-types of Azure {year} pooled"
+    rows = [line for line in _doc("cuc.md").splitlines() if line.startswith(head)]
+    assert len(rows) == 1, rows
+    parts = rows[0].split("`--errors moments`")
+    assert len(parts) == 2, rows[0]
+    for part, name in zip(parts, (f"cuc-tt-{year}.json", f"cuc-tt-{year}-moments.json"), strict=True):
+        results = _json(name)["results"][f"azure{year}"]
+        vio = {p: results[f"CUC (p = {100 * p:g} %)"]["violation"] for p in CUC_P_LEVELS}
+        assert f"{sum(v <= 100 * p for p, v in vio.items())} of 7" in part, (name, part)
+        assert all(f"{v:.2f}" in part for p, v in vio.items() if v > 100 * p), (name, part)
+        assert f"Util {results['CUC (p = 0.1 %)']['util']:.2f} %" in part, (name, part)

@@ -19,7 +19,7 @@ from cli.args import (
     usage_errors,
 )
 from cli.verbs import add_verb
-from models.cuc.names import ERROR_SETS, FORECASTERS, OBJECTIVES, ORDERS, SPLITS
+from models.cuc.names import ERROR_CHOICES, FORECASTERS, OBJECTIVES, ORDERS, SPLITS
 
 DEFAULT_DATA = Path("../shared/data/azure-capacity")
 DEFAULT_FILES = ("capacity_azure2017.csv", "capacity_azure2019.csv")
@@ -49,10 +49,11 @@ def _generator(parser: argparse.ArgumentParser) -> None:
                         help="Alg. 3 line 1: by c_i/d_i (the seed's text, default) or by the utility c_i d_i")
     parser.add_argument("--refit-every", type=bounded_int(1), default=1,
                         help="hours between error-law refits (default 1: a law per sample, Alg. 2 as written)")
-    parser.add_argument("--errors", choices=ERROR_SETS, default="newest",
+    parser.add_argument("--errors", choices=ERROR_CHOICES, default="newest",
                         help="the error law: GMM of whole inner windows' errors, GMM of the newest observed per step "
-                        "(default), or moments: the published law (per-step mean and sd over the training windows, "
-                        "frozen, kappa 1)")
+                        "(default), moments: the published law (per-step mean and sd over the training windows, "
+                        "frozen, kappa 1), or select: newest or moments per series and p, the one BO's validation "
+                        "samples favour (Vio <= p with the higher Util, else the lower Vio)")
     parser.add_argument("--split", choices=SPLITS, default="clean",
                         help="clean (default): a day between the training targets and the test scopes; published: the "
                         "paper's code, 75 %% of the 120-hour-history windows train, the rest test (23 test scopes "

@@ -4,6 +4,10 @@ parser reads them without loading a model."""
 FORECASTERS = ("tsdec", "ar1")
 # the law's errors: whole inner windows (o' + T <= o), per step the newest seen, or the training windows' moments
 ERROR_SETS = ("full", "newest", "moments")
+# `select`: per series and p, the law of SELECTABLE that BO's validation samples favour (models.cuc.run.choose_law)
+SELECT = "select"
+SELECTABLE = ("newest", "moments")
+ERROR_CHOICES = (*ERROR_SETS, SELECT)
 SPLITS = ("clean", "published")  # a gap of T hours between the training targets and the test scopes, or none
 ORDERS = ("ratio", "value")  # Alg. 3 line 1 as the seed writes it (c_i / d_i), or by the utility c_i d_i
 OBJECTIVES = ("sample", "mean", "ucb")

@@ -14,7 +14,7 @@ from models.arrays import FloatArray, IntArray
 from models.cuc.exact import lp_bound, solve_exact
 from models.cuc.greedy import greedy_schedule
 from models.cuc.jobs import JobConfig
-from models.cuc.names import ERROR_SETS, FORECASTERS, OBJECTIVES, ORDERS
+from models.cuc.names import ERROR_CHOICES, ERROR_SETS, FORECASTERS, OBJECTIVES, ORDERS, SELECT, SELECTABLE
 from models.cuc.problem import utility, utility_ratio, violation_rate
 from models.cuc.protocol import (
     ForecastBank,
@@ -55,17 +55,21 @@ def violation_ucb(violated: int, hours: int, alpha: float = UCB_ALPHA) -> float:
 @dataclass(frozen=True)
 class Theta:
     """θ, the prediction model's parameters that BO tunes: the forecaster's fit window (hours), the number of
-    inner windows whose errors fit the law, the GMM's largest number of components, and the spread factor kappa."""
+    inner windows whose errors fit the law, the GMM's largest number of components, and the spread factor kappa;
+    with `--errors select` also the error law, chosen on the validation split (None: the evaluator's law)."""
 
     forecaster: str = "tsdec"
     fit_window: int = 120
     error_windows: int = 72
     components: int = 2
     inflation: float = 1.0
+    errors: str | None = None
 
     def __post_init__(self) -> None:
         if self.forecaster not in FORECASTERS:
             raise ValueError(f"forecaster={self.forecaster!r} is not one of {', '.join(FORECASTERS)}")
+        if self.errors is not None and self.errors not in ERROR_SETS:
+            raise ValueError(f"errors={self.errors!r} is not one of {', '.join(ERROR_SETS)} (θ names one law)")
         if self.fit_window < 4 or self.error_windows < 2 or self.components < 1 or not self.inflation > 0:
             raise ValueError(f"invalid θ {self}: fit_window >= 4, error_windows >= 2, components >= 1, "
                              "inflation > 0")
@@ -128,14 +132,15 @@ class Evaluator:
     seed: int = 0
     refit_every: int = 1  # hours between error-law refits: 1 is Alg. 2 as written (a law per sample)
     order: str = "ratio"  # Alg. 3 line 1: "ratio" (c_i / d_i, the seed's text) or "value" (c_i d_i)
-    errors: str = "newest"  # the error law: whole inner windows ("full"), per step the newest ("newest"), or the
-    # training windows' per-step mean and sd, frozen ("moments", the published law)
+    errors: str = "newest"  # the error law: whole inner windows ("full"), per step the newest ("newest"), the
+    # training windows' per-step mean and sd, frozen ("moments", the published law), or "select": θ names the law,
+    # which train() chooses among SELECTABLE on the validation samples
     validation_hours: int = 0  # BO scores θ on the last this many training origins (0: on every training origin)
     train: list[Sample] = field(init=False)
     validate: list[Sample] = field(init=False)
     test: list[Sample] = field(init=False)
     bank: ForecastBank = field(init=False)
-    laws: dict[tuple[str, int, int, int, int], Law] = field(default_factory=dict)  # each keeps its quantiles
+    laws: dict[tuple[str, str, int, int, int, int], Law] = field(default_factory=dict)  # each keeps its quantiles
     bounds: dict[int, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -143,10 +148,11 @@ class Evaluator:
             raise ValueError(f"refit_every={self.refit_every} must be >= 1 hour")
         if self.order not in ORDERS:
             raise ValueError(f"order={self.order!r} is not one of {', '.join(ORDERS)}")
-        if self.errors not in ERROR_SETS:
-            raise ValueError(f"errors={self.errors!r} is not one of {', '.join(ERROR_SETS)}")
+        if self.errors not in ERROR_CHOICES:
+            raise ValueError(f"errors={self.errors!r} is not one of {', '.join(ERROR_CHOICES)}")
         validation = self.split.validation_origins(self.validation_hours)
-        if self.errors == "moments" and self.validation_hours and len(self.moments_origins(validation.start)) < 2:
+        reads_moments = self.errors in ("moments", SELECT)
+        if reads_moments and self.validation_hours and len(self.moments_origins(validation.start)) < 2:
             raise ValueError(f"validation_hours={self.validation_hours} leaves fewer than 2 training windows whose "
                              "targets precede the validation origins (the moments law needs 2)")
         self.train = make_samples(self.y, self.split.train_origins, self.split.T, self.jobs, self.seed)
@@ -171,19 +177,28 @@ class Evaluator:
                 return range(train.start, max(train.start, first - T + 1))
         return train
 
-    def _key(self, theta: Theta, origin: int) -> tuple[str, int, int, int, int]:
-        if self.errors == "moments":  # one frozen law per phase: keyed by the last origin of its windows
-            return (theta.forecaster, theta.fit_window, 0, 0, self.moments_origins(origin)[-1])
-        return (theta.forecaster, theta.fit_window, theta.error_windows, theta.components, self.anchor(origin))
+    def law_of(self, theta: Theta) -> str:
+        """The error law θ is scored under: θ's own (chosen by `select`) or else the evaluator's."""
+        errors = theta.errors or self.errors
+        if errors == SELECT:
+            raise ValueError("errors='select': θ must name its law (train() chooses it on the validation samples)")
+        return errors
+
+    def _key(self, theta: Theta, origin: int) -> tuple[str, str, int, int, int, int]:
+        errors = self.law_of(theta)
+        if errors == "moments":  # one frozen law per phase: keyed by the last origin of its windows
+            return (errors, theta.forecaster, theta.fit_window, 0, 0, self.moments_origins(origin)[-1])
+        return (errors, theta.forecaster, theta.fit_window, theta.error_windows, theta.components,
+                self.anchor(origin))
 
     def law(self, theta: Theta, origin: int) -> Law:
         key = self._key(theta, origin)
         if key not in self.laws:
-            if self.errors == "moments":
+            if key[0] == "moments":
                 deltas = self.bank.errors(theta.forecaster, theta.fit_window, self.moments_origins(origin))
                 self.laws[key] = fit_moments_law(deltas)
                 return self.laws[key]
-            if self.errors == "newest":
+            if key[0] == "newest":
                 deltas = self.bank.newest_errors(theta.forecaster, theta.fit_window, key[-1], theta.error_windows)
             else:
                 inner = inner_origins(key[-1], theta.error_windows, self.split.T)
@@ -302,6 +317,18 @@ class Trained:
     outcome: Outcome
     time_s: float
     trials: list[dict[str, float | int | str]]
+    candidates: dict[str, Phase] = field(default_factory=dict)  # `select`: each law's validation phase
+
+
+def choose_law(validation: dict[str, Phase], p: float) -> str:
+    """`select`'s rule on the validation samples alone: among the laws whose validation Vio <= p, the one of the
+    highest Util; if none meets p, the one of the lowest Vio (ties: the higher Util, then the first named)."""
+    if not validation:
+        raise ValueError("no law to choose among")
+    meet = {law: r for law, r in validation.items() if r.violation <= p}
+    if meet:
+        return max(meet, key=lambda law: meet[law].util)
+    return min(validation, key=lambda law: (validation[law].violation, -validation[law].util))
 
 
 def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objective: str = "sample",
@@ -316,6 +343,8 @@ def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objecti
 
     if steps < 1:
         raise ValueError(f"bo-steps={steps} must be >= 1")
+    if theta0.errors is None and ev.errors == SELECT:
+        return _train_select(ev, p, steps, theta0, seed, objective, forecasters)
     choose_forecaster = check_forecasters(forecasters, theta0) > 1
     Outcome(np.zeros(1), np.ones(1), np.zeros(1)).error(p, objective)  # validates the name
     optuna.logging.set_verbosity(logging.WARNING)
@@ -323,7 +352,7 @@ def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objecti
     samples = ev.validate
     ev.prepare_bounds(samples)  # Util's denominator, not part of BO (which scores the fill)
     tick = time.perf_counter()
-    moments = ev.errors == "moments"
+    moments = ev.law_of(theta0) == "moments"
 
     def score(trial: optuna.Trial) -> float:
         theta = replace(
@@ -354,6 +383,19 @@ def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objecti
     outcome = ev.greedy(theta, samples, p)
     trials = [{**t.params, "error": t.user_attrs["error"], "fill": t.user_attrs["fill"]} for t in study.trials]
     return Trained(theta, outcome, time.perf_counter() - tick, trials)
+
+
+def _train_select(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objective: str,
+                  forecasters: tuple[str, ...]) -> Trained:
+    """`--errors select`: Alg. 1 under each law of SELECTABLE on the same validation samples, then the law by
+    choose_law on their validation Util and Vio; θ names it. Like train(), nothing after the training targets is
+    read."""
+    runs = {law: train(ev, p, steps, replace(theta0, errors=law), seed, objective, forecasters)
+            for law in SELECTABLE}
+    candidates = {law: phase(r.outcome, r.time_s) for law, r in runs.items()}
+    chosen = runs[choose_law(candidates, p)]
+    trials = [{**trial, "errors": law} for law, r in runs.items() for trial in r.trials]
+    return Trained(chosen.theta, chosen.outcome, sum(r.time_s for r in runs.values()), trials, candidates)
 
 
 def check_forecasters(forecasters: tuple[str, ...], theta0: Theta) -> int:
@@ -410,6 +452,8 @@ def run_cuc(y: FloatArray, p: float, bo_steps: int, seed: int = 0, jobs: JobConf
            "theta": asdict(trained.theta),
            "exceedance": calibration,
            "violated_hours": {str(h): n for h, n in violated_hours(ev, trained.theta, ev.test, p).items()}}
+    if trained.candidates:
+        out["selection"] = {law: r.as_dict() for law, r in trained.candidates.items()}
     if with_hindsight:
         out["hindsight"] = hindsight(ev, trained.theta, ev.test, p).as_dict()
     return out

@@ -11,7 +11,7 @@ import numpy as np
 from models.cuc.data import load_capacity
 from models.cuc.greedy import greedy_schedule
 from models.cuc.jobs import JobConfig
-from models.cuc.names import SPLITS
+from models.cuc.names import SELECTABLE, SPLITS
 from models.cuc.problem import utility, violation_rate
 from models.cuc.protocol import make_split
 from models.cuc.run import (
@@ -75,22 +75,27 @@ class Cell:
 
     outcomes: list[Outcome] = field(default_factory=list)
     time_s: float = 0.0
+    laws: list[str] = field(default_factory=list)  # `--errors select`: the law chosen on each VM type
 
-    def add(self, outcome: Outcome, seconds: float) -> None:
+    def add(self, outcome: Outcome, seconds: float, law: str | None = None) -> None:
         self.outcomes.append(outcome)
         self.time_s += seconds
+        if law is not None:
+            self.laws.append(law)
 
     def extend(self, other: Cell) -> None:
         self.outcomes.extend(other.outcomes)
         self.time_s += other.time_s
+        self.laws.extend(other.laws)
 
     def summary(self) -> dict[str, float]:
         u = np.concatenate([o.utility for o in self.outcomes])
         b = np.concatenate([o.bound for o in self.outcomes])
         v = np.concatenate([o.violation for o in self.outcomes])
         pooled = Outcome(u, b, v)
+        chosen = {f"chose_{law}": float(self.laws.count(law)) for law in SELECTABLE} if self.laws else {}
         return {"util": 100 * pooled.util, "violation": 100 * pooled.vio, "time_s": self.time_s,
-                "samples": int(u.size)}
+                "samples": int(u.size), **chosen}
 
 
 def clairvoyant_greedy(ev: Evaluator) -> Outcome:
@@ -120,11 +125,12 @@ def _trained_rows(ev: Evaluator, cfg: StudyConfig, cells: dict[str, Cell]) -> No
     theta0 = cfg.theta0
     trained = train(ev, P_LEVELS[0], 1, theta0, cfg.seed, cfg.objective)  # Table 2: without BO (k = 1)
     outcome, seconds = on_test_samples(ev, trained.theta, P_LEVELS[0])
-    cells.setdefault("W/o BO (p = 0.1 %)", Cell()).add(outcome, trained.time_s + seconds)
+    cells.setdefault("W/o BO (p = 0.1 %)", Cell()).add(outcome, trained.time_s + seconds, trained.theta.errors)
     for p in cfg.p_levels:  # Tables 1-3: CUC
         trained = train(ev, p, cfg.bo_steps, theta0, cfg.seed, cfg.objective, cfg.forecasters)
         outcome, seconds = on_test_samples(ev, trained.theta, p)
-        cells.setdefault(f"CUC (p = {100 * p:g} %)", Cell()).add(outcome, trained.time_s + seconds)
+        cells.setdefault(f"CUC (p = {100 * p:g} %)", Cell()).add(outcome, trained.time_s + seconds,
+                                                                 trained.theta.errors)
         if p == P_LEVELS[0]:  # not a method: kappa chosen on the test days' truth (the largest kappa if none meets p)
             best = hindsight(ev, trained.theta, ev.test, p)
             kappa = best.inflation if best.inflation is not None else max(HINDSIGHT_GRID)

@@ -62,6 +62,17 @@ def test_cuc_study_on_one_type_and_one_level(tmp_path: Path, capsys: pytest.Capt
     assert methods["Alg. 3 with the true capacity"]["violation"] == 0.0
 
 
+def test_cuc_errors_select_reports_each_laws_validation_and_the_law_theta_names(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tiny_file(tmp_path)
+    assert main(["cuc", "--capacity", str(path), "--vm-type", "t1", "--p", "0.05", "--bo-steps", "2",
+                 "--max-share", "0.2", "--refit-every", "24", "--errors", "select", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["errors"] == "select" and set(doc["selection"]) == {"newest", "moments"}
+    chosen = doc["selection"][doc["theta"]["errors"]]
+    assert (chosen["util"], chosen["violation"]) == (doc["train"]["util"], doc["train"]["violation"])
+
+
 @pytest.mark.parametrize(("argv", "match"), [
     (["cuc", "--capacity", "missing.csv", "--vm-type", "t1", "--p", "0.01"], "--capacity=missing.csv: no such file"),
     (["cuc", "--capacity", "{file}", "--vm-type", "zz", "--p", "0.01"], "vm-type='zz' is not in the data"),
@@ -135,11 +146,11 @@ def test_cuc_refuses_a_bad_forecaster_list(tmp_path: Path, capsys: pytest.Captur
 
 def test_cuc_choices_are_the_models_names() -> None:
     from cli.main import build_parser
-    from models.cuc.names import ERROR_SETS, OBJECTIVES, ORDERS
+    from models.cuc.names import ERROR_CHOICES, OBJECTIVES, ORDERS
 
     verbs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
     for verb, names in (("cuc", ("--objective", "--order", "--errors")),
                         ("cuc-study", ("--objective", "--order", "--errors"))):
         choices = {o: set(a.choices) for a in verbs[verb]._actions for o in a.option_strings if a.choices}
-        expected = {"--objective": OBJECTIVES, "--order": ORDERS, "--errors": ERROR_SETS}
+        expected = {"--objective": OBJECTIVES, "--order": ORDERS, "--errors": ERROR_CHOICES}
         assert {o: choices[o] for o in names} == {o: set(expected[o]) for o in names}

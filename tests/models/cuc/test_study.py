@@ -76,3 +76,10 @@ def test_the_first_forecaster_is_the_untrained_rows_point_forecast(tmp_path: Pat
     ev = Evaluator(y, Split(len(y)), JobConfig(max_share=0.2), 0, 24)
     outcome, _ = on_test_samples(ev, Theta(forecaster="ar1"), 0.5, uncertain=False)
     assert (row["util"], row["violation"]) == pytest.approx((100 * outcome.util, 100 * outcome.vio), rel=1e-12)
+
+
+def test_a_select_study_counts_the_law_chosen_on_each_type(tmp_path: Path) -> None:
+    rows = run_study(config(two_types(tmp_path), errors="select"))["cap"]
+    for method in ("CUC (p = 5 %)", "W/o BO (p = 0.1 %)"):
+        assert rows[method]["chose_newest"] + rows[method]["chose_moments"] == 2  # one law per type
+    assert "chose_newest" not in rows["TSDEC+HiGHS"]  # the rows without a law choose none

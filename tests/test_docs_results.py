@@ -23,7 +23,7 @@ def _json(name: str) -> Any:
 def _row(text: str, *cells: str) -> str:
     """The one table row whose cells start with `cells`."""
     head = "| " + " | ".join(cells) + " |"
-    rows = [line for line in text.splitlines() if line.startswith(head)]
+    rows = [line.strip() for line in text.splitlines() if line.lstrip().startswith(head)]
     assert len(rows) == 1, f"{len(rows)} rows start with {head!r}"
     return rows[0]
 
@@ -204,3 +204,70 @@ def test_cuc_md_t_type_targets_are_their_json(year: str) -> None:
         assert f"{sum(v <= 100 * p for p, v in vio.items())} of 7" in part, (name, part)
         assert all(f"{v:.2f}" in part for p, v in vio.items() if v > 100 * p), (name, part)
         assert f"Util {results['CUC (p = 0.1 %)']['util']:.2f} %" in part, (name, part)
+
+
+BACKFILL_DEFAULT = "risk=0.9,reservation_q=0.4"
+
+
+def _trace(path: str) -> str:
+    """A trace file's name as the docs' tables give it: KTH-SP2.swf -> KTH-SP2, SDSC-SP2-1998-... -> SDSC-SP2."""
+    return "-".join(Path(path).name.split("-")[:2]).removesuffix(".swf")
+
+
+def _gain_af(pp: dict[str, float], learned: dict[str, float]) -> str:
+    """BSLD gain over EASY++ / AF change, in %."""
+    return f"{100 * (1 - learned['BSLD'] / pp['BSLD']):+.1f} / {100 * (learned['AF'] / pp['AF'] - 1):+.1f}"
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _loto_rows(text: str, choices: list[dict[str, Any]]) -> None:
+    for h in choices:
+        _row(text, _trace(h["trace"]), h["chosen"].replace(",", ", "), f"{100 * h['gain']:+.1f} %",
+             f"{100 * h['af_change']:+.1f} %", _yes(h["meets_target"]), _yes(h["within_floor"]))
+
+
+def test_prediction_md_whole_trace_backfill_tables_are_their_json_but_the_wall_seconds() -> None:
+    text = _doc("prediction.md")
+    whole = _json("backfill-whole.json")
+    for r in whole["rows"]:
+        pp, easy, learned = r["easy-pp"], r["easy-requested"], r["learned"][BACKFILL_DEFAULT]
+        gain, af = _gain_af(pp, learned).split(" / ")
+        _row(text, _trace(r["trace"]), f"{r['jobs']:,}", f"{easy['BSLD']:.2f}", f"{pp['BSLD']:.2f}",
+             f"{learned['BSLD']:.2f}", f"{gain} %", _thousands(easy["AF"]), _thousands(pp["AF"]),
+             _thousands(learned["AF"]), f"{af} %")
+        _row(text, _trace(r["trace"]), *(f"{r['learned'][c]['BSLD']:.2f}: {_gain_af(pp, r['learned'][c])}"
+                                         for c in whole["configs"]))
+    _loto_rows(text, whole["leave_one_out"])
+
+
+def test_prediction_md_prefix_backfill_tables_are_their_json() -> None:
+    from benchmarks.backfill import leave_one_out
+
+    text = _doc("prediction.md")
+    first, second, wide = (_json(f"backfill-15000-{n}.json") for n in ("a", "b", "wide"))
+    for a, b, w in zip(first["rows"], second["rows"], wide["rows"], strict=True):
+        same = {run["learned"][BACKFILL_DEFAULT][k] for run in (a, b, w) for k in ("BSLD", "AF")}
+        assert len(same) == 2, same  # the default's BSLD and AF, identical in the three runs
+        pp, t = a["easy-pp"], a["traits"]
+        _row(text, _trace(a["trace"]), *(_gain_af(pp, a["learned"][c]) for c in first["configs"]),
+             *(_gain_af(pp, b["learned"][c]) for c in second["configs"][1:]))
+        _row(text, _trace(a["trace"]), *(_gain_af(pp, w["learned"][c]) for c in wide["configs"][1:]))
+        loss = a["losses"]
+        _row(text, _trace(a["trace"]), f"{t['nodes']:,}", f"{t['mean_size_share']:.3f}",
+             f"{100 * t['wide_share']:.1f}%", f"{100 * t['short_share']:.1f}%", f"{t['median_accuracy']:.2f}",
+             f"{t['load']:.2f}", ", ".join(str(m) for m in t["median_runtime_by_quarter"]),
+             f"{loss['short_narrow']['bsld_change']:+.2f}", f"{loss['short_wide']['bsld_change']:+.2f}",
+             f"{loss['long_narrow']['bsld_change'] + loss['long_wide']['bsld_change']:+.2f}")
+    merged = [{**a, "learned": {**a["learned"], **b["learned"]}}
+              for a, b in zip(first["rows"], second["rows"], strict=True)]
+    _loto_rows(text, leave_one_out(merged, first["configs"] + second["configs"][1:]))
+
+
+@pytest.mark.parametrize("trace", ["KTH-SP2", "CTC-SP2", "SDSC-SP2", "SDSC-DS", "Sandia-Ross", "LANL-CM5"])
+def test_prediction_md_recalibrated_levels_are_their_json(trace: str) -> None:
+    level = _json(f"hpc-{trace}-easy-learned-calibrate-1000.json")["details"]["threshold"]
+    _row(_doc("prediction.md"), trace, f"{level['recalibrations']:,}",
+         " / ".join(f"{level[k]:.4f}" for k in ("p25", "p50", "p75")), f"{level['share_below_nominal']:.2f}")

@@ -271,3 +271,41 @@ def test_prediction_md_recalibrated_levels_are_their_json(trace: str) -> None:
     level = _json(f"hpc-{trace}-easy-learned-calibrate-1000.json")["details"]["threshold"]
     _row(_doc("prediction.md"), trace, f"{level['recalibrations']:,}",
          " / ".join(f"{level[k]:.4f}" for k in ("p25", "p50", "p75")), f"{level['share_below_nominal']:.2f}")
+
+
+FORECAST_SETTINGS = {  # the command cell of docs/forecasting.md's "Other settings" table -> its JSON
+    "--models ar1 --train online --fit ols": "ar1-online-ols", "--models ar1 --adjust 1,1": "ar1-adjust-1-1",
+    "--models ar1 --residuals empirical": "ar1-empirical", "--models ar1 --residuals skewnorm": "ar1-skewnorm",
+    "--models ar1 --steps 2": "ar1-steps-2", "--models ar1 --steps 4": "ar1-steps-4",
+    "--models ar1 --steps 12": "ar1-steps-12", "--models ar1x": "ar1x", "--models ari11": "ari11",
+    "--models var1": "var1", "--models var1 --train online": "var1-online", "--models markov": "markov",
+}
+
+
+def _at(rows: list[dict[str, Any]], model: str, cutoff: float) -> dict[str, Any]:
+    return next(r for r in rows if r["model"] == model and r["cutoff"] == cutoff)
+
+
+def test_forecasting_md_other_settings_are_their_json() -> None:
+    lines = _doc("forecasting.md").splitlines()
+    for args, name in FORECAST_SETTINGS.items():
+        (row,) = [line for line in lines if f"| `{args}` |" in line]
+        rows = _json(f"forecast-compare-{name}.json")["windows"]["60"]["rows"]
+        r = _at(rows, rows[0]["model"], 0.01)
+        survival, utilization = (cell.split(" / ")[1] for cell in row.strip("| ").split(" | ")[2:4])
+        assert (survival, utilization) == (f"{r['survival']:.4f}", f"{r['utilization']:.4f}"), row
+
+
+def test_forecasting_md_autopilot_table_is_its_json() -> None:
+    text = _doc("forecasting.md")
+    windows = _json("forecast-compare-t22.json")["windows"]
+    for minutes, label in ((10, "10 min"), (15, "15 min"), (30, "30 min"), (60, "1 h"), (180, "3 h")):
+        for c in (0.01, 0.03):
+            ar1, auto = (_at(windows[str(minutes)]["rows"], m, c) for m in ("ar1", "autopilot"))
+            rows = [line for line in text.splitlines() if line.startswith(f"| {label} | {c:g} |")]
+            if not rows:
+                continue  # the table shows 0.03 at three windows only
+            (row,) = rows
+            cells = row.strip("| ").split(" | ")
+            assert cells[3] == f"{ar1['survival']:.4f} / {ar1['utilization']:.4f}", row
+            assert cells[5] == f"{auto['survival']:.4f} / {auto['utilization']:.4f}", row

@@ -69,6 +69,7 @@ class Agent:
         self._rpcs = ThreadPoolExecutor(max_workers=FETCH_WORKERS, thread_name_prefix="agent-rpc")
         self._nodes: dict[str, int] = {}  # nodes of each launch that holds them (local slots)
         self._launches = 0
+        self._stops_sent: set[str] = set()  # stops made by this process; a 'stopping' row without one gets one
         self.launched_count = 0
         self._nodes.update({r.handle: r.nodes for r in state.rows("running", "stopping")})
 
@@ -251,12 +252,13 @@ class Agent:
         if external is None:
             self.state.ended(h, None, "stopped", report=False)  # never launched
             return
-        self.state.stopping(h)
-        self._stop_external(row.job_id, external, why)
+        self.state.stopping(h, external)
+        self._stop_external(h, row.job_id, external, why)
 
-    def _stop_external(self, job_id: str, external: str, why: str) -> None:
+    def _stop_external(self, h: str, job_id: str, external: str, why: str) -> None:
         try:
             self.executor.stop(external, self.options.grace)
+            self._stops_sent.add(h)
             log.info("stopped %s (%s %s) on %s", job_id, self.executor.kind, external, why)
         except ExecutorError as exc:
             log.warning("stop of %s failed (%s); retried at the next poll", job_id, exc)
@@ -293,7 +295,9 @@ class Agent:
                 time.sleep(self.options.poll)
 
     def poll(self) -> None:
-        """Launch what waits for slots or a retry, learn which launched work ended, and report it."""
+        """Launch what waits for slots or a retry, learn which launched work ended, stop what is marked stopping and
+        was not stopped by this process (its stop failed, or the agent died between writing and making it), and
+        report what ended."""
         try:
             self._retry_launching()
             self._launch_pending()
@@ -307,6 +311,9 @@ class Agent:
             self._nodes.pop(h, None)
             report = row.status == "running" and end.how != "timeout"
             self.state.ended(h, end.exit_code, end.how, report=report)
+        for h, (row, external) in held.items():  # a stop that failed, or was written before a crash, is made now
+            if row.status == "stopping" and h not in ended and h not in self._stops_sent and external is not None:
+                self._stop_external(h, row.job_id, external, "a stop not yet made")
         self._report()
 
     def _retry_launching(self) -> None:

@@ -108,9 +108,10 @@ class AgentState:
         self.db.execute("UPDATE launches SET status = 'running', external_id = ? WHERE handle = ?",
                         (external_id, handle))
 
-    def stopping(self, handle: str) -> None:
-        self.db.execute("UPDATE launches SET status = 'stopping', how = 'stopped', reported = 1 WHERE handle = ?",
-                        (handle,))
+    def stopping(self, handle: str, external_id: str) -> None:
+        """Before the stop: a crash from here on is made good by the next poll, which stops it again."""
+        self.db.execute("UPDATE launches SET status = 'stopping', external_id = ?, how = 'stopped', reported = 1 "
+                        "WHERE handle = ?", (external_id, handle))
 
     def ended(self, handle: str, exit_code: int | None, how: str, *, report: bool) -> None:
         self.db.execute("UPDATE launches SET status = 'ended', exit_code = ?, how = COALESCE(how, ?), "

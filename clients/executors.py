@@ -215,7 +215,7 @@ class SlurmExecutor:
     kind = "slurm"
 
     def __init__(self, out_dir: Path, extra: Sequence[str] = ()) -> None:
-        self.out_dir = out_dir
+        self.out_dir = out_dir.resolve()  # sbatch runs the job elsewhere: a relative --chdir or --output fails
         out_dir.mkdir(parents=True, exist_ok=True)
         self.extra = tuple(extra)  # more sbatch options (a partition, an account)
 

@@ -7,8 +7,11 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+
+from clients.executors import SLURM_GONE
 
 REQUIRE_ENV = "SOWSCHED_REQUIRE_SLURM"  # .ci/run sets it to 1 when it runs as root: a Slurm test may not skip
 
@@ -43,3 +46,32 @@ def wait_until(condition: Callable[[], object], seconds: float = 60.0, what: str
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} did not hold within {seconds:g} s")
         time.sleep(0.05)
+
+
+def slurm_jobs(handle: str) -> dict[str, str]:
+    """Slurm job id -> state of every job launched under `handle` that Slurm still lists (finished ones for
+    MinJobAge seconds), read from squeue, not from the agent."""
+    out = subprocess.run(["squeue", "-h", "--states=all", "-O", "JobID:|,State:|,Comment:|"], capture_output=True,
+                         text=True, timeout=30, check=True).stdout
+    jobs: dict[str, str] = {}
+    for line in out.splitlines():
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) >= 3 and parts[2] == f"sowsched:{handle}":
+            jobs[parts[0]] = parts[1]
+    return jobs
+
+
+def live_work(kind: str, handle: str) -> list[str]:
+    """What still runs under a launch handle, seen from outside the agent: processes (not zombies) whose environment
+    holds SOWSCHED_LAUNCH=handle (a payload's, locally or on the Slurm node), and on Slurm its unfinished jobs."""
+    needle = f"SOWSCHED_LAUNCH={handle}".encode()
+    live = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and needle in (d / "environ").read_bytes().split(b"\0"):
+                live.append(f"pid {d.name}")
+        except OSError:
+            continue
+    if kind == "slurm":
+        live += [f"slurm {j} {s}" for j, s in slurm_jobs(handle).items() if s not in SLURM_GONE]
+    return live

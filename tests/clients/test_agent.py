@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from clients.agent_state import AgentState
 from mechanism.executor import ExecutorInfo
 from tests.clients.agent_support import bed
-from tests.clients.executor_support import wait_until
+from tests.clients.executor_support import live_work, wait_until
 
 KINDS = ["local", "slurm"]
 
@@ -54,6 +55,25 @@ def test_capacity_drop_evicts_and_the_payload_is_stopped(kind: str, tmp_path: Pa
         assert b.state("hang") == "EVICTED"
         b.wait_ended("hang")  # the agent stopped it and saw it go
         assert b.rows()["hang"] == ("ended", 1)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_stop_written_but_not_made_before_a_crash_is_made_by_the_restarted_agent(kind: str, tmp_path: Path) -> None:
+    """The agent writes 'stopping' before it stops the work (SIGTERM or scancel): an agent that dies in between, or
+    whose stop failed, leaves a row whose work still runs; the next poll (of a restarted agent) stops it."""
+    with bed(kind, tmp_path) as b:
+        b.submit("orphan", "sleep 300")
+        b.op.advance()
+        wait_until(lambda: b.runs() == ["orphan"], what="the payload runs")
+        b.stop_agent()
+        row = b.launch("orphan")
+        assert row.external_id is not None and live_work(kind, row.handle)
+        state = AgentState(b.state_path, kind)
+        state.stopping(row.handle, row.external_id)  # as the agent writes it just before the stop it never made
+        state.close()
+        b.start_agent()
+        wait_until(lambda: not live_work(kind, row.handle), what="the orphaned work stopped")
+        b.wait_ended("orphan")
 
 
 @pytest.mark.parametrize("kind", KINDS)

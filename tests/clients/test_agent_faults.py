@@ -10,16 +10,18 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from clients.client import SchedulerClient
+from clients.client import RpcFailure, SchedulerClient
+from clients.executors import handle
 from tests.clients.agent_support import OUTCOMES, make_executor
-from tests.clients.executor_support import need_slurm, wait_until
-from tests.grpc_support import OP, PATIENT, ROOT, ServerProcess
+from tests.clients.executor_support import live_work, need_slurm, slurm_jobs, wait_until
+from tests.grpc_support import OP, PATIENT, PLATFORM, ROOT, ServerProcess
 
 pytestmark = pytest.mark.slow  # server and agent processes: about 10 s a test
 EXEC = "executor-token-0001"
@@ -29,10 +31,10 @@ SLURM_DIR = Path(os.environ.get("SOWSCHED_SLURM_DIR", "/var/lib/sowsched-slurm")
 class Cluster:
     """A served store, an agent process and the operator's client."""
 
-    def __init__(self, tmp: Path, kind: str, *serve_args: str) -> None:
+    def __init__(self, tmp: Path, kind: str, *serve_args: str, platform: dict[str, Any] | None = None) -> None:
         make_executor(kind, tmp)  # Slurm present (or skip / fail as the run requires)
         self.tmp, self.kind = tmp, kind
-        self.server = ServerProcess(tmp, None, *serve_args)
+        self.server = ServerProcess(tmp, platform, *serve_args)
         with self.server.config.open("a") as f:
             f.write(f'\n[executor]\ntoken = "{EXEC}"\n')
         self.server.start()
@@ -88,12 +90,27 @@ class Cluster:
     def states(self, jobs: list[str]) -> list[str]:
         return [self.op.get_job(j, tenant="acme").view.state for j in jobs]
 
-    def cold_replay_digest(self) -> str:
-        """The state digest of a full replay of the store, beside the running server."""
+    def cold_replay(self) -> dict[str, Any]:
+        """A full replay of the store, beside the running server: its digest, round and event count."""
         out = subprocess.run([sys.executable, "-m", "cli.main", "state-digest", "--store", f"sqlite:///{self.server.store}",
                               "--config", str(self.server.config), "--full-replay", "--json"],
                              cwd=ROOT, capture_output=True, text=True, check=True).stdout
-        return str(json.loads(out)["digest"])
+        return dict(json.loads(out))
+
+    def cold_replay_digest(self) -> str:
+        return str(self.cold_replay()["digest"])
+
+    def cold_replay_and_live_digests(self) -> tuple[str, str]:
+        """Under the wall clock every tick moves the state: a replay is paired with the live state read just before
+        or just after it that has the same round and event count (two ticks during a replay: replayed again)."""
+        for _ in range(10):
+            before = self.op.status()
+            cold = self.cold_replay()
+            after = self.op.status()
+            for live in (before, after):
+                if (cold["round"], cold["events"]) == (live.now, live.events):
+                    return str(cold["digest"]), live.state_digest
+        raise AssertionError("no replay fell within one round of the live server")
 
     def close(self) -> None:
         if self.agent is not None and self.agent.poll() is None:
@@ -204,5 +221,98 @@ def test_wall_clock_releases_a_child_in_the_round_after_its_parent_completes(kin
         assert parent.finish is not None and child.arrival == parent.finish
         assert child.start is not None and child.start >= child.arrival
         assert c.runs() == ["child", "parent"]  # each ran once (sorted)
+    finally:
+        c.close()
+
+
+def report_capacity_now(c: Cluster, capacity: int) -> None:
+    """Report the current round's capacity under the wall clock (a tick between reading the round and the report
+    makes it a played round: the next one is reported then)."""
+    while True:
+        try:
+            c.op.report_capacity(c.op.status().now, capacity)
+            return
+        except RpcFailure as exc:
+            if exc.code != "FAILED_PRECONDITION":
+                raise
+
+
+@pytest.mark.parametrize("kind", ["local", "slurm"])
+def test_through_agent_and_server_kills_and_a_capacity_drop_each_start_runs_once_and_unevicted_ones_complete(
+        kind: str, tmp_path: Path) -> None:
+    """The walkthrough of docs/executors.md, under `serve --clock wall --round-seconds 2` with nobody advancing
+    rounds: jobs with payloads, two pipelines (a child `after` its parent); the agent SIGKILLed twice (once between a
+    launch and its state write, once just after a capacity drop), the server SIGKILLed once while payloads run, each
+    restarted; a capacity drop to 0 that evicts the running work. Then every job with a start and no eviction ran
+    exactly once and is COMPLETED and charged, every evicted job's work is gone, no job ran twice, nothing unstarted
+    ran, a child started only after its parent completed, and a cold replay of the store gives the live digest.
+    Supports are wide (arrival at 0 or 1, durations 1-4 rounds; a child arrives 1-12 rounds after its birth, with
+    S_m = 16) so that a slow restart makes a late or evicted job, not a failed test."""
+    c = Cluster(tmp_path, kind, "--clock", "wall", "--round-seconds", "2", platform={**PLATFORM, "S_m": 16})
+    tag = uuid.uuid4().hex[:6]  # fresh job ids: the Slurm test bed keeps finished jobs (and their handles) an hour
+    jobs: list[str] = []
+
+    def submit(name: str, script: str, after: str | None = None) -> str:
+        job = f"{tag}-{name}"
+        if after is None:
+            c.submit(job, script, value_steps=[[4, 40.0], [8, 20.0]],
+                     outcomes=[[a, d, 1 / 8] for a in (0, 1) for d in (1, 2, 3, 4)])
+        else:
+            c.submit(job, script, value_steps=[[8, 40.0], [16, 20.0]], outcomes=[[a, 2, 1 / 12] for a in range(1, 13)],
+                     after=[f"{tag}-{after}"])
+        jobs.append(job)
+        return job
+
+    def over(names: list[str]) -> bool:
+        return all(s not in ("SUBMITTED", "WAITING", "RUNNING") for s in c.states(names))
+
+    try:
+        # the agent SIGKILLs itself after its second launch, before recording it; restarted, it adopts or launches
+        c.start_agent(crash_after=2)
+        for name in ("a1", "a2", "p1"):
+            submit(name, "sleep 0.5")
+        submit("c1", "true", after="p1")
+        assert c.agent is not None and c.agent.wait(timeout=60) == -signal.SIGKILL
+        c.start_agent()
+        # the server SIGKILLed while payloads run, and restarted on the same store and port
+        b1 = submit("b1", "sleep 3")
+        submit("p2", "sleep 1")
+        submit("c2", "sleep 0.5", after="p2")
+        wait_until(lambda: b1 in c.runs(), what="b1's payload runs")
+        c.server.kill()
+        c.server.start()
+        wait_until(lambda: over(jobs), seconds=90, what="the first jobs end")
+        # a capacity drop to 0 evicts the running work; the agent is SIGKILLed at once and restarted
+        hangs = [submit(name, "sleep 300") for name in ("h1", "h2")]
+        wait_until(lambda: set(hangs) & set(c.runs()), what="a hanging payload runs")
+        report_capacity_now(c, 0)
+        c.agent.kill()
+        c.agent.wait()
+        c.start_agent()
+        wait_until(lambda: over(jobs), seconds=90, what="every job ends")
+        c.settle()
+
+        views = {j: c.op.get_job(j, tenant="acme").view for j in jobs}
+        events = [te.event for te in c.op.watch_tenants(0, follow=False)]
+        started = {e.job for e in events if e.type == "start"}
+        evicted = {e.job: e.data.get("reason") for e in events if e.type == "evict"}
+        runs = c.runs()
+        assert len(runs) == len(set(runs)), runs  # no job ran twice
+        for j, v in views.items():
+            if j not in started:
+                assert j not in runs, j  # nothing unstarted ran
+            elif j not in evicted:
+                assert (j, v.state, runs.count(j)) == (j, "COMPLETED", 1) and v.charge > 0, v
+        wait_until(lambda: not any(live_work(kind, handle("acme", j)) for j in evicted), what="evicted work gone")
+        started_hangs = [h for h in hangs if h in started]
+        assert started_hangs and {evicted.get(h) for h in started_hangs} == {"overload"}  # by the capacity drop
+        if kind == "slurm":  # one Slurm job per payload that ran, at most one for the others: nothing sbatched twice
+            submitted = {j: len(slurm_jobs(handle("acme", j))) for j in views}
+            assert all(n == 1 if j in runs else n <= 1 for j, n in submitted.items()), submitted
+        for child, parent in ((f"{tag}-c1", f"{tag}-p1"), (f"{tag}-c2", f"{tag}-p2")):
+            if child in started:
+                assert views[parent].state == "COMPLETED" and views[child].arrival == views[parent].finish
+        cold, live = c.cold_replay_and_live_digests()
+        assert cold == live
     finally:
         c.close()

@@ -129,3 +129,12 @@ def test_slurm_minutes_cover_the_seconds() -> None:
 def test_wait_status_reads_signals_as_128_plus() -> None:
     assert wait_status(3 << 8) == (3, "exited")
     assert wait_status(15) == (143, "signalled")
+
+
+def test_slurm_runs_a_payload_whose_output_directory_is_given_relative(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sowsched agent --state agent.db` puts payload output in agent.db.d: sbatch resolves a relative --output
+    against the job's --chdir, so the executor passes both absolute (relative, the job failed before it ran)."""
+    need_slurm()
+    monkeypatch.chdir(tmp_path)
+    assert run_to_end(SlurmExecutor(Path("agent.db.d")), spec(["true"])) == Ended(0, "exited")

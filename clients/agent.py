@@ -149,7 +149,7 @@ class Agent:
             self._retrying(te, lambda: self._start([te]))
             return
         if ev.type in STOP_EVENTS:
-            self._retrying(te, lambda: self._stop(handle(te.tenant, ev.job), ev.type))
+            self._retrying(te, lambda: self._stop(handle(te.tenant, ev.job, self.state.instance), ev.type))
         self.state.advance(ev.seq + 1)
 
     def _retrying(self, te: TenantEvent, step: Callable[[], None]) -> None:
@@ -166,7 +166,7 @@ class Agent:
         follow (_launch_pending). A start whose row exists is a redelivered event: skipped."""
         fresh: dict[str, TenantEvent] = {}
         for te in run:
-            h = handle(te.tenant, te.event.job)
+            h = handle(te.tenant, te.event.job, self.state.instance)
             if te.event.seq >= self.state.next_seq and h not in fresh and self.state.get(h) is None:
                 fresh[h] = te
         if not fresh:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,6 +64,12 @@ class AgentState:
         stored = self.db.execute("SELECT value FROM meta WHERE key = 'kind'").fetchone()[0]
         if stored != kind:
             raise StateError(f"state file {path} holds launches of executor {stored!r}, not {kind!r}")
+        # a new file's random instance goes into every handle, so that no other state file's launch of the same
+        # tenant and job id (an earlier deployment's, still listed by Slurm) is ever adopted; a file that holds
+        # launches from before instances existed keeps "" and with it the handles it already wrote
+        legacy = self.db.execute("SELECT 1 FROM launches LIMIT 1").fetchone() is not None
+        self.db.execute("INSERT OR IGNORE INTO meta VALUES ('instance', ?)", ("" if legacy else uuid.uuid4().hex,))
+        self.instance: str = self.db.execute("SELECT value FROM meta WHERE key = 'instance'").fetchone()[0]
 
     def close(self) -> None:
         self.db.close()

@@ -33,9 +33,11 @@ class ExecutorError(Exception):
     """The workload manager refused or failed a call (sbatch, squeue, scancel): retried on the next poll."""
 
 
-def handle(tenant: str, job_id: str) -> str:
-    """The launch's name in the workload manager: a digest of (tenant, job id), so any id is a safe name."""
-    return hashlib.sha256(f"{tenant}/{job_id}".encode()).hexdigest()[:24]
+def handle(tenant: str, job_id: str, instance: str = "") -> str:
+    """The launch's name in the workload manager: a digest of (the agent state's instance, tenant, job id), so any id
+    is a safe name and no two state files name a job alike."""
+    key = f"{instance}/{tenant}/{job_id}" if instance else f"{tenant}/{job_id}"
+    return hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 @dataclass(frozen=True)

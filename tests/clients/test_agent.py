@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from clients.agent_state import AgentState
+from clients.executors import Launch, handle
 from mechanism.executor import ExecutorInfo
 from tests.clients.agent_support import bed
 from tests.clients.executor_support import live_work, wait_until
@@ -74,6 +75,32 @@ def test_a_stop_written_but_not_made_before_a_crash_is_made_by_the_restarted_age
         b.start_agent()
         wait_until(lambda: not live_work(kind, row.handle), what="the orphaned work stopped")
         b.wait_ended("orphan")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_restarted_agent_does_not_adopt_another_state_files_launch_of_the_same_job(kind: str,
+                                                                                    tmp_path: Path) -> None:
+    """An earlier deployment (another state file) launched acme's job "dup", and its work is still listed (Slurm keeps
+    finished jobs for MinJobAge). An agent that died between writing its own launch of "dup" and making it looks the
+    launch up on restart: it finds nothing of its own, so it launches, instead of adopting the other's work."""
+    with bed(kind, tmp_path) as b:
+        other = AgentState(tmp_path / "other.db", kind)
+        theirs = b.executor.launch(Launch(handle("acme", "dup", other.instance), "dup", ("sleep", "300"), 1, 120.0))
+        other.close()
+        b.stop_agent()
+        b.submit("dup", "true")
+        start = next(e for e in b.op.advance().events if e.type == "start")
+        state = AgentState(b.state_path, kind)
+        with state.transaction():  # as the agent writes it before the launch it died before making
+            state.intend(handle("acme", "dup", state.instance), "acme", "dup", start.seq, 1)
+            state.advance(start.seq + 1)
+        state.close()
+        try:
+            b.start_agent()
+            wait_until(lambda: b.runs() == ["dup"], what="its own payload runs")
+            assert b.launch("dup").external_id not in (None, theirs)
+        finally:
+            b.executor.stop(theirs, 0.1)
 
 
 @pytest.mark.parametrize("kind", KINDS)

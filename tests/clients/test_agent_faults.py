@@ -84,6 +84,12 @@ class Cluster:
         wait_until(lambda: dead() or all(s == "ended" and r == 1 for s, r in self.rows().values()),
                    what="work reported")
 
+    def handle(self, job_id: str) -> str:
+        """The agent's name for an acme job in the workload manager (its state file's instance in it)."""
+        with sqlite3.connect(self.state) as db:
+            instance = db.execute("SELECT value FROM meta WHERE key = 'instance'").fetchone()[0]
+        return handle("acme", job_id, instance)
+
     def runs(self) -> list[str]:
         return sorted(self.ran.read_text().split()) if self.ran.exists() else []
 
@@ -303,11 +309,11 @@ def test_through_agent_and_server_kills_and_a_capacity_drop_each_start_runs_once
                 assert j not in runs, j  # nothing unstarted ran
             elif j not in evicted:
                 assert (j, v.state, runs.count(j)) == (j, "COMPLETED", 1) and v.charge > 0, v
-        wait_until(lambda: not any(live_work(kind, handle("acme", j)) for j in evicted), what="evicted work gone")
+        wait_until(lambda: not any(live_work(kind, c.handle(j)) for j in evicted), what="evicted work gone")
         started_hangs = [h for h in hangs if h in started]
         assert started_hangs and {evicted.get(h) for h in started_hangs} == {"overload"}  # by the capacity drop
         if kind == "slurm":  # one Slurm job per payload that ran, at most one for the others: nothing sbatched twice
-            submitted = {j: len(slurm_jobs(handle("acme", j))) for j in views}
+            submitted = {j: len(slurm_jobs(c.handle(j))) for j in views}
             assert all(n == 1 if j in runs else n <= 1 for j, n in submitted.items()), submitted
         for child, parent in ((f"{tag}-c1", f"{tag}-p1"), (f"{tag}-c2", f"{tag}-p2")):
             if child in started:

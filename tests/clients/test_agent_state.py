@@ -23,3 +23,16 @@ def test_a_transaction_commits_rows_and_cursor_together_or_not_at_all(tmp_path: 
     state.close()
     reopened = AgentState(tmp_path / "a.db", "local")
     assert [r.job_id for r in reopened.rows("launching")] == ["j1", "j2"] and reopened.next_seq == 7
+
+
+def test_each_state_file_has_its_own_instance_kept_across_reopening_and_an_old_file_keeps_its_handles(
+        tmp_path: Path) -> None:
+    a, b = AgentState(tmp_path / "a.db", "local"), AgentState(tmp_path / "b.db", "local")
+    assert a.instance and b.instance and a.instance != b.instance
+    instance = a.instance
+    a.intend("h1", "acme", "j1", 0, 1)
+    a.db.execute("DELETE FROM meta WHERE key = 'instance'")  # a file written before instances existed
+    a.close()
+    assert AgentState(tmp_path / "a.db", "local").instance == ""  # its rows' handles were made without one
+    reopened = AgentState(tmp_path / "b.db", "local")
+    assert reopened.instance == b.instance and instance != b.instance

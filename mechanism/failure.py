@@ -30,6 +30,8 @@ INT8_MAX = 127
 EAGER_SHARE = 0.25  # apply appended jobs at once when more rows than this could need them
 SMALL_SUPPORT = 64  # up to this many outcomes a draw counts cdf entries; beyond, it bisects
 INT16_MAX = 32767
+MARKED_C = 63  # concurrencies up to this have a dirty bit per row, so their survival counts can be kept and updated
+COUNTS_BYTES = 64 << 20  # kept survival counts (one per concurrency queried this round, least recently used dropped)
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,37 @@ class CapacityStreams:
         return self.keys, self.errors, self.cdf, self.mean, self.phi, self.low, self.last, self.current
 
 
+@dataclass
+class SurvivalCounts:
+    """One concurrency's survival counts, kept between queries of a round: each row's full-round bits as last counted
+    (all zero: counted as roomy) and the histogram's difference arrays they add up to (`_survival_counts`)."""
+
+    masks: np.ndarray  # uint64 (samples, words)
+    diff: np.ndarray  # int64 (S_m + 1, horizon + 1)
+    zero: np.ndarray  # int64 (S_m + 1)
+    roomy: int
+
+    @staticmethod
+    def empty(samples: int, n_starts: int, horizon: int) -> SurvivalCounts:
+        """Every row counted as roomy (none yet): the first update counts each row that is not."""
+        return SurvivalCounts(np.zeros((samples, horizon // 64 + 1), dtype=np.uint64),
+                              np.zeros((n_starts + 1, horizon + 1), dtype=np.int64),
+                              np.zeros(n_starts + 1, dtype=np.int64), samples)
+
+    @property
+    def nbytes(self) -> int:
+        return self.masks.nbytes + self.diff.nbytes + self.zero.nbytes
+
+    def histogram(self, paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
+                  applied: np.ndarray, app: Packed, dirty: np.ndarray, c: int, c_marked: int, n_starts: int,
+                  max_d: int, capacity: int) -> np.ndarray:
+        """Bring the counts up to date with the rows (applying pending jobs where a row could matter) and return
+        hist[s, g] as `_survival_histogram` defines it."""
+        self.roomy = _survival_counts(paths, peak, first, bound, applied, *app.arrays(), dirty, self.masks,
+                                      self.diff, self.zero, self.roomy, c, c_marked, n_starts, capacity)
+        return _histogram(self.diff, self.zero, self.roomy, n_starts, max_d)
+
+
 class MonteCarloOracle:
     """E_t(s, c, d) by sampling, for every start offset s in [0, S_m) and duration d in [1, D_m].
 
@@ -135,6 +168,11 @@ class MonteCarloOracle:
     pending jobs to the others, and in those reads only the rounds up to the last start. Once more than a quarter
     of the rows could matter to some query (bound > C - C_m), appended jobs are applied to every row at once, in
     one tight pass per job.
+
+    Within a round the survival counts of each concurrency queried are kept (`SurvivalCounts`). Applying a job to a
+    row sets the row's dirty bit of every concurrency whose full rounds it may have changed (a round's load crossing
+    C - c, or an earlier first overflow), so a query recounts only the rows whose bits for its concurrency changed:
+    a few percent of the rows on a crowded platform, where a count from scratch visits every row that could matter.
     """
 
     def __init__(self, platform: Platform, samples: int | None = None) -> None:
@@ -152,6 +190,8 @@ class MonteCarloOracle:
         self._first = np.zeros(0, dtype=np.int64)  # its first round whose load exceeds C (horizon if none)
         self._bound = np.zeros(0, dtype=np.int64)  # peak + concurrency of the appended jobs not applied yet
         self._applied = np.zeros(0, dtype=np.int64)  # how many appended jobs each row has applied
+        self._dirty = np.zeros(0, dtype=np.uint64)  # bit c: the row may have changed for concurrency c since counted
+        self._counts: dict[int, SurvivalCounts] = {}  # by concurrency, least recently used first
 
     def __getstate__(self) -> dict[str, object]:
         """Pickle without the sampled paths: they are a pure function of the residuals and are rebuilt lazily."""
@@ -159,7 +199,14 @@ class MonteCarloOracle:
         state["_paths"] = None
         for name in ("_peak", "_first", "_bound", "_applied"):
             state[name] = np.zeros(0, dtype=np.int64)
+        state["_dirty"] = np.zeros(0, dtype=np.uint64)
+        state["_counts"] = {}
         return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        state.setdefault("_dirty", np.zeros(0, dtype=np.uint64))  # pickled by a build without kept counts
+        state.setdefault("_counts", {})
+        self.__dict__.update(state)
 
     def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None,
               current_capacity: int | None = None, level: float | None = None) -> None:
@@ -175,6 +222,7 @@ class MonteCarloOracle:
         self._appended = []
         self._app = Packed.of(self.platform, round_, [])
         self._paths = None
+        self._counts = {}
 
     def append(self, residual: Residual) -> None:
         """A job born in this round joins the earlier jobs of every later SoW of the round."""
@@ -207,8 +255,9 @@ class MonteCarloOracle:
                 self._applied[self._applied == k] = k + 1
                 continue
             key = np.uint64(stream_key(self.platform.seed, self.round, r.job))
-            _append_job(self._paths, self._peak, self._first, self._applied, k, key, r.concurrency,
-                        r.start.astype(np.int64), r.length.astype(np.int64), r.cdf, self.platform.capacity_top)
+            _append_job(self._paths, self._peak, self._first, self._applied, self._dirty, self._c_marked, k, key,
+                        r.concurrency, r.start.astype(np.int64), r.length.astype(np.int64), r.cdf,
+                        self.platform.capacity_top)
         self._bound[:] = self._peak
 
     def _built(self) -> np.ndarray:
@@ -223,6 +272,8 @@ class MonteCarloOracle:
                                                                 p.capacity_top, np.zeros(0, dtype=self._dtype()),
                                                                 *streams.arrays())
             self._applied = np.zeros(self.samples, dtype=np.int64)
+            self._dirty = np.zeros(self.samples, dtype=np.uint64)
+            self._counts = {}
             pending = sum(r.concurrency for r in self._appended if r.runs)
             self._bound = self._peak + pending  # appended before the paths existed: pending on every row
         return self._paths
@@ -232,8 +283,13 @@ class MonteCarloOracle:
         capacity model: plus the sample's shortfall top - C_tau, saturated at top + 1)."""
         paths = self._built()
         _materialise_all(paths, self._peak, self._first, self._bound, self._applied, *self._app.arrays(),
-                         self.platform.capacity_top)
+                         self._dirty, self._c_marked, self.platform.capacity_top)
         return paths
+
+    @property
+    def _c_marked(self) -> int:
+        """The concurrencies with a dirty bit: 1 to this (a query's c never exceeds C_m)."""
+        return min(self.platform.C_m, MARKED_C)
 
     def _dtype(self) -> type[np.integer]:
         top = self.platform.capacity_top + self.platform.C_m + 1
@@ -244,10 +300,22 @@ class MonteCarloOracle:
         p = self.platform
         paths = self._built()
         self.settle()
-        hist = _survival_histogram(paths, self._peak, self._first, self._bound, self._applied, *self._app.arrays(),
-                                   concurrency, p.S_m, p.D_m, p.capacity_top)
+        hist = self._survival_counts(concurrency).histogram(
+            paths, self._peak, self._first, self._bound, self._applied, self._app, self._dirty, concurrency,
+            self._c_marked, p.S_m, p.D_m, p.capacity_top)
         survive = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]  # survive[s, d] = #samples with g >= d
         return (self.samples - survive[:, 1:]) / float(self.samples)  # failures / N, exactly as counted
+
+    def _survival_counts(self, c: int) -> SurvivalCounts:
+        """The kept counts of concurrency c (new ones if none, or if c has no dirty bit), most recently used last."""
+        p = self.platform
+        if c > self._c_marked:
+            return SurvivalCounts.empty(self.samples, p.S_m, p.horizon)
+        counts = self._counts.pop(c, None) or SurvivalCounts.empty(self.samples, p.S_m, p.horizon)
+        self._counts[c] = counts
+        while len(self._counts) > 1 and sum(k.nbytes for k in self._counts.values()) > COUNTS_BYTES:
+            del self._counts[next(iter(self._counts))]
+        return counts
 
 
 @numba.njit(cache=True, inline="always", nogil=True)
@@ -272,29 +340,50 @@ def _draw(key: np.uint64, sample: int, cdf: np.ndarray, lo: int, hi: int) -> int
 
 
 @numba.njit(cache=True, inline="always", nogil=True)
-def _add_newest(row: np.ndarray, peak: int, first: int, s: int, d: int, c: int,
-                capacity: int) -> tuple[int, int]:  # pragma: no cover
+def _crossed(old: int, new: int, capacity: int, c_marked: int) -> np.uint64:  # pragma: no cover
+    """Bit c' (1 <= c' <= c_marked) for each concurrency whose full-round test, load > capacity - c', flips when a
+    round's load goes from `old` to `new` >= old: c' in [capacity - new + 1, capacity - old]."""
+    lo = max(capacity - new + 1, 1)
+    hi = min(capacity - old, c_marked)
+    if lo > hi:
+        return np.uint64(0)
+    return ((np.uint64(1) << np.uint64(hi - lo + 1)) - np.uint64(1)) << np.uint64(lo)
+
+
+@numba.njit(cache=True, inline="always", nogil=True)
+def _add_newest(row: np.ndarray, peak: int, first: int, s: int, d: int, c: int, capacity: int,
+                c_marked: int) -> tuple[int, int, np.uint64]:  # pragma: no cover
     """Add a job newer than all of `row`'s jobs: it demands c over [s, s+d) until the first overflow removes it.
 
-    `peak` and `first` are the row's highest load and first overflowing round; returns them updated.
+    `peak` and `first` are the row's highest load and first overflowing round; returns them updated, and the dirty
+    bits of the concurrencies 1..c_marked whose full rounds may have changed (all when the first overflow moved).
     """
     if s < 0 or s > first:  # never runs, or cancelled while waiting by an earlier overflow
-        return peak, first
+        return peak, first, np.uint64(0)
     end = min(s + d, row.size)
+    bits = np.uint64(0)
     if peak + c <= capacity:  # nothing overflows anywhere: it simply adds its demand
+        high = 0
         for tau in range(s, end):
             v = row[tau] + c
             row[tau] = v
-            peak = max(peak, v)
-        return peak, first
+            high = max(high, v)
+        if high > capacity - c_marked:  # only a load above C - c' can have crossed it: look again for which
+            for tau in range(s, end):
+                bits |= _crossed(row[tau] - c, row[tau], capacity, c_marked)
+        return max(peak, high), first, bits
     cap = capacity + 1
     for tau in range(s, end):
-        v = min(row[tau] + c, cap)  # its demand counts in the round it is evicted
+        old = row[tau]
+        v = min(old + c, cap)  # its demand counts in the round it is evicted
         row[tau] = v
         peak = max(peak, v)
+        bits |= _crossed(old, v, capacity, c_marked)
         if v > capacity:
-            return peak, min(first, tau)
-    return peak, first
+            if tau < first:  # every later round becomes full for every concurrency
+                bits = ~np.uint64(0)
+            return peak, min(first, tau), bits
+    return peak, first, bits
 
 
 @numba.njit(cache=True, parallel=True)  # holds the GIL: the workqueue threading layer is not re-entrant
@@ -352,7 +441,7 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
                     top = max(top, short[tau])
                 for k in range(n_jobs):
                     i = chosen[k]
-                    top, fa = _add_newest(row, top, fa, start[i], length[i], conc[k], capacity)
+                    top, fa, _ = _add_newest(row, top, fa, start[i], length[i], conc[k], capacity, 0)
                 first[n] = fa
             peak[n] = min(top, cap)
     return paths, peak, first
@@ -361,11 +450,15 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
 @numba.njit(cache=True, inline="always", nogil=True)
 def _materialise(row: np.ndarray, n: int, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
                  applied: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray,
-                 length: np.ndarray, cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
+                 length: np.ndarray, cdf: np.ndarray, dirty: np.ndarray, c_marked: int,
+                 capacity: int) -> None:  # pragma: no cover
     """Apply to row n the appended jobs it has not applied yet, oldest first; its bound becomes exact."""
+    bits = np.uint64(0)
     for k in range(applied[n], keys.size):
         i = _draw(keys[k], n, cdf, ptr[k], ptr[k + 1])
-        peak[n], first[n] = _add_newest(row, peak[n], first[n], start[i], length[i], conc[k], capacity)
+        peak[n], first[n], b = _add_newest(row, peak[n], first[n], start[i], length[i], conc[k], capacity, c_marked)
+        bits |= b
+    dirty[n] |= bits
     applied[n] = keys.size
     bound[n] = peak[n]
 
@@ -373,21 +466,25 @@ def _materialise(row: np.ndarray, n: int, peak: np.ndarray, first: np.ndarray, b
 @numba.njit(cache=True, parallel=True)  # holds the GIL: the workqueue threading layer is not re-entrant
 def _materialise_all(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
                      applied: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray,
-                     length: np.ndarray, cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
+                     length: np.ndarray, cdf: np.ndarray, dirty: np.ndarray, c_marked: int,
+                     capacity: int) -> None:  # pragma: no cover
     for n in numba.prange(paths.shape[0]):
-        _materialise(paths[n], n, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, capacity)
+        _materialise(paths[n], n, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, dirty, c_marked,
+                     capacity)
 
 
 @numba.njit(cache=True, nogil=True)  # serial: one pass, no threads to wake (the query kernels are serial too)
-def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, applied: np.ndarray, k: int,
-                key: np.uint64, c: int, start: np.ndarray, length: np.ndarray, cdf: np.ndarray,
+def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, applied: np.ndarray, dirty: np.ndarray,
+                c_marked: int, k: int, key: np.uint64, c: int, start: np.ndarray, length: np.ndarray, cdf: np.ndarray,
                 capacity: int) -> None:  # pragma: no cover
     """Apply appended job k (concurrency c, outcomes start/length/cdf) to every row that has applied jobs < k."""
     hi = cdf.size
     for n in range(paths.shape[0]):
         if applied[n] == k:
             i = _draw(key, n, cdf, 0, hi)
-            peak[n], first[n] = _add_newest(paths[n], peak[n], first[n], start[i], length[i], c, capacity)
+            peak[n], first[n], b = _add_newest(paths[n], peak[n], first[n], start[i], length[i], c, capacity,
+                                               c_marked)
+            dirty[n] |= b
             applied[n] = k + 1
 
 
@@ -405,65 +502,105 @@ def _next_bit(words: np.ndarray, pos: int, want: bool) -> int:  # pragma: no cov
     return (w << 6) + int(trailing_zeros(x))
 
 
+@numba.njit(cache=True, inline="always", nogil=True)
+def _full_rounds(row: np.ndarray, fa: int, room: int, words: np.ndarray) -> None:  # pragma: no cover
+    """words <- full[b] as bits: L(b) > room, or b after the first overflow fa, or b >= horizon."""
+    horizon = row.size
+    ones = ~np.uint64(0)
+    for w in range(words.size):
+        base = w << 6
+        top = min(64, horizon - base)
+        x = np.uint64(0)
+        for k in range(top):  # a plain compare-and-pack loop: the compiler vectorises it
+            x |= np.uint64(row[base + k] > room) << np.uint64(k)
+        if top < 64:
+            x |= ones << np.uint64(top)
+        if fa < base:
+            x = ones
+        elif fa < base + 64:
+            x |= (ones << np.uint64(fa - base)) << np.uint64(1)
+        words[w] = x
+
+
+@numba.njit(cache=True, inline="always", nogil=True)
+def _count(words: np.ndarray, diff: np.ndarray, zero: np.ndarray, last_s: int, sign: int) -> None:  # pragma: no cover
+    """Add (sign 1) or remove (sign -1) one row's survivals, its full rounds given as bits (`_survival_counts`)."""
+    s = 0  # first start not yet assigned
+    while s <= last_s:
+        b = _next_bit(words, s, True)
+        if b > s:  # starts [s, b) are free until b
+            hi = min(b - 1, last_s)
+            diff[s, b] += sign
+            diff[hi + 1, b] -= sign
+        if b > last_s:
+            break
+        e = _next_bit(words, b, False)  # rounds [b, e) are full: those starts fail at once
+        zero[b] += sign
+        zero[min(e, last_s + 1)] -= sign
+        s = e
+
+
 @numba.njit(cache=True, nogil=True)  # serial: under normal load most samples are skipped after one comparison
-def _survival_histogram(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
-                        applied: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray,
-                        length: np.ndarray, cdf: np.ndarray, c: int, n_starts: int, max_d: int,
-                        capacity: int) -> np.ndarray:  # pragma: no cover
-    """hist[s, g]: samples where a job starting at s survives exactly the durations 1..g (g capped at D_m).
+def _survival_counts(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bound: np.ndarray, applied: np.ndarray,
+                     keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
+                     cdf: np.ndarray, dirty: np.ndarray, masks: np.ndarray, diff: np.ndarray, zero: np.ndarray,
+                     roomy: int, c: int, c_marked: int, n_starts: int, capacity: int) -> int:  # pragma: no cover
+    """Update concurrency c's survival counts (masks, diff, zero, roomy: `SurvivalCounts`) to the rows; the new roomy.
 
     Per sample, round b is full when the job does not fit there (L(b) + c > C) or b comes after the first
     overflow (a start there is cancelled, which fails like a full round). A start s survives exactly until
     the next full round b >= s, so each maximal run of free rounds (p, b) gives its starts g = b - s, recorded
-    as differences along s in at[s, b], and each run of full rounds gives its starts g = 0. Bits beyond the
-    horizon count as full, so the last run ends there (g >= D_m: survives every duration).
+    as differences along s in diff[s, b], and each run of full rounds gives its starts g = 0 (zero). Bits beyond
+    the horizon count as full, so the last run ends there (g >= D_m: survives every duration). A sample where the
+    job fits in every round survives everything and is only counted (roomy).
+
+    A row counted before is recounted only if its dirty bit of c is set (c <= c_marked; a larger c must come with
+    empty counts), and then only if its full rounds differ: its old survivals are removed and the new ones added.
     """
-    n_samples, horizon = paths.shape
-    n_words = horizon // 64 + 1
+    n_samples = paths.shape[0]
+    n_words = masks.shape[1]
     last_s = n_starts - 1
-    diff = np.zeros((n_starts + 1, horizon + 1), dtype=np.int64)
-    zero = np.zeros(n_starts + 1, dtype=np.int64)
     words = np.zeros(n_words, dtype=np.uint64)
-    roomy = 0  # samples where the job fits in every round: it survives everything
     room = capacity - c
+    bit = np.uint64(1) << np.uint64(c) if c <= c_marked else np.uint64(0)
     for n in range(n_samples):
+        counted = masks[n, n_words - 1] != 0  # a row's last word always has bits set; all zero: counted roomy
         if bound[n] <= room:
-            roomy += 1
-            continue
-        row = paths[n]
-        if applied[n] < keys.size:
-            _materialise(row, n, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, capacity)
-            if peak[n] <= room:
+            fits = True
+        else:
+            if applied[n] < keys.size:
+                _materialise(paths[n], n, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, dirty,
+                             c_marked, capacity)
+            fits = peak[n] <= room
+        if fits:
+            if counted:  # loads only grow within a round, so this does not happen; kept exact all the same
+                _count(masks[n], diff, zero, last_s, -1)
+                masks[n, :] = 0
                 roomy += 1
+            continue
+        if counted and (dirty[n] & bit) == 0:
+            continue
+        dirty[n] &= ~bit
+        _full_rounds(paths[n], first[n], room, words)
+        if counted:
+            same = True
+            for w in range(n_words):
+                same &= words[w] == masks[n, w]
+            if same:
                 continue
-        fa = first[n]
-        ones = ~np.uint64(0)
-        for w in range(n_words):  # full[b] as bits: L(b) > C - c, or b > first overflow, or b >= horizon
-            base = w << 6
-            top = min(64, horizon - base)
-            x = np.uint64(0)
-            for k in range(top):  # a plain compare-and-pack loop: the compiler vectorises it
-                x |= np.uint64(row[base + k] > room) << np.uint64(k)
-            if top < 64:
-                x |= ones << np.uint64(top)
-            if fa < base:
-                x = ones
-            elif fa < base + 64:
-                x |= (ones << np.uint64(fa - base)) << np.uint64(1)
-            words[w] = x
-        s = 0  # first start not yet assigned
-        while s <= last_s:
-            b = _next_bit(words, s, True)
-            if b > s:  # starts [s, b) are free until b
-                hi = min(b - 1, last_s)
-                diff[s, b] += 1
-                diff[hi + 1, b] -= 1
-            if b > last_s:
-                break
-            e = _next_bit(words, b, False)  # rounds [b, e) are full: those starts fail at once
-            zero[b] += 1
-            zero[min(e, last_s + 1)] -= 1
-            s = e
+            _count(masks[n], diff, zero, last_s, -1)
+        else:
+            roomy -= 1
+        _count(words, diff, zero, last_s, 1)
+        masks[n, :] = words
+    return roomy
+
+
+@numba.njit(cache=True, nogil=True)
+def _histogram(diff: np.ndarray, zero: np.ndarray, roomy: int, n_starts: int,
+               max_d: int) -> np.ndarray:  # pragma: no cover
+    """hist[s, g] from the counts' difference arrays (`_survival_counts`), g capped at D_m."""
+    horizon = diff.shape[1] - 1
     out = np.zeros((n_starts, max_d + 1), dtype=np.int64)
     at = np.zeros(horizon + 1, dtype=np.int64)
     failed = 0
@@ -475,3 +612,17 @@ def _survival_histogram(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, 
             out[s, min(b - s, max_d)] += at[b]
     out[:, max_d] += roomy
     return out
+
+
+def _survival_histogram(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
+                        applied: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray,
+                        length: np.ndarray, cdf: np.ndarray, c: int, n_starts: int, max_d: int,
+                        capacity: int) -> np.ndarray:
+    """hist[s, g]: samples where a job starting at s survives exactly the durations 1..g (g capped at D_m), counted
+    from scratch; kept counts must always equal it (`_survival_counts` says how a row is counted)."""
+    n_samples, horizon = paths.shape
+    counts = SurvivalCounts.empty(n_samples, n_starts, horizon)
+    unmarked = np.zeros(n_samples, dtype=np.uint64)  # no kept counts to tell of changed rows
+    roomy = _survival_counts(paths, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, unmarked,
+                             counts.masks, counts.diff, counts.zero, counts.roomy, c, 0, n_starts, capacity)
+    return _histogram(counts.diff, counts.zero, roomy, n_starts, max_d)

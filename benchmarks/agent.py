@@ -27,6 +27,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="slurm: the test bed (scripts/slurm-up); local: process groups")
     p.add_argument("--workers", type=bounded_int(1, 64), default=None,
                    help="launches at once (default: the agent's, clients.agent.LAUNCH_WORKERS)")
+    p.add_argument("--submissions", action="store_true",
+                   help="slurm: also time the same number of bare jobs submitted without the agent, one sbatch each "
+                        "(--workers at once) and all in one sbatch --array (the options for one round's starts)")
+    p.add_argument("--slurmrestd", type=Path, metavar="SOCKET",
+                   help="with --submissions: also submit them through a running slurmrestd's unix socket "
+                        "(rest_auth/local, OpenAPI v0.0.38), --workers at once")
 
 
 class Timed:
@@ -84,6 +90,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         time.sleep(0.5)  # the agent is connected and idle
         t_round = time.monotonic()
         report = op.advance()
+        t_reply = time.monotonic()  # the round is played and its start events are logged
         started = sum(1 for e in report.events if e.type == "start")
         deadline = time.monotonic() + 600
         while len(executor.returned) < started and time.monotonic() < deadline:
@@ -103,8 +110,82 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "start_to_launch_p50_s": float(np.percentile(latency, 50)) if len(latency) else None,
             "start_to_launch_p99_s": float(np.percentile(latency, 99)) if len(latency) else None,
             "start_to_last_launch_s": float(latency.max()) if len(latency) else None,
+            "round_play_s": t_reply - t_round,
+            "reply_to_launch_p50_s": float(np.percentile(latency, 50)) - (t_reply - t_round) if len(latency) else None,
             "agent_cpu_ms_per_job": 1000 * cpu.get("agent", 0.0) / launched,
-            "launcher_cpu_ms_per_job": 1000 * child_cpu / launched}
+            "launcher_cpu_ms_per_job": 1000 * child_cpu / launched,
+            **({"submissions": submissions(args.starts, args.workers or LAUNCH_WORKERS,
+                                           getattr(args, "slurmrestd", None))}
+               if getattr(args, "submissions", False) and args.executor == "slurm" else {})}
+
+
+def submissions(n: int, workers: int, restd: Path | None = None) -> dict[str, dict[str, float]]:
+    """Return times (seconds from the first call) of `n` bare jobs (`true`, 1 minute limit) submitted one sbatch
+    each, `workers` at once; of one `sbatch --array=0-(n-1)` (every element is submitted when it returns); and, with
+    `restd`, one POST each to slurmrestd's job/submit, `workers` at once."""
+    import http.client
+    import json
+    import socket
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    base = ["sbatch", "--parsable", "--time=1", "--output=/dev/null", "--no-requeue"]
+
+    def sbatch(*options: str) -> None:
+        done = subprocess.run([*base, *options, "--wrap", "true"], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise BenchInputError(f"sbatch {' '.join(options)} exited {done.returncode}: {done.stderr.strip()[:300]}")
+
+    def timed(f: Any) -> list[float]:
+        t0 = time.monotonic()
+        return [r - t0 for r in f()]
+
+    def each() -> list[float]:
+        def one(i: int) -> float:
+            sbatch(f"--job-name=bench-each-{i}")
+            return time.monotonic()
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(one, range(n)))
+
+    body = json.dumps({"script": "#!/bin/sh\ntrue\n", "job": {
+        "name": "bench-rest", "ntasks": 1, "time_limit": 1, "current_working_directory": tempfile.gettempdir(),
+        "standard_output": "/dev/null", "environment": {"PATH": "/usr/bin:/bin"}}})
+
+    class UnixConnection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            self.sock = socket.socket(socket.AF_UNIX)
+            self.sock.connect(str(restd))
+
+    def rest() -> list[float]:
+        def one(_: int) -> float:
+            conn = UnixConnection("localhost")
+            conn.request("POST", "/slurm/v0.0.38/job/submit", body, {"Content-Type": "application/json"})
+            answer = json.loads(conn.getresponse().read() or b"{}")
+            conn.close()
+            if not answer.get("job_id"):
+                raise BenchInputError(f"slurmrestd refused the job: {answer.get('errors')}")
+            return time.monotonic()
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(one, range(n)))
+
+    def idle(limit: float = 120.0) -> None:
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline and subprocess.run(
+                ["squeue", "-h", "-t", "PENDING,RUNNING,CONFIGURING,COMPLETING", "-o", "%i"],
+                capture_output=True, text=True, check=False).stdout.strip():
+            time.sleep(0.5)
+
+    def array() -> list[float]:
+        sbatch("--job-name=bench-array", f"--array=0-{n - 1}")
+        return [time.monotonic()] * n
+
+    result = {}
+    ways: list[tuple[str, Any]] = [("sbatch_each", each), ("sbatch_array", array)]
+    for name, f in ways + ([("slurmrestd_each", rest)] if restd is not None else []):
+        idle()  # the jobs submitted before (the agent's, the last way's) started and ended: every way meets an idle
+        t = np.array(timed(f))  # controller
+        result[name] = {"p50_s": float(np.percentile(t, 50)), "last_s": float(t.max())}
+    return result
 
 
 def table(r: dict[str, Any]) -> str:
@@ -116,4 +197,6 @@ def table(r: dict[str, Any]) -> str:
         f"  round played -> launch returned: p50 {s(r['start_to_launch_p50_s'])} s, "
         f"p99 {s(r['start_to_launch_p99_s'])} s, last {s(r['start_to_last_launch_s'])} s",
         f"  CPU per launched job: agent thread {r['agent_cpu_ms_per_job']:.1f} ms, "
-        f"launcher processes ({'sbatch' if r['executor'] == 'slurm' else 'sh'}) {r['launcher_cpu_ms_per_job']:.1f} ms"])
+        f"launcher processes ({'sbatch' if r['executor'] == 'slurm' else 'sh'}) {r['launcher_cpu_ms_per_job']:.1f} ms",
+        *(f"  without the agent, {r['submitted']} bare jobs by {name}: p50 {v['p50_s']:.3f} s, last {v['last_s']:.3f} s"
+          for name, v in r.get("submissions", {}).items())])

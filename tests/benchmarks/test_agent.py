@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from benchmarks import agent
+from tests.clients.executor_support import need_slurm
 
 
 def test_bench_agent_starts_every_job_in_one_round_and_reports_each_launch() -> None:
@@ -12,3 +13,10 @@ def test_bench_agent_starts_every_job_in_one_round_and_reports_each_launch() -> 
     assert r["launched"] == r["started_in_round"] == 5 and r["workers"] == 2
     assert r["start_to_launch_p50_s"] is not None and r["agent_cpu_ms_per_job"] >= 0
     assert "starts in one round" in agent.table(r)
+
+
+def test_bench_agent_times_each_way_of_submitting_a_rounds_starts_on_slurm() -> None:
+    need_slurm()
+    r = agent.submissions(3, 2)
+    assert set(r) == {"sbatch_each", "sbatch_array"}
+    assert all(v["last_s"] >= v["p50_s"] >= 0 for v in r.values())

@@ -309,3 +309,39 @@ def test_forecasting_md_autopilot_table_is_its_json() -> None:
             cells = row.strip("| ").split(" | ")
             assert cells[3] == f"{ar1['survival']:.4f} / {ar1['utilization']:.4f}", row
             assert cells[5] == f"{auto['survival']:.4f} / {auto['utilization']:.4f}", row
+
+
+CAPACITY_SEEDS = {"overload": "overload 0-49", "pipelines": "pipelines 0-31"}
+CAPACITY_SETTINGS = {  # docs/results/capacity-WORKLOAD-NAME.json -> its table's leading cells before the workload's
+    "reference": (), "default": (),
+}
+
+
+def _paired(x: float, se: float, digits: int) -> str:
+    return f"{x:+.{digits}f} ({se:.{digits}f})"
+
+
+@pytest.mark.parametrize("workload", sorted(CAPACITY_SEEDS))
+@pytest.mark.parametrize("name", list(CAPACITY_SETTINGS))
+def test_capacity_model_md_centred_rows_are_their_json(name: str, workload: str) -> None:
+    """The "Re-run with the centred fit" rows: pooled gaps and forecast - fixed, 2017 t7str's forecast - fixed
+    (paired over the seeds), and with a base, this - base of welfare."""
+    from benchmarks.paired import paired_mean
+
+    section = _doc("capacity-model.md").split("### Re-run with the centred fit", 1)[1].split("\n### ", 1)[0]
+    run = _json(f"capacity-{workload}-{name}.json")
+    fixed, forecast = (next(p for p in run["pooled"] if p["model"] == m) for m in ("fixed", "forecast"))
+    row = _row(section, *CAPACITY_SETTINGS[name], CAPACITY_SEEDS[workload],
+               _paired(fixed["gap"], fixed["gap_se"], 4), _paired(forecast["gap"], forecast["gap_se"], 4),
+               _paired(forecast["d_failed"], forecast["d_failed_se"], 2),
+               _paired(forecast["d_welfare"], forecast["d_welfare_se"], 1))
+    (t7,) = [r for r in run["rows"] if r["model"] == "forecast" and r["series"] == "capacity_azure2017.csv:t7str"]
+    t7_cell = f"{_paired(*paired_mean(t7['d_failed']), 2)}; {_paired(*paired_mean(t7['d_welfare']), 1)}"
+    assert row.endswith(f"| {t7_cell} |"), row
+    if "against" in run:
+        (base,) = run["against"]["pooled"]
+        assert base["fixed_equal"], base
+        cell = _paired(base["d_welfare"], base["d_welfare_se"], 1)
+        if CAPACITY_SETTINGS[name]:  # the table of the other settings adds this - base of e + c
+            cell += f"; {_paired(base['d_failed'], base['d_failed_se'], 2)}"
+        assert f"| {cell} |" in row, row

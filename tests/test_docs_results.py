@@ -189,7 +189,7 @@ def test_cuc_md_side_by_side_table_is_its_json(year: str, column: int) -> None:
 CUC_P_LEVELS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
 
 
-@pytest.mark.parametrize("year", ["2017"])
+@pytest.mark.parametrize("year", ["2017", "2019"])
 def test_cuc_md_t_type_targets_are_their_json(year: str) -> None:
     """Each law's part of the row (ours first, then the published law's) names its levels met, each missed
     level's Vio and its Util at p = 0.1 %."""

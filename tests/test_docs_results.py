@@ -193,7 +193,7 @@ CUC_P_LEVELS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
 def test_cuc_md_t_type_targets_are_their_json(year: str) -> None:
     """Each law's part of the row (ours first, then the published law's) names its levels met, each missed
     level's Vio and its Util at p = 0.1 %."""
-    head = f"| the six t-types of Azure {year} pooled"
+    head = f"| the six t-types of Azure {year} pooled:"
     rows = [line for line in _doc("cuc.md").splitlines() if line.startswith(head)]
     assert len(rows) == 1, rows
     parts = rows[0].split("`--errors moments`")
@@ -345,3 +345,32 @@ def test_capacity_model_md_centred_rows_are_their_json(name: str, workload: str)
         if CAPACITY_SETTINGS[name]:  # the table of the other settings adds this - base of e + c
             cell += f"; {_paired(base['d_failed'], base['d_failed_se'], 2)}"
         assert f"| {cell} |" in row, row
+
+
+CUC_STUDIES = {"the paper's 2019 series": ("cuc-paper-2019", "mixed_azure2019"),
+               "the paper's 2017 series": ("cuc-paper-2017", "mixed_azure2017"),
+               "the six t-types of Azure 2017 pooled": ("cuc-tt-2017", "azure2017"),
+               "the six t-types of Azure 2019 pooled": ("cuc-tt-2019", "azure2019")}
+
+
+def _cuc_levels(name: str, dataset: str) -> tuple[str, str]:
+    """'k of 7, Util %' of a study, and how many of its CUC runs `select` ran under the moments law."""
+    rows = [_json(name)["results"][dataset][f"CUC (p = {100 * p:g} %)"] for p in CUC_P_LEVELS]
+    met = sum(r["violation"] <= 100 * p for p, r in zip(CUC_P_LEVELS, rows, strict=True))
+    moments = sum(r.get("chose_moments", 0) for r in rows)
+    runs = moments + sum(r.get("chose_newest", 0) for r in rows)
+    return f"{met} of 7, {rows[0]['util']:.2f} %", f"{moments:.0f} of {runs:.0f}"
+
+
+@pytest.mark.parametrize("study", list(CUC_STUDIES))
+def test_cuc_md_law_choice_table_is_its_json(study: str) -> None:
+    stem, dataset = CUC_STUDIES[study]
+    row = [c.strip() for c in next(line for line in _doc("cuc.md").splitlines()
+                                   if line.startswith(f"| {study} (") or line.startswith(f"| {study}, "))
+           .strip("|").split("|")]
+    assert row[1] == _cuc_levels(f"{stem}.json", dataset)[0], row
+    assert row[2] == _cuc_levels(f"{stem}-moments.json", dataset)[0], row
+    if (RESULTS / f"{stem}-select.json").exists():
+        assert row[3:5] == list(_cuc_levels(f"{stem}-select.json", dataset)), row
+    else:
+        assert row[3:5] == ["not run", "-"], row

@@ -210,6 +210,9 @@ def measure(n_clients: int, args: argparse.Namespace, platform: Platform) -> dic
             "echo_p50_ms": 1000 * float(np.percentile(echo_lat, 50)),
             "echo_p99_ms": 1000 * float(np.percentile(echo_lat, 99)),
             "writer_ms_mean": float(np.mean(writer_ms)), "commit_ms_mean": float(np.mean(commit_ms)),
+            "writer_ms_p50": float(np.percentile(writer_ms, 50)),
+            # the writer's work on a submission before its share of the group commit (engine, encoding, log insert)
+            "apply_ms_p50": float(np.percentile(np.subtract(writer_ms, commit_ms), 50)),
             "settle_ms_mean": settled_ms / len(writer_ms),
             "writer_per_s": 1000 / (float(np.mean(writer_ms)) + settled_ms / len(writer_ms)),
             "submits": len(lat), "echoes": len(echo_lat), "active_jobs_after": active}

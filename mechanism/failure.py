@@ -128,6 +128,28 @@ class CapacityStreams:
 
 
 @dataclass
+class Marks:
+    """Which rows changed for which kept counts since they last read them: bit c of dirty[n] for each live
+    concurrency c (one whose counts are kept)."""
+
+    dirty: np.ndarray  # uint64 per row
+    live: int = 0  # bit c: concurrency c's counts are kept
+
+    @staticmethod
+    def none(samples: int) -> Marks:
+        return Marks(np.zeros(samples, dtype=np.uint64))
+
+    def arrays(self) -> tuple[np.ndarray | np.uint64 | int, ...]:
+        """For the kernels: dirty, the live bits and the highest live concurrency (0: none)."""
+        return self.dirty, np.uint64(self.live), max(self.live.bit_length() - 1, 0)
+
+    def drop(self, c: int) -> None:
+        """Concurrency c's counts are no longer kept: its bits are cleared."""
+        self.live &= ~(1 << c)
+        self.dirty &= np.uint64(~(1 << c) & ((1 << 64) - 1))
+
+
+@dataclass
 class SurvivalCounts:
     """One concurrency's survival counts, kept between queries of a round: each row's full-round bits as last counted
     (all zero: counted as roomy) and the histogram's difference arrays they add up to (`_survival_counts`)."""
@@ -148,14 +170,8 @@ class SurvivalCounts:
     def nbytes(self) -> int:
         return self.masks.nbytes + self.diff.nbytes + self.zero.nbytes
 
-    def histogram(self, paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
-                  applied: np.ndarray, app: Packed, dirty: np.ndarray, c: int, c_marked: int, n_starts: int,
-                  max_d: int, capacity: int) -> np.ndarray:
-        """Bring the counts up to date with the rows (applying pending jobs where a row could matter) and return
-        hist[s, g] as `_survival_histogram` defines it."""
-        self.roomy = _survival_counts(paths, peak, first, bound, applied, *app.arrays(), dirty, self.masks,
-                                      self.diff, self.zero, self.roomy, c, c_marked, n_starts, capacity)
-        return _histogram(self.diff, self.zero, self.roomy, n_starts, max_d)
+    def arrays(self) -> tuple[np.ndarray | int, ...]:
+        return self.masks, self.diff, self.zero, self.roomy
 
 
 class MonteCarloOracle:
@@ -190,8 +206,9 @@ class MonteCarloOracle:
         self._first = np.zeros(0, dtype=np.int64)  # its first round whose load exceeds C (horizon if none)
         self._bound = np.zeros(0, dtype=np.int64)  # peak + concurrency of the appended jobs not applied yet
         self._applied = np.zeros(0, dtype=np.int64)  # how many appended jobs each row has applied
-        self._dirty = np.zeros(0, dtype=np.uint64)  # bit c: the row may have changed for concurrency c since counted
+        self._marks = Marks.none(0)  # rows changed since the kept counts read them
         self._counts: dict[int, SurvivalCounts] = {}  # by concurrency, least recently used first
+        self._behind = False  # some row may lack an appended job
 
     def __getstate__(self) -> dict[str, object]:
         """Pickle without the sampled paths: they are a pure function of the residuals and are rebuilt lazily."""
@@ -199,13 +216,14 @@ class MonteCarloOracle:
         state["_paths"] = None
         for name in ("_peak", "_first", "_bound", "_applied"):
             state[name] = np.zeros(0, dtype=np.int64)
-        state["_dirty"] = np.zeros(0, dtype=np.uint64)
+        state["_marks"] = Marks.none(0)
         state["_counts"] = {}
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        state.setdefault("_dirty", np.zeros(0, dtype=np.uint64))  # pickled by a build without kept counts
+        state.setdefault("_marks", Marks.none(0))  # pickled by a build without kept counts
         state.setdefault("_counts", {})
+        state.setdefault("_behind", False)
         self.__dict__.update(state)
 
     def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None,
@@ -222,14 +240,15 @@ class MonteCarloOracle:
         self._appended = []
         self._app = Packed.of(self.platform, round_, [])
         self._paths = None
-        self._counts = {}
 
     def append(self, residual: Residual) -> None:
         """A job born in this round joins the earlier jobs of every later SoW of the round."""
         self._appended.append(residual)
         self._app = self._app.plus(Packed.of(self.platform, self.round, [residual]))
-        if self._paths is not None and residual.runs:
-            self._bound += residual.concurrency
+        if self._paths is not None:
+            self._behind = True
+            if residual.runs:
+                self._bound += residual.concurrency
 
     def settle(self) -> bool:
         """Apply the appended jobs to every row now if rows are crowded; a no-op for the estimates' values.
@@ -240,7 +259,8 @@ class MonteCarloOracle:
         True if it did work.
         """
         p = self.platform
-        if self._paths is not None and len(self._appended) > int(self._applied.min(initial=len(self._appended))) \
+        if self._paths is not None and self._behind \
+                and len(self._appended) > int(self._applied.min(initial=len(self._appended))) \
                 and np.count_nonzero(self._bound > p.capacity_top - p.C_m) > EAGER_SHARE * self.samples:
             self._apply_pending()
             return True
@@ -255,10 +275,11 @@ class MonteCarloOracle:
                 self._applied[self._applied == k] = k + 1
                 continue
             key = np.uint64(stream_key(self.platform.seed, self.round, r.job))
-            _append_job(self._paths, self._peak, self._first, self._applied, self._dirty, self._c_marked, k, key,
+            _append_job(self._paths, self._peak, self._first, self._applied, *self._marks.arrays(), k, key,
                         r.concurrency, r.start.astype(np.int64), r.length.astype(np.int64), r.cdf,
                         self.platform.capacity_top)
         self._bound[:] = self._peak
+        self._behind = False
 
     def _built(self) -> np.ndarray:
         if self._paths is None:
@@ -272,8 +293,9 @@ class MonteCarloOracle:
                                                                 p.capacity_top, np.zeros(0, dtype=self._dtype()),
                                                                 *streams.arrays())
             self._applied = np.zeros(self.samples, dtype=np.int64)
-            self._dirty = np.zeros(self.samples, dtype=np.uint64)
+            self._marks = Marks.none(self.samples)
             self._counts = {}
+            self._behind = bool(self._appended)
             pending = sum(r.concurrency for r in self._appended if r.runs)
             self._bound = self._peak + pending  # appended before the paths existed: pending on every row
         return self._paths
@@ -282,14 +304,12 @@ class MonteCarloOracle:
         """L[n, tau - t]: load demanded by the earlier jobs in sample n, round tau, saturated at C + 1 (with a
         capacity model: plus the sample's shortfall top - C_tau, saturated at top + 1)."""
         paths = self._built()
+        if self._counts:  # applied to every row in parallel, unmarked: counts kept from here on start afresh
+            self._counts, self._marks = {}, Marks.none(self.samples)
         _materialise_all(paths, self._peak, self._first, self._bound, self._applied, *self._app.arrays(),
-                         self._dirty, self._c_marked, self.platform.capacity_top)
+                         self.platform.capacity_top)
+        self._behind = False
         return paths
-
-    @property
-    def _c_marked(self) -> int:
-        """The concurrencies with a dirty bit: 1 to this (a query's c never exceeds C_m)."""
-        return min(self.platform.C_m, MARKED_C)
 
     def _dtype(self) -> type[np.integer]:
         top = self.platform.capacity_top + self.platform.C_m + 1
@@ -300,22 +320,36 @@ class MonteCarloOracle:
         p = self.platform
         paths = self._built()
         self.settle()
-        hist = self._survival_counts(concurrency).histogram(
-            paths, self._peak, self._first, self._bound, self._applied, self._app, self._dirty, concurrency,
-            self._c_marked, p.S_m, p.D_m, p.capacity_top)
+        counts, fresh = self._survival_counts(concurrency)
+        marks = self._marks
+        if fresh or self._behind:  # every row that could matter: applies pending jobs, recounts the dirty rows
+            counts.roomy = _survival_counts(paths, self._peak, self._first, self._bound, self._applied,
+                                            *self._app.arrays(), *marks.arrays(), *counts.arrays(), concurrency,
+                                            p.S_m, p.capacity_top)
+        else:  # every row holds every job: only the rows marked for c can have changed
+            counts.roomy = _recount_marked(paths, self._first, marks.dirty, *counts.arrays(), concurrency, p.S_m,
+                                           p.capacity_top)
+        hist = _histogram(counts.diff, counts.zero, counts.roomy, p.S_m, p.D_m)
         survive = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]  # survive[s, d] = #samples with g >= d
         return (self.samples - survive[:, 1:]) / float(self.samples)  # failures / N, exactly as counted
 
-    def _survival_counts(self, c: int) -> SurvivalCounts:
-        """The kept counts of concurrency c (new ones if none, or if c has no dirty bit), most recently used last."""
+    def _survival_counts(self, c: int) -> tuple[SurvivalCounts, bool]:
+        """The kept counts of concurrency c, most recently used last, and whether they are new (then c is live
+        from now on); new ones every time for a c above MARKED_C (no dirty bit)."""
         p = self.platform
-        if c > self._c_marked:
-            return SurvivalCounts.empty(self.samples, p.S_m, p.horizon)
-        counts = self._counts.pop(c, None) or SurvivalCounts.empty(self.samples, p.S_m, p.horizon)
-        self._counts[c] = counts
-        while len(self._counts) > 1 and sum(k.nbytes for k in self._counts.values()) > COUNTS_BYTES:
-            del self._counts[next(iter(self._counts))]
-        return counts
+        counts = self._counts.pop(c, None)
+        if counts is not None:
+            self._counts[c] = counts
+            return counts, False
+        counts = SurvivalCounts.empty(self.samples, p.S_m, p.horizon)
+        if c <= MARKED_C:
+            self._counts[c] = counts
+            self._marks.live |= 1 << c
+            while len(self._counts) > 1 and sum(k.nbytes for k in self._counts.values()) > COUNTS_BYTES:
+                oldest = next(iter(self._counts))
+                del self._counts[oldest]
+                self._marks.drop(oldest)
+        return counts, True
 
 
 @numba.njit(cache=True, inline="always", nogil=True)
@@ -450,15 +484,17 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
 @numba.njit(cache=True, inline="always", nogil=True)
 def _materialise(row: np.ndarray, n: int, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
                  applied: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray,
-                 length: np.ndarray, cdf: np.ndarray, dirty: np.ndarray, c_marked: int,
+                 length: np.ndarray, cdf: np.ndarray, dirty: np.ndarray, live: np.uint64, c_top: int,
                  capacity: int) -> None:  # pragma: no cover
-    """Apply to row n the appended jobs it has not applied yet, oldest first; its bound becomes exact."""
+    """Apply to row n the appended jobs it has not applied yet, oldest first; its bound becomes exact. Marks the row
+    for the live concurrencies (up to c_top) whose full rounds it may have changed (`Marks`)."""
     bits = np.uint64(0)
     for k in range(applied[n], keys.size):
         i = _draw(keys[k], n, cdf, ptr[k], ptr[k + 1])
-        peak[n], first[n], b = _add_newest(row, peak[n], first[n], start[i], length[i], conc[k], capacity, c_marked)
+        peak[n], first[n], b = _add_newest(row, peak[n], first[n], start[i], length[i], conc[k], capacity, c_top)
         bits |= b
-    dirty[n] |= bits
+    if bits & live:
+        dirty[n] |= bits & live
     applied[n] = keys.size
     bound[n] = peak[n]
 
@@ -466,25 +502,26 @@ def _materialise(row: np.ndarray, n: int, peak: np.ndarray, first: np.ndarray, b
 @numba.njit(cache=True, parallel=True)  # holds the GIL: the workqueue threading layer is not re-entrant
 def _materialise_all(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
                      applied: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray,
-                     length: np.ndarray, cdf: np.ndarray, dirty: np.ndarray, c_marked: int,
-                     capacity: int) -> None:  # pragma: no cover
+                     length: np.ndarray, cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
+    """Apply every pending job to every row, marking none (the caller drops any kept counts)."""
+    dirty = np.zeros(0, dtype=np.uint64)
     for n in numba.prange(paths.shape[0]):
-        _materialise(paths[n], n, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, dirty, c_marked,
-                     capacity)
+        _materialise(paths[n], n, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, dirty,
+                     np.uint64(0), 0, capacity)
 
 
 @numba.njit(cache=True, nogil=True)  # serial: one pass, no threads to wake (the query kernels are serial too)
 def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, applied: np.ndarray, dirty: np.ndarray,
-                c_marked: int, k: int, key: np.uint64, c: int, start: np.ndarray, length: np.ndarray, cdf: np.ndarray,
-                capacity: int) -> None:  # pragma: no cover
-    """Apply appended job k (concurrency c, outcomes start/length/cdf) to every row that has applied jobs < k."""
+                live: np.uint64, c_top: int, k: int, key: np.uint64, c: int, start: np.ndarray, length: np.ndarray,
+                cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
+    """Apply appended job k (concurrency c, outcomes start/length/cdf) to every row that has applied jobs < k,
+    marking each for the live concurrencies whose full rounds it may have changed."""
     hi = cdf.size
     for n in range(paths.shape[0]):
         if applied[n] == k:
             i = _draw(key, n, cdf, 0, hi)
-            peak[n], first[n], b = _add_newest(paths[n], peak[n], first[n], start[i], length[i], c, capacity,
-                                               c_marked)
-            dirty[n] |= b
+            peak[n], first[n], b = _add_newest(paths[n], peak[n], first[n], start[i], length[i], c, capacity, c_top)
+            dirty[n] |= b & live
             applied[n] = k + 1
 
 
@@ -543,8 +580,9 @@ def _count(words: np.ndarray, diff: np.ndarray, zero: np.ndarray, last_s: int, s
 @numba.njit(cache=True, nogil=True)  # serial: under normal load most samples are skipped after one comparison
 def _survival_counts(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bound: np.ndarray, applied: np.ndarray,
                      keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
-                     cdf: np.ndarray, dirty: np.ndarray, masks: np.ndarray, diff: np.ndarray, zero: np.ndarray,
-                     roomy: int, c: int, c_marked: int, n_starts: int, capacity: int) -> int:  # pragma: no cover
+                     cdf: np.ndarray, dirty: np.ndarray, live: np.uint64, c_top: int, masks: np.ndarray,
+                     diff: np.ndarray, zero: np.ndarray, roomy: int, c: int, n_starts: int,
+                     capacity: int) -> int:  # pragma: no cover
     """Update concurrency c's survival counts (masks, diff, zero, roomy: `SurvivalCounts`) to the rows; the new roomy.
 
     Per sample, round b is full when the job does not fit there (L(b) + c > C) or b comes after the first
@@ -554,15 +592,15 @@ def _survival_counts(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bou
     the horizon count as full, so the last run ends there (g >= D_m: survives every duration). A sample where the
     job fits in every round survives everything and is only counted (roomy).
 
-    A row counted before is recounted only if its dirty bit of c is set (c <= c_marked; a larger c must come with
-    empty counts), and then only if its full rounds differ: its old survivals are removed and the new ones added.
+    A row counted before is recounted only if its dirty bit of c is set (c must be live, or the counts empty),
+    and then only if its full rounds differ: its old survivals are removed and the new ones added.
     """
     n_samples = paths.shape[0]
     n_words = masks.shape[1]
     last_s = n_starts - 1
     words = np.zeros(n_words, dtype=np.uint64)
     room = capacity - c
-    bit = np.uint64(1) << np.uint64(c) if c <= c_marked else np.uint64(0)
+    bit = (np.uint64(1) << np.uint64(c)) & live if c <= MARKED_C else np.uint64(0)
     for n in range(n_samples):
         counted = masks[n, n_words - 1] != 0  # a row's last word always has bits set; all zero: counted roomy
         if bound[n] <= room:
@@ -570,7 +608,7 @@ def _survival_counts(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bou
         else:
             if applied[n] < keys.size:
                 _materialise(paths[n], n, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, dirty,
-                             c_marked, capacity)
+                             live, c_top, capacity)
             fits = peak[n] <= room
         if fits:
             if counted:  # loads only grow within a round, so this does not happen; kept exact all the same
@@ -581,18 +619,45 @@ def _survival_counts(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bou
         if counted and (dirty[n] & bit) == 0:
             continue
         dirty[n] &= ~bit
-        _full_rounds(paths[n], first[n], room, words)
-        if counted:
-            same = True
-            for w in range(n_words):
-                same &= words[w] == masks[n, w]
-            if same:
-                continue
-            _count(masks[n], diff, zero, last_s, -1)
-        else:
-            roomy -= 1
-        _count(words, diff, zero, last_s, 1)
-        masks[n, :] = words
+        roomy = _recount(paths[n], first[n], room, words, masks[n], counted, diff, zero, last_s, roomy)
+    return roomy
+
+
+@numba.njit(cache=True, inline="always", nogil=True)
+def _recount(row: np.ndarray, fa: int, room: int, words: np.ndarray, mask: np.ndarray, counted: bool,
+             diff: np.ndarray, zero: np.ndarray, last_s: int, roomy: int) -> int:  # pragma: no cover
+    """Count a row that does not fit the job in place of its last count (`mask`: counted; else it counted as
+    roomy); the new roomy."""
+    _full_rounds(row, fa, room, words)
+    if counted:
+        same = True
+        for w in range(words.size):
+            same &= words[w] == mask[w]
+        if same:
+            return roomy
+        _count(mask, diff, zero, last_s, -1)
+    else:
+        roomy -= 1
+    _count(words, diff, zero, last_s, 1)
+    mask[:] = words
+    return roomy
+
+
+@numba.njit(cache=True, nogil=True)
+def _recount_marked(paths: np.ndarray, first: np.ndarray, dirty: np.ndarray, masks: np.ndarray, diff: np.ndarray,
+                    zero: np.ndarray, roomy: int, c: int, n_starts: int, capacity: int) -> int:  # pragma: no cover
+    """`_survival_counts` when every row holds every appended job and c is live: only the rows with c's dirty bit
+    can differ from their count (one pass over the bits alone). Such a row does not fit the job: a round crossed
+    C - c, or an overflow came (and a row with no full round counts as roomy does, surviving every duration). The
+    new roomy."""
+    words = np.zeros(masks.shape[1], dtype=np.uint64)
+    bit = np.uint64(1) << np.uint64(c)
+    for n in range(dirty.size):
+        if dirty[n] & bit:
+            dirty[n] &= ~bit
+            counted = masks[n, masks.shape[1] - 1] != 0
+            roomy = _recount(paths[n], first[n], capacity - c, words, masks[n], counted, diff, zero, n_starts - 1,
+                             roomy)
     return roomy
 
 
@@ -622,7 +687,6 @@ def _survival_histogram(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, 
     from scratch; kept counts must always equal it (`_survival_counts` says how a row is counted)."""
     n_samples, horizon = paths.shape
     counts = SurvivalCounts.empty(n_samples, n_starts, horizon)
-    unmarked = np.zeros(n_samples, dtype=np.uint64)  # no kept counts to tell of changed rows
-    roomy = _survival_counts(paths, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, unmarked,
-                             counts.masks, counts.diff, counts.zero, counts.roomy, c, 0, n_starts, capacity)
+    roomy = _survival_counts(paths, peak, first, bound, applied, keys, conc, ptr, start, length, cdf,
+                             *Marks.none(n_samples).arrays(), *counts.arrays(), c, n_starts, capacity)
     return _histogram(counts.diff, counts.zero, roomy, n_starts, max_d)

@@ -28,6 +28,12 @@ class FailureEstimates:
 
 def utility_matrix(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates) -> np.ndarray:
     """u[s, i] = (1 - E_bar(s, c, d_i)) (V(s + d_i) - pi_b(s, c, d_i)) for start offsets s in [0, S_m)."""
+    return _utility_and_price(sow, birth, menu, est)[0]
+
+
+def _utility_and_price(sow: SoW, birth: int, menu: PriceMenu,
+                       est: FailureEstimates) -> tuple[np.ndarray, np.ndarray]:
+    """`utility_matrix` and the prices pi_b(s, c, d_i) it used, [s, i] (a price is a function of (s, d) alone)."""
     t = sow.table
     n_starts = est.raw.shape[0]
     s = np.arange(n_starts, dtype=np.int64)[:, None]
@@ -35,13 +41,13 @@ def utility_matrix(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates)
     value = sow.value(s + d)
     price = menu.price(birth + s, sow.concurrency, d)
     keep = 1.0 - est.announced[s, d - 1]
-    return keep * (value - price)
+    return keep * (value - price), price
 
 
 def choose_plan(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates) -> LaunchPlan:
     """argmax_s U(s) per group over s in [a, b + S_m - 1]; never when the best U <= 0; ties to the earliest."""
     t = sow.table
-    u = utility_matrix(sow, birth, menu, est)  # (S, n)
+    u, price = _utility_and_price(sow, birth, menu, est)  # (S, n)
     n_starts = u.shape[0]
     weighted = u * t.probability[None, :]
     order = np.argsort(t.group, kind="stable")
@@ -58,23 +64,25 @@ def choose_plan(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates) ->
         GroupPlan(arrival=birth + a, signal=sig, start=None if s < 0 else birth + s, utility=u if s >= 0 else 0.0)
         for (a, sig), s, u in zip(t.groups, chosen.tolist(), best_u.tolist(), strict=True)
     )
-    outcomes = _outcome_quotes(sow, birth, menu, est, u, chosen)
+    outcomes = _outcome_quotes(sow, birth, price, est, u, chosen)
     # fsum is exactly rounded: the total cannot depend on summation order, BLAS or CPU.
     total = math.fsum(o.probability * o.utility for o in outcomes)
     return LaunchPlan(birth=birth, groups=groups, outcomes=outcomes, utility=total)
 
 
-def _outcome_quotes(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates, u: np.ndarray,
+def _outcome_quotes(sow: SoW, birth: int, prices: np.ndarray, est: FailureEstimates, u: np.ndarray,
                     chosen: np.ndarray) -> tuple[OutcomeQuote, ...]:
-    """Price, failure estimates and utility of every outcome at its group's chosen start (vectorised)."""
+    """Price, failure estimates and utility of every outcome at its group's chosen start (vectorised; `prices` and
+    `u` as `_utility_and_price` gives them)."""
     t = sow.table
     s = chosen[t.group]
     runs = s >= 0
     s0 = np.maximum(s, 0)
-    price = menu.price(birth + s0, sow.concurrency, t.duration).tolist()
+    column = np.arange(t.group.size)
+    price = prices[s0, column].tolist()
     raw = est.raw[s0, t.duration - 1].tolist()
     announced = est.announced[s0, t.duration - 1].tolist()
-    util = u[s0, np.arange(t.group.size)].tolist()
+    util = u[s0, column].tolist()
     out = []
     for i, (o, sig) in enumerate(zip(sow.outcomes, sow.signals, strict=True)):
         if runs[i]:

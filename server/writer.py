@@ -176,6 +176,8 @@ class Writer(SchedulerCore):
         if kind in JOB_COMMANDS and not all(isinstance(body.get(k), str) for k in ("tenant", "job_id")):
             raise Refused(f"a {kind} command names its job by 'tenant' and 'job_id'; got keys {sorted(body)}")
         logged = body_json(body)
+        if sow is not None:  # the SoW's outcome table, built here in the caller's thread instead of in the writer
+            sow.table  # noqa: B018 - a cached property: computed once, kept
         principal = caller if isinstance(caller, Principal) else None
         return Ticket(name, principal, request_id or None, kind, body, logged, body_hash(kind, body, logged), sow)
 

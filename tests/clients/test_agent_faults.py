@@ -107,16 +107,20 @@ class Cluster:
         return str(self.cold_replay()["digest"])
 
     def cold_replay_and_live_digests(self) -> tuple[str, str]:
-        """Under the wall clock every tick moves the state: a replay is paired with the live state read just before
-        or just after it that has the same round and event count (two ticks during a replay: replayed again)."""
+        """Under the wall clock every tick moves the state: the live state is read, the server is stopped (SIGSTOP:
+        no tick while the store is replayed, however long that takes), and the replay is paired with it when no tick
+        fell between the read and the stop (same round and event count; else read again)."""
+        assert self.server.proc is not None
         for _ in range(10):
-            before = self.op.status()
-            cold = self.cold_replay()
-            after = self.op.status()
-            for live in (before, after):
-                if (cold["round"], cold["events"]) == (live.now, live.events):
-                    return str(cold["digest"]), live.state_digest
-        raise AssertionError("no replay fell within one round of the live server")
+            live = self.op.status()
+            self.server.proc.send_signal(signal.SIGSTOP)
+            try:
+                cold = self.cold_replay()
+            finally:
+                self.server.proc.send_signal(signal.SIGCONT)
+            if (cold["round"], cold["events"]) == (live.now, live.events):
+                return str(cold["digest"]), live.state_digest
+        raise AssertionError("a tick fell between the live read and the stop ten times")
 
     def close(self) -> None:
         if self.agent is not None and self.agent.poll() is None:

@@ -311,10 +311,10 @@ def test_forecasting_md_autopilot_table_is_its_json() -> None:
             assert cells[5] == f"{auto['survival']:.4f} / {auto['utilization']:.4f}", row
 
 
-CAPACITY_SEEDS = {"overload": "overload 0-49", "pipelines": "pipelines 0-31"}
 CAPACITY_RUNS = [  # docs/results/capacity-WORKLOAD-NAME.json and its table's cells before the workload's
     ("overload", "reference", ()), ("pipelines", "reference", ()), ("overload", "default", ()),
     ("pipelines", "default", ()), ("overload", "q0.1", ("q = 0.1",)), ("pipelines", "q0.1", ("q = 0.1",)),
+    ("overload", "floor-12", ("price floor",)),
 ]
 
 
@@ -331,7 +331,8 @@ def test_capacity_model_md_centred_rows_are_their_json(workload: str, name: str,
     section = _doc("capacity-model.md").split("### Re-run with the centred fit", 1)[1].split("\n### ", 1)[0]
     run = _json(f"capacity-{workload}-{name}.json")
     fixed, forecast = (next(p for p in run["pooled"] if p["model"] == m) for m in ("fixed", "forecast"))
-    row = _row(section, *setting, CAPACITY_SEEDS[workload],
+    seeds = f"{workload} {run['first_seed']}-{run['first_seed'] + run['seeds'] - 1}"
+    row = _row(section, *setting, seeds,
                _paired(fixed["gap"], fixed["gap_se"], 4), _paired(forecast["gap"], forecast["gap_se"], 4),
                _paired(forecast["d_failed"], forecast["d_failed_se"], 2),
                _paired(forecast["d_welfare"], forecast["d_welfare_se"], 1))

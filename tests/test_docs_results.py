@@ -314,7 +314,7 @@ def test_forecasting_md_autopilot_table_is_its_json() -> None:
 CAPACITY_RUNS = [  # docs/results/capacity-WORKLOAD-NAME.json and its table's cells before the workload's
     ("overload", "reference", ()), ("pipelines", "reference", ()), ("overload", "default", ()),
     ("pipelines", "default", ()), ("overload", "q0.1", ("q = 0.1",)), ("pipelines", "q0.1", ("q = 0.1",)),
-    ("overload", "floor-12", ("price floor",)),
+    ("overload", "floor-12", ("price floor",)), ("pipelines", "floor", ("price floor",)),
 ]
 
 

@@ -372,3 +372,43 @@ def test_cuc_md_law_choice_table_is_its_json(study: str) -> None:
     assert row[1] == _cuc_levels(f"{stem}.json", dataset)[0], row
     assert row[2] == _cuc_levels(f"{stem}-moments.json", dataset)[0], row
     assert row[3:5] == list(_cuc_levels(f"{stem}-select.json", dataset)), row
+
+
+    if (RESULTS / f"{stem}-select.json").exists():
+        assert row[3:5] == list(_cuc_levels(f"{stem}-select.json", dataset)), row
+    else:
+        assert row[3:5] == ["not run", "-"], row
+
+
+SIX = ("KTH-SP2", "CTC-SP2", "SDSC-SP2", "LANL-CM5", "SDSC-DS", "Sandia-Ross")
+
+
+def _sim(trace: str, sows: str) -> dict[str, Any]:
+    return dict(_json(f"simulate-trace-{trace}-{sows}.json"))
+
+
+def _lines(text: str) -> set[str]:
+    return {line.strip() for line in text.splitlines()}
+
+
+@pytest.mark.parametrize("trace", SIX)
+def test_prediction_md_simulate_trace_rows_are_their_json(trace: str) -> None:
+    lines = _lines(_doc("prediction.md"))
+    ln, q, e = (_sim(trace, s) for s in ("learned", "requested", "exact"))
+    c, s = _sim(trace, "learned-calibrated"), _sim(trace, "service")
+    assert all(x["jobs"] == 2000 for x in (ln, q, e, c, s))
+    ratios = " / ".join("-" if x["offline"] is None else f"{x['offline']['ratio']:.2f}" for x in (ln, q, e))
+    rows = [
+        f"| {trace} | {ln['welfare']:,.0f} / {q['welfare']:,.0f} / {e['welfare']:,.0f} | "
+        f"{ln['welfare'] / q['welfare']:.2f} | {ln['welfare'] / e['welfare']:.2f} | {ratios} | "
+        f"{ln['coverage']['0.5']:.2f} / {ln['coverage']['0.9']:.2f} | {ln['completed']} / {e['completed']} | "
+        f"{ln['cancelled']} + {ln['evicted']} | {ln['predict_ms_p50']:.3f} |",
+        f"| {trace} | {c['welfare']:,.0f} | {c['welfare'] / q['welfare']:.2f} | {c['welfare'] / e['welfare']:.2f} | "
+        f"{c['welfare'] / ln['welfare']:.2f} | {c['coverage']['0.5']:.2f} / {c['coverage']['0.9']:.2f} | "
+        f"{c['cancelled']} + {c['evicted']} |",
+        f"| {trace} | {s['welfare']:,.0f} | {s['welfare'] / q['welfare']:.2f} | {s['welfare'] / e['welfare']:.2f} | "
+        f"{s['completed']} / {s['not_scheduled']} | {s['cancelled']} + {s['evicted']} | "
+        f"{s['coverage']['0.5']:.2f} / {s['coverage']['0.9']:.2f} | {s['learned_quotes']} | {s['model_versions']} |",
+    ]
+    for row in rows:
+        assert row in lines, row

@@ -91,7 +91,7 @@ class Packed:
                       cat([self.ptr, self.ptr[-1] + more.ptr[1:]]), cat([self.start, more.start]),
                       cat([self.length, more.length]), cat([self.cdf, more.cdf]))
 
-    def arrays(self) -> tuple[np.ndarray, ...]:
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         return self.keys, self.conc, self.ptr, self.start, self.length, self.cdf
 
 

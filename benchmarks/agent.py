@@ -27,6 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="slurm: the test bed (scripts/slurm-up); local: process groups")
     p.add_argument("--workers", type=bounded_int(1, 64), default=None,
                    help="launches at once (default: the agent's, clients.agent.LAUNCH_WORKERS)")
+    p.add_argument("--no-arrays", action="store_true",
+                   help="slurm: one sbatch per started job (as the agent does with --slots) instead of one "
+                        "sbatch --array per shape of a round's starts")
     p.add_argument("--submissions", action="store_true",
                    help="slurm: also time the same number of bare jobs submitted without the agent, one sbatch each "
                         "(--workers at once) and all in one sbatch --array (the options for one round's starts)")
@@ -42,24 +45,44 @@ class Timed:
         self.inner = inner
         self.kind = inner.kind
         self.returned: list[float] = []
+        self.calls = 0  # launch calls (sbatch): one per job, or one per array
 
     def launch(self, spec: Any) -> str:
         external: str = self.inner.launch(spec)
         self.returned.append(time.monotonic())
+        self.calls += 1
         return external
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
 
+class TimedArrays(Timed):
+    """A timed executor with arrays (Slurm): each element of an array returns when its sbatch --array does."""
+
+    def shape(self, spec: Any) -> Any:
+        return self.inner.shape(spec)
+
+    def launch_array(self, key: str, elements: Any) -> dict[int, str]:
+        ids: dict[int, str] = self.inner.launch_array(key, elements)
+        self.returned += [time.monotonic()] * len(ids)
+        self.calls += 1
+        return ids
+
+    def find_array(self, key: str, indices: Any) -> dict[int, str]:
+        found: dict[int, str] = self.inner.find_array(key, indices)
+        return found
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from clients.agent import LAUNCH_WORKERS, Agent, AgentOptions, Payload
     from clients.agent_state import AgentState
     from clients.client import SchedulerClient
-    from clients.executors import LocalExecutor, SlurmExecutor
+    from clients.executors import ArrayExecutor, LocalExecutor, SlurmExecutor
     from server.app import ServerOptions, start_server
     from server.config import parse_config
 
+    no_arrays = bool(getattr(args, "no_arrays", False))
     if args.executor == "slurm" and shutil.which("sbatch") is None:
         raise BenchInputError("no sbatch on PATH: run scripts/slurm-up, or use --executor local")
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -67,11 +90,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         config = parse_config({"platform": PLATFORM.model_dump(), "operator": {"token": TOKEN}})
         srv = start_server(config, ServerOptions(store=str(tmp / "log.db"), listen="127.0.0.1:0"))
         inner = SlurmExecutor(tmp / "out") if args.executor == "slurm" else LocalExecutor(tmp / "out")
-        executor = Timed(inner)
+        executor = TimedArrays(inner) if isinstance(inner, ArrayExecutor) and not no_arrays else Timed(inner)
         op = SchedulerClient(f"127.0.0.1:{srv.port}", TOKEN)
         agent = Agent(SchedulerClient(f"127.0.0.1:{srv.port}", TOKEN), executor,
                       AgentState(tmp / "agent.db", inner.kind), lambda t, j: Payload(("true",), 1, 2),
-                      AgentOptions(poll=0.2, launch_workers=args.workers or LAUNCH_WORKERS))
+                      AgentOptions(poll=0.2, launch_workers=args.workers or LAUNCH_WORKERS, arrays=not no_arrays))
         sow = {"concurrency": 1, "value_steps": [[2, 50.0]], "outcomes": [[0, 2, 1.0]], "signal_mode": "none"}
         for i in range(args.starts):
             op.submit(f"j{i}", sow)
@@ -107,6 +130,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {"executor": args.executor, "workers": args.workers or LAUNCH_WORKERS, "submitted": args.starts,
             "started_in_round": started,
             "launched": len(latency),
+            "arrays": isinstance(executor, TimedArrays), "launch_calls": executor.calls,
             "start_to_launch_p50_s": float(np.percentile(latency, 50)) if len(latency) else None,
             "start_to_launch_p99_s": float(np.percentile(latency, 99)) if len(latency) else None,
             "start_to_last_launch_s": float(latency.max()) if len(latency) else None,
@@ -192,8 +216,8 @@ def table(r: dict[str, Any]) -> str:
     def s(v: float | None) -> str:
         return "-" if v is None else f"{v:.3f}"
     return "\n".join([
-        f"agent ({r['executor']}, {r['workers']} launches at once): {r['started_in_round']} starts in one round, "
-        f"{r['launched']} launched",
+        f"agent ({r['executor']}, {r['workers']} launches at once, arrays {'on' if r['arrays'] else 'off'}): "
+        f"{r['started_in_round']} starts in one round, {r['launched']} launched in {r['launch_calls']} calls",
         f"  round played -> launch returned: p50 {s(r['start_to_launch_p50_s'])} s, "
         f"p99 {s(r['start_to_launch_p99_s'])} s, last {s(r['start_to_last_launch_s'])} s",
         f"  CPU per launched job: agent thread {r['agent_cpu_ms_per_job']:.1f} ms, "

@@ -10,13 +10,23 @@ import queue
 import signal
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from clients.agent_state import AgentState, LaunchRow
+from clients.agent_state import AgentState, LaunchRow, StateError
 from clients.client import RpcFailure, SchedulerClient, TenantEvent
-from clients.executors import Ended, Executor, ExecutorError, Launch, handle
+from clients.executors import (
+    ARRAY_MAX,
+    ARRAY_SCRIPT_CHARS,
+    ArrayExecutor,
+    Ended,
+    Executor,
+    ExecutorError,
+    Launch,
+    handle,
+)
 from mechanism.executor import ExecutorInfo
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 
@@ -25,7 +35,7 @@ STOP_EVENTS = frozenset({"evict", "cancel", "complete", "expire", "not_scheduled
 GONE = frozenset({"FAILED_PRECONDITION", "NOT_FOUND", "INVALID_ARGUMENT"})  # the server will never take the report
 LAUNCH_WORKERS = 8  # launches (sbatch calls) at once: `sowsched bench agent --workers` (docs/performance.md)
 FETCH_WORKERS = 8  # payload fetches and launch reports (RPCs) at once
-CRASH_ENV = "SOWSCHED_AGENT_CRASH_AFTER_LAUNCH"  # fault injection: SIGKILL itself after the Nth launch, unrecorded
+CRASH_ENV = "SOWSCHED_AGENT_CRASH_AFTER_LAUNCH"  # fault injection: SIGKILL after the Nth launched job, unrecorded
 
 
 @dataclass(frozen=True)
@@ -47,8 +57,26 @@ class AgentOptions:
     grace: float = 10.0  # seconds between SIGTERM and SIGKILL (local; Slurm uses its KillWait)
     slots: int | None = None  # nodes the agent runs at once (local); None: no bound
     round_seconds: float = 0.0  # the server's round length: a launch's time limit is max_duration rounds of it
-    crash_after_launch: int = 0  # >0: SIGKILL itself after that many launches, before recording them (tests)
+    crash_after_launch: int = 0  # >0: SIGKILL itself once that many jobs are launched, before recording them (tests)
     launch_workers: int = LAUNCH_WORKERS
+    arrays: bool = True  # an executor with arrays (Slurm) launches a run of starts of one shape in one call
+
+
+@dataclass
+class Unit:
+    """What one launch call starts: one job (key: its handle), or the elements of one array (key: the batch key
+    written in their rows; elements by index)."""
+
+    key: str
+    array: bool
+    elements: dict[int, Launch]
+
+    @property
+    def nodes(self) -> int:
+        return sum(spec.nodes for spec in self.elements.values())
+
+    def handles(self) -> list[str]:
+        return [spec.handle for spec in self.elements.values()]
 
 
 class Agent:
@@ -63,8 +91,11 @@ class Agent:
         self.payloads = payloads
         self.options = options or AgentOptions()
         self.events: queue.Queue[TenantEvent] = queue.Queue()
-        self._pending: dict[str, Launch] = {}  # intended launches waiting for slots, known not launched yet
-        self._inflight: dict[str, tuple[Launch, Future[str | None]]] = {}  # launches under way in the pool
+        self._pending: dict[str, Unit] = {}  # intended launches waiting for slots, known not launched yet
+        self._inflight: dict[str, tuple[Unit, Future[dict[str, str] | None]]] = {}  # launches under way in the pool
+        # arrays: an executor that has them, not bounded by --slots (an array's nodes may exceed any slot count)
+        self._arrays = executor if isinstance(executor, ArrayExecutor) else None
+        self._use_arrays = self._arrays is not None and self.options.arrays and self.options.slots is None
         self._launcher = ThreadPoolExecutor(max_workers=self.options.launch_workers, thread_name_prefix="launch")
         self._rpcs = ThreadPoolExecutor(max_workers=FETCH_WORKERS, thread_name_prefix="agent-rpc")
         self._nodes: dict[str, int] = {}  # nodes of each launch that holds them (local slots)
@@ -124,14 +155,15 @@ class Agent:
 
     def handle_events(self, batch: list[TenantEvent]) -> None:
         """Events in order. A run of consecutive starts is written in transactions of up to `launch_workers`
-        starts (one fsync each, not two per start), each handed to the launch pool as soon as it is on disk; the
-        events that need nothing move the cursor once, at the end of the batch (read again after a crash, they
-        still need nothing)."""
+        starts (with arrays: up to ARRAY_MAX, one array per shape), one fsync each, not two per start, each handed
+        to the launch pool as soon as it is on disk; the events that need nothing move the cursor once, at the end
+        of the batch (read again after a crash, they still need nothing)."""
+        run_max = ARRAY_MAX if self._use_arrays else self.options.launch_workers
         i = 0
         while i < len(batch):
             j = i + 1
             if batch[i].event.type == "start":
-                while j < len(batch) and batch[j].event.type == "start" and j - i < self.options.launch_workers:
+                while j < len(batch) and batch[j].event.type == "start" and j - i < run_max:
                     j += 1
                 self._retrying(batch[i], functools.partial(self._start, batch[i:j]))
                 self._launch_pending()
@@ -173,62 +205,93 @@ class Agent:
             self.state.advance(run[-1].event.seq + 1)
             return
         payloads = list(self._rpcs.map(lambda te: self.payloads(te.tenant, te.event.job), fresh.values()))
+        units = self._units([self._spec(h, te.event.job, p)
+                             for (h, te), p in zip(fresh.items(), payloads, strict=True) if p.command])
+        where = {spec.handle: (u.key, i) for u in units if u.array for i, spec in u.elements.items()}
         with self.state.transaction():
             for (h, te), payload in zip(fresh.items(), payloads, strict=True):
-                self.state.intend(h, te.tenant, te.event.job, te.event.seq, payload.nodes)
+                self.state.intend(h, te.tenant, te.event.job, te.event.seq, payload.nodes, *where.get(h, (None, None)))
                 if not payload.command:
                     self.state.ended(h, None, "no-command", report=False)
             self.state.advance(run[-1].event.seq + 1)
-        for (h, te), payload in zip(fresh.items(), payloads, strict=True):
-            if payload.command:
-                self._pending[h] = self._spec(h, te.event.job, payload)
+        for u in units:
+            self._pending[u.key] = u
+
+    def _units(self, specs: list[Launch]) -> list[Unit]:
+        """Launch calls for `specs`, in order: one each, or with arrays one array per shape, split where an array
+        would pass ARRAY_MAX elements or ARRAY_SCRIPT_CHARS of script. Each array gets a random key: no other state
+        file (another deployment's agent) can name one alike."""
+        if not self._use_arrays or self._arrays is None:
+            return [Unit(spec.handle, False, {0: spec}) for spec in specs]
+        groups: dict[object, list[list[Launch]]] = {}
+        for spec in specs:
+            chunks = groups.setdefault(self._arrays.shape(spec), [[]])
+            last = chunks[-1]
+            if last and (len(last) >= ARRAY_MAX
+                         or sum(s.script_chars() for s in last) + spec.script_chars() > ARRAY_SCRIPT_CHARS):
+                chunks.append(last := [])
+            last.append(spec)
+        return [Unit(uuid.uuid4().hex[:24], True, dict(enumerate(chunk)))
+                for chunks in groups.values() for chunk in chunks]
 
     def _spec(self, h: str, job_id: str, p: Payload) -> Launch:
         return Launch(h, job_id, p.command, p.nodes, p.max_duration * self.options.round_seconds, p.env)
 
     def _launch_pending(self) -> None:
-        """Hand the intended jobs that fit to the launch pool (up to `launch_workers` sbatch calls at once: they are
-        independent). Their rows say 'launching' already, so a crash in between is reconciled like any other."""
+        """Hand the intended launches that fit to the launch pool (up to `launch_workers` launch calls at once: they
+        are independent). Their rows say 'launching' already, so a crash in between is reconciled like any other."""
         used = sum(self._nodes.values())
-        for h, spec in list(self._pending.items()):
-            if self.options.slots is not None and used + spec.nodes > self.options.slots:
+        for key, unit in list(self._pending.items()):
+            if self.options.slots is not None and used + unit.nodes > self.options.slots:
                 break  # first come first served: a later job does not overtake a waiting one
-            used += spec.nodes
-            del self._pending[h]
-            self._nodes[h] = spec.nodes
-            self._inflight[h] = (spec, self._launcher.submit(self._try_launch, spec))
+            used += unit.nodes
+            del self._pending[key]
+            self._nodes.update({spec.handle: spec.nodes for spec in unit.elements.values()})
+            self._inflight[key] = (unit, self._launcher.submit(self._try_launch, unit))
 
     def _collect_launches(self, wait: bool = False) -> None:
         """Record the launches that returned (one transaction), then report them to the server in the background."""
-        done = [(h, spec, f) for h, (spec, f) in self._inflight.items() if wait or f.done()]
+        done = [(key, unit, f) for key, (unit, f) in self._inflight.items() if wait or f.done()]
         if not done:
             return
-        launched: list[tuple[str, Launch, str]] = []
-        for h, spec, f in done:
-            del self._inflight[h]
-            external = f.result()
-            if external is None:
-                self._nodes.pop(h, None)  # left 'launching': looked up before it is launched again at the next poll
+        launched: list[tuple[str, str, str]] = []  # handle, job id, external id
+        for key, unit, f in done:
+            del self._inflight[key]
+            externals = f.result()
+            if externals is None:  # left 'launching': looked up before it is launched again at the next poll
+                for h in unit.handles():
+                    self._nodes.pop(h, None)
                 continue
-            self._launches += 1
-            if self.options.crash_after_launch and self._launches == self.options.crash_after_launch:
+            before, self._launches = self._launches, self._launches + len(externals)
+            if before < self.options.crash_after_launch <= self._launches:
                 os.kill(os.getpid(), signal.SIGKILL)  # fault injection: launched, not recorded
-            launched.append((h, spec, external))
+            launched += [(spec.handle, spec.job_id, externals[spec.handle]) for spec in unit.elements.values()]
+        self._record_launched(launched)
+
+    def _record_launched(self, launched: list[tuple[str, str, str]]) -> None:
+        """Write the launches (one transaction), then report them to the server in the background."""
+        if not launched:
+            return
         with self.state.transaction():
-            for h, _spec, external in launched:
+            for h, _job, external in launched:
                 self.state.launched(h, external)
-        for h, spec, external in launched:
+        for h, job_id, external in launched:
             self.launched_count += 1
-            log.info("launched %s as %s %s", spec.job_id, self.executor.kind, external)
+            log.info("launched %s as %s %s", job_id, self.executor.kind, external)
             row = self.state.get(h)
             if row is not None:
                 self._rpcs.submit(self._report_launch, (h, row.tenant, row.job_id, external))
 
-    def _try_launch(self, spec: Launch) -> str | None:
+    def _try_launch(self, unit: Unit) -> dict[str, str] | None:
+        """Each launched job's external id by handle, or None: nothing was launched (retried at the next poll)."""
         try:
-            return self.executor.launch(spec)
+            if unit.array and self._arrays is not None:
+                ids = self._arrays.launch_array(unit.key, unit.elements)
+                return {unit.elements[i].handle: external for i, external in ids.items()}
+            return {spec.handle: self.executor.launch(spec) for spec in unit.elements.values()}
         except ExecutorError as exc:
-            log.warning("launch of %s failed (%s); retried at the next poll", spec.job_id, exc)
+            log.warning("launch of %s failed (%s); retried at the next poll",
+                        ", ".join(s.job_id for s in unit.elements.values()), exc)
             return None
 
     def _report_launch(self, launch: tuple[str, str, str, str]) -> None:
@@ -241,14 +304,13 @@ class Agent:
             log.info("launch of %s not recorded by the server: %s", job_id, exc)
 
     def _stop(self, h: str, why: str) -> None:
-        if h in self._inflight:
-            self._inflight[h][1].result()  # a launch under way: let it return, then stop what it launched
+        for _unit, f in [v for v in self._inflight.values() if h in v[0].handles()]:
+            f.result()  # a launch under way: let it return, then stop what it launched
             self._collect_launches()
         row = self.state.get(h)
         if row is None or row.status in ("stopping", "ended"):
             return
-        self._pending.pop(h, None)
-        external = row.external_id or self._find(row)
+        external = row.external_id or (None if self._drop_pending(h) else self._find(row))
         if external is None:
             self.state.ended(h, None, "stopped", report=False)  # never launched
             return
@@ -263,13 +325,37 @@ class Agent:
         except ExecutorError as exc:
             log.warning("stop of %s failed (%s); retried at the next poll", job_id, exc)
 
+    def _drop_pending(self, h: str) -> bool:
+        """Take `h` out of the launches waiting in this process: whether it was one (then it was never launched)."""
+        for key, unit in list(self._pending.items()):
+            for i, spec in list(unit.elements.items()):
+                if spec.handle == h:
+                    del unit.elements[i]
+                    if not unit.elements:
+                        del self._pending[key]
+                    return True
+        return False
+
+    def _held(self, h: str) -> bool:
+        """Whether `h` waits or is under way in this process."""
+        return any(h in u.handles() for u in self._pending.values()) or any(
+            h in u.handles() for u, _f in self._inflight.values())
+
     def _find(self, row: LaunchRow) -> str | None:
-        if row.handle in self._pending:
-            return None  # intended in this process and not launched yet
+        """The external id of `row`'s launch made before a crash, looked up in the executor (by its array's key and
+        its index, or by its handle), or None: never launched."""
         try:
+            if row.batch is not None and row.idx is not None:
+                return self._find_array(row.batch, [row.idx]).get(row.idx)
             return self.executor.find(row.handle)
         except ExecutorError as exc:
             raise AgentRetry(f"cannot look up {row.job_id}: {exc}") from exc
+
+    def _find_array(self, key: str, indices: list[int]) -> dict[int, str]:
+        if self._arrays is None:
+            raise StateError(f"the state file holds launches in array {key}, which the {self.executor.kind} "
+                             "executor cannot look up")
+        return self._arrays.find_array(key, indices)
 
     # ---- recovery and polling ----
 
@@ -278,32 +364,55 @@ class Agent:
         launched now), so nothing intended is lost and nothing launched runs twice."""
         while True:
             try:
-                for row in self.state.rows("launching"):
-                    if row.handle in self._pending or row.handle in self._inflight:
-                        continue
-                    external = self._find(row)
-                    if external is not None:
-                        self.state.launched(row.handle, external)
-                        log.info("adopted %s: already launched as %s", row.job_id, external)
-                        self._report_launch((row.handle, row.tenant, row.job_id, external))
-                    else:
-                        self._pending[row.handle] = self._spec(row.handle, row.job_id,
-                                                               self.payloads(row.tenant, row.job_id))
+                self._recover_launching()
                 return
             except (AgentRetry, RpcFailure) as exc:
                 log.warning("reconcile: %s; retrying", exc)
                 time.sleep(self.options.poll)
+
+    def _recover_launching(self) -> None:
+        """Look up each 'launching' row that this process neither holds nor launches: a launch alone by its handle,
+        the launches of one array together by the array's key (Slurm makes an array whole or not at all). Found:
+        adopted; not found: launched again, an array under its own key and indices."""
+        singles: list[LaunchRow] = []
+        arrays: dict[str, list[LaunchRow]] = {}
+        for row in self.state.rows("launching"):
+            if not self._held(row.handle):
+                if row.batch is not None and row.idx is not None:
+                    arrays.setdefault(row.batch, []).append(row)
+                else:
+                    singles.append(row)
+        for row in singles:
+            external = self._find(row)
+            if external is not None:
+                log.info("adopted %s: already launched as %s", row.job_id, external)
+                self._record_launched([(row.handle, row.job_id, external)])
+            else:
+                self._pending[row.handle] = Unit(row.handle, False, {0: self._row_spec(row)})
+        for key, rows in arrays.items():
+            try:
+                found = self._find_array(key, [r.idx for r in rows if r.idx is not None])
+            except ExecutorError as exc:
+                raise AgentRetry(f"cannot look up array {key}: {exc}") from exc
+            if found:
+                log.info("adopted array %s: %d jobs already launched", key, len(rows))
+                self._record_launched([(r.handle, r.job_id, found[r.idx]) for r in rows if r.idx is not None])
+            else:
+                self._pending[key] = Unit(key, True, {r.idx: self._row_spec(r) for r in rows if r.idx is not None})
+
+    def _row_spec(self, row: LaunchRow) -> Launch:
+        return self._spec(row.handle, row.job_id, self.payloads(row.tenant, row.job_id))
 
     def poll(self) -> None:
         """Launch what waits for slots or a retry, learn which launched work ended, stop what is marked stopping and
         was not stopped by this process (its stop failed, or the agent died between writing and making it), and
         report what ended."""
         try:
-            self._retry_launching()
+            self._recover_launching()
             self._launch_pending()
             held = {r.handle: (r, r.external_id) for r in self.state.rows("running", "stopping")}
             ended = self.executor.ended({h: ext for h, (_r, ext) in held.items() if ext is not None})
-        except (ExecutorError, AgentRetry) as exc:
+        except (ExecutorError, AgentRetry, RpcFailure) as exc:
             log.warning("poll: %s", exc)
             return
         for h, end in ended.items():
@@ -315,17 +424,6 @@ class Agent:
             if row.status == "stopping" and h not in ended and h not in self._stops_sent and external is not None:
                 self._stop_external(h, row.job_id, external, "a stop not yet made")
         self._report()
-
-    def _retry_launching(self) -> None:
-        for row in list(self.state.rows("launching")):
-            if row.handle not in self._pending and row.handle not in self._inflight:
-                external = self._find(row)
-                if external is not None:
-                    self.state.launched(row.handle, external)
-                    self._report_launch((row.handle, row.tenant, row.job_id, external))
-                else:
-                    self._pending[row.handle] = self._spec(row.handle, row.job_id,
-                                                           self.payloads(row.tenant, row.job_id))
 
     def _report(self) -> None:
         for row in self.state.unreported():

@@ -1,4 +1,5 @@
-"""The agent's durable state (SQLite): the event cursor and one row per launch, written around every launch."""
+"""The agent's durable state (SQLite): the event cursor and one row per launch, written around every launch, each
+row naming the Slurm array (batch) and element it is launched as, if any. Versioned: `SCHEMA_VERSION` in meta."""
 
 from __future__ import annotations
 
@@ -23,14 +24,18 @@ CREATE TABLE IF NOT EXISTS launches (
     how TEXT,                   -- how the work ended (executors.Ended.how), or 'stopped'
     reported INTEGER NOT NULL DEFAULT 0,
     seq INTEGER NOT NULL,       -- the start event's seq
-    nodes INTEGER NOT NULL      -- the nodes it holds while it runs (local --slots)
+    nodes INTEGER NOT NULL,     -- the nodes it holds while it runs (local --slots)
+    batch TEXT,                 -- the array's key (launched with the launches of the same batch), or NULL: alone
+    idx INTEGER                 -- its element's index in that array
 );
 """
+SCHEMA_VERSION = 2  # 1: no schema key, no batch and idx columns (every launch alone); 2: arrays
+MIGRATIONS = {1: ("ALTER TABLE launches ADD COLUMN batch TEXT", "ALTER TABLE launches ADD COLUMN idx INTEGER")}
 STATUSES = ("launching", "running", "stopping", "ended")
 
 
 class StateError(Exception):
-    """The state file belongs to another executor kind or server: the agent refuses to reuse it."""
+    """The state file belongs to another executor kind or server, or to a newer agent: the agent refuses to reuse it."""
 
 
 @dataclass(frozen=True)
@@ -45,10 +50,13 @@ class LaunchRow:
     reported: bool
     seq: int
     nodes: int
+    batch: str | None = None  # the array it is launched in (its key), or None: launched alone
+    idx: int | None = None  # its element's index in that array
 
     @classmethod
     def of(cls, row: tuple[Any, ...]) -> LaunchRow:
-        return cls(row[0], row[1], row[2], row[3], row[4], row[5], row[6], bool(row[7]), row[8], row[9])
+        return cls(row[0], row[1], row[2], row[3], row[4], row[5], row[6], bool(row[7]), row[8], row[9], row[10],
+                   row[11])
 
 
 class AgentState:
@@ -58,7 +66,7 @@ class AgentState:
         self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(SCHEMA)
+        self._migrate(path)
         self.db.execute("INSERT OR IGNORE INTO cursor VALUES (0, 0)")
         self.db.execute("INSERT OR IGNORE INTO meta VALUES ('kind', ?)", (kind,))
         stored = self.db.execute("SELECT value FROM meta WHERE key = 'kind'").fetchone()[0]
@@ -70,6 +78,28 @@ class AgentState:
         legacy = self.db.execute("SELECT 1 FROM launches LIMIT 1").fetchone() is not None
         self.db.execute("INSERT OR IGNORE INTO meta VALUES ('instance', ?)", ("" if legacy else uuid.uuid4().hex,))
         self.instance: str = self.db.execute("SELECT value FROM meta WHERE key = 'instance'").fetchone()[0]
+
+    def _migrate(self, path: Path) -> None:
+        """Create a new file at SCHEMA_VERSION, bring one of an older schema to it (one transaction), and refuse one
+        of a newer schema."""
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "launches" not in tables:
+            self.db.executescript(SCHEMA)
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            return
+        stored = (self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+                  if "meta" in tables else None)
+        version = int(stored[0]) if stored else 1
+        if version > SCHEMA_VERSION:
+            raise StateError(f"state file {path} has schema version {version}; this agent reads versions 1 to "
+                             f"{SCHEMA_VERSION}: run the sowsched that wrote it, or start a new state file")
+        if version < SCHEMA_VERSION:
+            self.db.executescript(SCHEMA)  # the tables an old file may lack (meta)
+            with self.transaction():
+                for v in range(version, SCHEMA_VERSION):
+                    for sql in MIGRATIONS[v]:
+                        self.db.execute(sql)
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
         self.db.close()
@@ -106,14 +136,16 @@ class AgentState:
         for row in self.db.execute("SELECT * FROM launches WHERE status = 'ended' AND reported = 0 ORDER BY seq"):
             yield LaunchRow.of(row)
 
-    def intend(self, handle: str, tenant: str, job_id: str, seq: int, nodes: int) -> None:
-        """Before the launch: a crash from here on is reconciled by looking the handle up in the executor."""
-        self.db.execute("INSERT INTO launches (handle, tenant, job_id, status, seq, nodes) "
-                        "VALUES (?, ?, ?, 'launching', ?, ?)", (handle, tenant, job_id, seq, nodes))
+    def intend(self, handle: str, tenant: str, job_id: str, seq: int, nodes: int, batch: str | None = None,
+               idx: int | None = None) -> None:
+        """Before the launch: a crash from here on is reconciled by looking the launch up in the executor, by its
+        handle, or by its batch's key and its index when it is launched as an element of an array."""
+        self.db.execute("INSERT INTO launches (handle, tenant, job_id, status, seq, nodes, batch, idx) "
+                        "VALUES (?, ?, ?, 'launching', ?, ?, ?, ?)", (handle, tenant, job_id, seq, nodes, batch, idx))
 
     def launched(self, handle: str, external_id: str) -> None:
-        self.db.execute("UPDATE launches SET status = 'running', external_id = ? WHERE handle = ?",
-                        (external_id, handle))
+        self.db.execute("UPDATE launches SET status = 'running', external_id = ? WHERE handle = ? "
+                        "AND status = 'launching'", (external_id, handle))
 
     def stopping(self, handle: str, external_id: str) -> None:
         """Before the stop: a crash from here on is made good by the next poll, which stops it again."""

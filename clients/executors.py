@@ -1,4 +1,5 @@
-"""Executors: where a started job's payload runs (a local process group or a Slurm batch job), found again by handle."""
+"""Executors: where a started job's payload runs (a local process group, a Slurm batch job or an element of a Slurm
+job array), found again by handle or by the array's key."""
 
 from __future__ import annotations
 
@@ -11,16 +12,18 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 KINDS = ("local", "slurm")
 PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")  # the agent's own variables a payload inherits
 SLURM_PREFIX = "sowsched-"  # Slurm job names; the comment carries the full handle
 SLURM_COMMENT = "sowsched:"
 SLURM_TIMEOUT = 30.0  # seconds for one sbatch / squeue / scancel call
+ARRAY_MAX = 1000  # elements of one array (indices 0-999: Slurm's default MaxArraySize of 1001 admits them)
+ARRAY_SCRIPT_CHARS = 1_000_000  # characters of one array's batch script (Slurm's default max_script_size is 4 MB)
 # sbatch dies with an agent killed mid-call, so it either reached the controller (and is found later) or never will.
 # util-linux's setpriv sets the signal in the child itself: a Python preexec_fn would run in a child forked from a
 # process with gRPC's threads, which gRPC's fork handlers abort.
@@ -53,9 +56,22 @@ class Launch:
 
     def environment(self) -> dict[str, str]:
         """The payload's environment: a few of the agent's variables (never its token), the SoW's, and ours."""
-        base = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
-        return {**base, **self.env, "SOWSCHED_JOB_ID": self.job_id, "SOWSCHED_NODES": str(self.nodes),
+        return {**base_environment(), **self.own_environment()}
+
+    def own_environment(self) -> dict[str, str]:
+        """The variables of this payload alone: the SoW's and ours."""
+        return {**self.env, "SOWSCHED_JOB_ID": self.job_id, "SOWSCHED_NODES": str(self.nodes),
                 "SOWSCHED_LAUNCH": self.handle}
+
+    def script_chars(self) -> int:
+        """About the characters its element takes in an array's batch script."""
+        return 64 + sum(len(a) + 3 for a in self.command) + sum(len(k) + len(v) + 4
+                                                                 for k, v in self.own_environment().items())
+
+
+def base_environment() -> dict[str, str]:
+    """The agent's variables every payload inherits (never its token)."""
+    return {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
 
 
 @dataclass(frozen=True)
@@ -83,6 +99,24 @@ class Executor(Protocol):
 
     def stop(self, external_id: str, grace: float) -> None:
         """Stop the work: SIGTERM, then SIGKILL after `grace` seconds (returns at once)."""
+        ...
+
+
+@runtime_checkable
+class ArrayExecutor(Protocol):
+    """An executor that also launches many payloads of one shape in one call, as the elements of an array under one
+    key, and finds such an array again by its key."""
+
+    def shape(self, spec: Launch) -> Hashable:
+        """What launches must share to go in one array."""
+        ...
+
+    def launch_array(self, key: str, elements: Mapping[int, Launch]) -> dict[int, str]:
+        """Start every element in one call (all or none); each element's external id by index."""
+        ...
+
+    def find_array(self, key: str, indices: Sequence[int]) -> dict[int, str]:
+        """The external ids of `indices` in the array launched under `key` (after a crash), or {}: never launched."""
         ...
 
 
@@ -209,10 +243,33 @@ def slurm_minutes(seconds: float) -> int:
     return max(1, -(-round(seconds) // 60))
 
 
+def index_ranges(indices: Sequence[int]) -> str:
+    """Slurm's --array list of `indices`: runs of consecutive ones as ranges ("0-3,7,9-10")."""
+    runs: list[list[int]] = []
+    for i in sorted(indices):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def array_script(elements: Mapping[int, Launch]) -> str:
+    """An array's batch script: element i sets its own variables and execs its own command."""
+    lines = ["#!/bin/sh", 'case "$SLURM_ARRAY_TASK_ID" in']
+    for i, spec in sorted(elements.items()):
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in spec.own_environment().items())
+        lines.append(f"{i}) export {exports}; exec {shlex.join(spec.command)} ;;")
+    lines += ["esac", 'echo "sowsched: no element $SLURM_ARRAY_TASK_ID in this array" >&2', "exit 127", ""]
+    return "\n".join(lines)
+
+
 class SlurmExecutor:
-    """Each payload is one `sbatch` job named sowsched-<handle> with the comment sowsched:<handle>. Completions are
-    read by polling `squeue --states=all` (Slurm keeps a finished job for MinJobAge seconds): no accounting
-    database and no file on the controller's host is needed, so the same agent reads a production cluster."""
+    """A payload is one `sbatch` job named sowsched-<handle> with the comment sowsched:<handle>, or an element of an
+    array of one round's launches of one shape, named sowsched-<key> with the comment sowsched:<key>, whose external
+    id is ARRAYID_INDEX (what `scancel` stops alone). Completions are read by polling `squeue --states=all --array`
+    (Slurm keeps a finished job for MinJobAge seconds): no accounting database and no file on the controller's host
+    is needed, so the same agent reads a production cluster."""
 
     kind = "slurm"
 
@@ -221,20 +278,42 @@ class SlurmExecutor:
         out_dir.mkdir(parents=True, exist_ok=True)
         self.extra = tuple(extra)  # more sbatch options (a partition, an account)
 
-    def launch(self, spec: Launch) -> str:
-        argv = ["sbatch", "--parsable", f"--job-name={SLURM_PREFIX}{spec.handle}",
-                f"--comment={SLURM_COMMENT}{spec.handle}", f"--ntasks={spec.nodes}",
+    def _sbatch(self, key: str, spec: Launch, output: str) -> list[str]:
+        return ["sbatch", "--parsable", f"--job-name={SLURM_PREFIX}{key}", f"--comment={SLURM_COMMENT}{key}",
+                f"--ntasks={spec.nodes}",
                 *([f"--time={slurm_minutes(spec.time_limit)}"] if spec.time_limit > 0 else []),
-                f"--output={self.out_dir}/%x-%j.out", f"--chdir={self.out_dir}", "--export=ALL", "--no-requeue",
-                *self.extra, "--wrap", "exec " + shlex.join(spec.command)]
+                f"--output={self.out_dir}/{output}", f"--chdir={self.out_dir}", "--export=ALL", "--no-requeue",
+                *self.extra]
+
+    def launch(self, spec: Launch) -> str:
+        argv = [*self._sbatch(spec.handle, spec, "%x-%j.out"), "--wrap", "exec " + shlex.join(spec.command)]
         out = _run([*_DIE_WITH_PARENT, *argv], env=spec.environment())
         return out.strip().split(";")[0]
+
+    def shape(self, spec: Launch) -> Hashable:
+        return spec.nodes, slurm_minutes(spec.time_limit) if spec.time_limit > 0 else 0
+
+    def launch_array(self, key: str, elements: Mapping[int, Launch]) -> dict[int, str]:
+        """One `sbatch --array` of the given indices; its batch script (read from stdin) runs each element's command
+        with the element's variables. Slurm creates the whole array in one call, or none of it."""
+        first = next(iter(elements.values()))
+        argv = [*self._sbatch(key, first, "%x-%A_%a.out"), f"--array={index_ranges(list(elements))}"]
+        out = _run([*_DIE_WITH_PARENT, *argv], env=base_environment(), stdin=array_script(elements))
+        array_id = out.strip().split(";")[0]
+        return {i: f"{array_id}_{i}" for i in elements}
 
     def find(self, handle: str) -> str | None:
         for job_id, _state, comment, _code in self._queue(f"--name={SLURM_PREFIX}{handle}"):
             if comment == f"{SLURM_COMMENT}{handle}":
                 return job_id
         return None
+
+    def find_array(self, key: str, indices: Sequence[int]) -> dict[int, str]:
+        for job_id, _state, comment, _code in self._queue(f"--name={SLURM_PREFIX}{key}"):
+            if comment == f"{SLURM_COMMENT}{key}" and "_" in job_id:
+                array_id = job_id.split("_")[0]
+                return {i: f"{array_id}_{i}" for i in indices}
+        return {}
 
     def ended(self, launched: Mapping[str, str]) -> dict[str, Ended]:
         if not launched:
@@ -261,22 +340,26 @@ class SlurmExecutor:
         _run(["scancel", external_id])
 
     def _queue(self, *options: str) -> list[tuple[str, str, str, int]]:
-        out = _run(["squeue", "-h", "--states=all", "-O", "JobID:|,State:|,Comment:|,exit_code:|", *options])
+        """(external id, state, comment, exit status) of every sowsched job Slurm lists, one row per array element
+        (its id ARRAYID_INDEX; a job outside any array its own id)."""
+        out = _run(["squeue", "-h", "--array", "--states=all", "-O",
+                    "JobID:|,State:|,Comment:|,exit_code:|,ArrayJobID:|,ArrayTaskID:|", *options])
         rows = []
         for line in out.splitlines():
-            parts = line.split("|")
-            if len(parts) < 4 or not parts[2].startswith(SLURM_COMMENT):
+            parts = [p.strip() for p in line.split("|")]
+            if len(parts) < 6 or not parts[2].startswith(SLURM_COMMENT):
                 continue
-            code = int(parts[3]) if re.fullmatch(r"\d+", parts[3].strip()) else 0
-            rows.append((parts[0].strip(), parts[1].strip(), parts[2].strip(), code))
+            code = int(parts[3]) if re.fullmatch(r"\d+", parts[3]) else 0
+            job_id = f"{parts[4]}_{parts[5]}" if re.fullmatch(r"\d+", parts[5]) else parts[0]
+            rows.append((job_id, parts[1], parts[2], code))
         return rows
 
 
-def _run(argv: list[str], env: Mapping[str, str] | None = None) -> str:
+def _run(argv: list[str], env: Mapping[str, str] | None = None, stdin: str | None = None) -> str:
     name = argv[len(_DIE_WITH_PARENT)] if argv[:len(_DIE_WITH_PARENT)] == list(_DIE_WITH_PARENT) else argv[0]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=SLURM_TIMEOUT, check=False,
-                              env=dict(env) if env is not None else None)
+                              env=dict(env) if env is not None else None, input=stdin)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ExecutorError(f"{name}: {exc}") from exc
     if done.returncode != 0:

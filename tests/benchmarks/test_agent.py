@@ -20,3 +20,11 @@ def test_bench_agent_times_each_way_of_submitting_a_rounds_starts_on_slurm() -> 
     r = agent.submissions(3, 2)
     assert set(r) == {"sbatch_each", "sbatch_array"}
     assert all(v["last_s"] >= v["p50_s"] >= 0 for v in r.values())
+
+
+def test_bench_agent_on_slurm_launches_a_rounds_starts_in_one_array_unless_told_not_to() -> None:
+    need_slurm()
+    r = agent.run(argparse.Namespace(starts=5, executor="slurm", workers=2, no_arrays=False))
+    assert r["launched"] == r["started_in_round"] == 5 and (r["arrays"], r["launch_calls"]) == (True, 1)
+    r = agent.run(argparse.Namespace(starts=3, executor="slurm", workers=2, no_arrays=True))
+    assert r["launched"] == 3 and (r["arrays"], r["launch_calls"]) == (False, 3)

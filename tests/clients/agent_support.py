@@ -12,8 +12,10 @@ from typing import Any
 from clients.agent import Agent, AgentOptions, Payload, PayloadSource, server_payloads
 from clients.agent_state import AgentState, LaunchRow
 from clients.executors import Executor, LocalExecutor, SlurmExecutor
+from server.app import RunningServer, ServerOptions, start_server
+from server.config import parse_config
 from tests.clients.executor_support import need_slurm, wait_until
-from tests.grpc_support import PATIENT, PLATFORM, client, running
+from tests.grpc_support import CONFIG, PATIENT, PLATFORM, client, running
 
 OUTCOMES = [[0, 2, 0.5], [0, 3, 0.5]]  # arrives at once, runs 2 or 3 rounds
 
@@ -63,11 +65,11 @@ class Bed:
             self.agent.client.close()
             self.agent.state.close()
 
-    def submit(self, job_id: str, script: str, concurrency: int = 1, value: float = 40.0) -> None:
-        """A job whose payload appends its id to `ran`, then runs `script` (sh)."""
+    def submit(self, job_id: str, script: str, concurrency: int = 1, value: float = 40.0, **fields: Any) -> None:
+        """A job whose payload appends its id to `ran`, then runs `script` (sh); `fields` replace the SoW's."""
         self.commands[job_id] = ("sh", "-c", f'echo "$SOWSCHED_JOB_ID" >> {self.ran}; {script}')
         sow = {"concurrency": concurrency, "value_steps": [[6, value]], "outcomes": OUTCOMES, "signal_mode": "none",
-               "command": list(self.commands[job_id])}
+               "command": list(self.commands[job_id]), **fields}
         self.op.submit(job_id, sow, tenant="acme")
         self.op.report_arrival(job_id, tenant="acme")
 
@@ -109,9 +111,25 @@ class Bed:
 
 
 @contextmanager
-def bed(kind: str, tmp: Path, from_server: bool = False, **options: Any) -> Iterator[Bed]:
+def served(store: Path, platform: dict[str, Any] | None) -> Iterator[RunningServer]:
+    """tests.grpc_support's server, on `platform` if given."""
+    if platform is None:
+        with running(store) as srv:
+            yield srv
+        return
+    srv = start_server(parse_config({**CONFIG, "platform": platform}), ServerOptions(store=str(store),
+                                                                                     listen="127.0.0.1:0"))
+    try:
+        yield srv
+    finally:
+        srv.stop(0)
+
+
+@contextmanager
+def bed(kind: str, tmp: Path, from_server: bool = False, platform: dict[str, Any] | None = None,
+        **options: Any) -> Iterator[Bed]:
     executor = make_executor(kind, tmp)
-    with running(tmp / "log.db") as srv:
+    with served(tmp / "log.db", platform) as srv:
         b = Bed(srv.port, executor, tmp, from_server, **options)
         b.start_agent()
         try:

@@ -6,15 +6,17 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from clients.agent_state import AgentState
-from clients.executors import Launch, handle
+from clients.executors import Launch, SlurmExecutor, handle
 from mechanism.executor import ExecutorInfo
-from tests.clients.agent_support import bed
-from tests.clients.executor_support import live_work, wait_until
+from tests.clients.agent_support import Bed, bed
+from tests.clients.executor_support import array_of, live_work, slurm_jobs, wait_until
 
 KINDS = ["local", "slurm"]
 
@@ -68,12 +70,12 @@ def test_a_stop_written_but_not_made_before_a_crash_is_made_by_the_restarted_age
         wait_until(lambda: b.runs() == ["orphan"], what="the payload runs")
         b.stop_agent()
         row = b.launch("orphan")
-        assert row.external_id is not None and live_work(kind, row.handle)
+        assert row.external_id is not None and live_work(kind, row.handle, array_of(row))
         state = AgentState(b.state_path, kind)
         state.stopping(row.handle, row.external_id)  # as the agent writes it just before the stop it never made
         state.close()
         b.start_agent()
-        wait_until(lambda: not live_work(kind, row.handle), what="the orphaned work stopped")
+        wait_until(lambda: not live_work(kind, row.handle, array_of(row)), what="the orphaned work stopped")
         b.wait_ended("orphan")
 
 
@@ -169,3 +171,103 @@ def test_work_stopped_at_its_slurm_time_limit_ends_evicted_for_overrun(tmp_path:
         evicts = [te.event for te in b.op.watch_tenants(0, follow=False)
                   if te.event.job == "capped" and te.event.type == "evict"]
         assert job.state == "EVICTED" and [e.data.get("reason") for e in evicts] == ["overrun"] and job.charge == 0
+
+
+# with NOW, jobs are worth their value only if they finish by their one duration: every one starts in round 0
+BIG = {"C": 1000, "C_m": 1, "D_m": 4, "S_m": 8, "H": 100.0, "samples": 500, "seed": 1}
+
+
+def now(duration: int) -> dict[str, Any]:
+    return {"value_steps": [[duration, 50.0]], "outcomes": [[0, duration, 1.0]]}
+
+
+def intend_array(b: Bed, jobs: list[str]) -> tuple[str, dict[int, Launch]]:
+    """Start `jobs` in one round with the agent stopped, and write their rows as the agent writes them before its
+    sbatch --array (one batch key, indices in start order): the state an agent SIGKILLed just after that write
+    leaves. The batch key and the elements the agent would submit."""
+    b.stop_agent()
+    for j in jobs:
+        b.submit(j, "true", **now(2))
+    starts = [e for e in b.op.advance().events if e.type == "start"]
+    assert sorted(e.job for e in starts) == sorted(jobs)
+    key = uuid.uuid4().hex[:24]
+    state = AgentState(b.state_path, "slurm")
+    elements = {i: Launch(handle("acme", e.job, state.instance), e.job, b.commands[e.job], 1, 0.0)
+                for i, e in enumerate(starts)}
+    with state.transaction():
+        for i, e in enumerate(starts):
+            state.intend(elements[i].handle, "acme", e.job, e.seq, 1, key, i)
+        state.advance(starts[-1].seq + 1)
+    state.close()
+    return key, elements
+
+
+@pytest.mark.parametrize("reached", [False, True], ids=["sbatch-not-reached", "sbatch-returned"])
+def test_an_array_written_before_a_crash_is_submitted_exactly_once_by_the_restarted_agent(reached: bool,
+                                                                                          tmp_path: Path) -> None:
+    """The agent died after writing the array's rows: before its sbatch --array reached the controller (sbatch dies
+    with it), or after it returned and before the launches were written. Restarted, it looks the array up by its
+    name and comment (the batch key): not found, it submits it under the same key and indices; found, it adopts
+    every element. Either way each payload runs once, from one array."""
+    jobs = ["x", "y", "z"]
+    with bed("slurm", tmp_path, platform=BIG) as b:
+        key, elements = intend_array(b, jobs)
+        assert isinstance(b.executor, SlurmExecutor)
+        ids = b.executor.launch_array(key, elements) if reached else {}  # the sbatch the agent made before it died
+        b.start_agent()
+        for j in jobs:
+            b.wait_reported(j)
+        assert sorted(b.runs()) == jobs
+        for i, spec in elements.items():
+            row = b.launch(spec.job_id)
+            assert (row.batch, row.idx) == (key, i) and row.external_id == ids.get(i, row.external_id)
+            assert list(slurm_jobs(row.handle, array_of(row))) == [row.external_id]  # one sbatch made it
+            assert b.op.get_job(spec.job_id, tenant="acme").view.executor == ExecutorInfo("slurm", str(row.external_id),
+                                                                                          0)
+
+
+def test_a_round_of_100_starts_goes_out_as_one_array_and_each_element_is_reported_and_stopped_alone(
+        tmp_path: Path) -> None:
+    """100 jobs started in one round: one sbatch --array of 100 elements (one batch key, indices 0-99, one array
+    id). 90 payloads exit with their own codes (i % 4), each reported as its job's completion with its element's id
+    and code; 10 hang: 5 whose longest declared duration is 2 rounds are evicted in round 1 and only their elements
+    are cancelled (the other 5 still run), then those 5 at their own overrun in round 2."""
+    quick = [f"q{i:02d}" for i in range(90)]
+    short, long_ = [f"s{i}" for i in range(5)], [f"l{i}" for i in range(5)]
+    with bed("slurm", tmp_path, platform=BIG) as b:
+        for i, j in enumerate(quick):
+            b.submit(j, f"exit {i % 4}", **now(2))
+        for j in short:
+            b.submit(j, "exec sleep 300", **now(2))
+        for j in long_:
+            b.submit(j, "exec sleep 300", **now(3))
+        started = [e.job for e in b.op.advance().events if e.type == "start"]  # round 0
+        assert sorted(started) == sorted(quick + short + long_)
+        wait_until(lambda: len(b.rows()) == 100 and all(s != "launching" for s, _r in b.rows().values()),
+                   what="every job launched")
+        rows = {j: b.launch(j) for j in started}
+        keys = {r.batch for r in rows.values()}
+        assert len(keys) == 1 and None not in keys and sorted(r.idx or 0 for r in rows.values()) == list(range(100))
+        array_ids = {str(r.external_id).split("_")[0] for r in rows.values()}
+        assert len(array_ids) == 1
+        array_id = next(iter(array_ids))
+        assert all(r.external_id == f"{array_id}_{r.idx}" for r in rows.values())
+        for j in quick:
+            b.wait_reported(j)
+        b.op.advance()  # round 1: the quick ones' completions; the short hangs overrun their 2 rounds
+        for i, j in enumerate(quick):
+            job = b.op.get_job(j, tenant="acme").view
+            code = ExecutorInfo("slurm", str(rows[j].external_id), i % 4)
+            assert job.state == "COMPLETED" and job.executor == code, j
+        assert all(b.state(j) == "EVICTED" for j in short)
+        for j in short:
+            b.wait_ended(j)
+        wait_until(lambda: not any(live_work("slurm", rows[j].handle, array_of(rows[j])) for j in short),
+                   what="the short hangs' elements gone")
+        assert all(b.state(j) == "RUNNING" and live_work("slurm", rows[j].handle, array_of(rows[j])) for j in long_)
+        b.op.advance()  # round 2: the long hangs overrun their 3 rounds
+        assert all(b.state(j) == "EVICTED" for j in long_)
+        wait_until(lambda: not any(live_work("slurm", rows[j].handle, array_of(rows[j])) for j in long_),
+                   what="the long hangs' elements gone")
+        assert sorted(b.runs()) == sorted(started)  # each ran once
+        assert all(len(slurm_jobs(r.handle, array_of(r))) == 1 for r in rows.values())

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
+from clients.agent_state import LaunchRow
 from clients.client import RpcFailure, SchedulerClient
 from clients.executors import handle
 from tests.clients.agent_support import OUTCOMES, make_executor
-from tests.clients.executor_support import live_work, need_slurm, slurm_jobs, wait_until
+from tests.clients.executor_support import array_of, live_work, need_slurm, slurm_jobs, wait_until
 from tests.grpc_support import OP, PATIENT, PLATFORM, ROOT, ServerProcess
 
 pytestmark = pytest.mark.slow  # server and agent processes: about 10 s a test
@@ -89,6 +90,19 @@ class Cluster:
         with sqlite3.connect(self.state) as db:
             instance = db.execute("SELECT value FROM meta WHERE key = 'instance'").fetchone()[0]
         return handle("acme", job_id, instance)
+
+    def row(self, job_id: str) -> LaunchRow | None:
+        """The agent's row for an acme job, if it wrote one."""
+        with sqlite3.connect(self.state) as db:
+            row = db.execute("SELECT * FROM launches WHERE job_id = ? AND tenant = 'acme'", (job_id,)).fetchone()
+        return LaunchRow.of(row) if row else None
+
+    def live_work(self, job_id: str) -> list[str]:
+        return live_work(self.kind, self.handle(job_id), array_of(self.row(job_id)))
+
+    def slurm_jobs(self, job_id: str) -> dict[str, str]:
+        """The Slurm jobs (array elements) that ran or run the job's payload, each sbatch that made one."""
+        return slurm_jobs(self.handle(job_id), array_of(self.row(job_id)))
 
     def runs(self) -> list[str]:
         return sorted(self.ran.read_text().split()) if self.ran.exists() else []
@@ -316,11 +330,11 @@ def test_through_agent_and_server_kills_and_a_capacity_drop_each_start_runs_once
                 assert j not in runs, j  # nothing unstarted ran
             elif j not in evicted:
                 assert (j, v.state, runs.count(j)) == (j, "COMPLETED", 1) and v.charge > 0, v
-        wait_until(lambda: not any(live_work(kind, c.handle(j)) for j in evicted), what="evicted work gone")
+        wait_until(lambda: not any(c.live_work(j) for j in evicted), what="evicted work gone")
         started_hangs = [h for h in hangs if h in started]
         assert started_hangs and {evicted.get(h) for h in started_hangs} == {"overload"}  # by the capacity drop
         if kind == "slurm":  # one Slurm job per payload that ran, at most one for the others: nothing sbatched twice
-            submitted = {j: len(slurm_jobs(c.handle(j))) for j in views}
+            submitted = {j: len(c.slurm_jobs(j)) for j in views}
             assert all(n == 1 if j in runs else n <= 1 for j, n in submitted.items()), submitted
         for child, parent in ((f"{tag}-c1", f"{tag}-p1"), (f"{tag}-c2", f"{tag}-p2")):
             if child in started:

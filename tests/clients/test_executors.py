@@ -10,13 +10,16 @@ from pathlib import Path
 import pytest
 
 from clients.executors import (
+    ArrayExecutor,
     Ended,
     Executor,
     ExecutorError,
     Launch,
     LocalExecutor,
     SlurmExecutor,
+    array_script,
     handle,
+    index_ranges,
     live_groups,
     slurm_minutes,
     wait_status,
@@ -138,3 +141,60 @@ def test_slurm_runs_a_payload_whose_output_directory_is_given_relative(tmp_path:
     need_slurm()
     monkeypatch.chdir(tmp_path)
     assert run_to_end(SlurmExecutor(Path("agent.db.d")), spec(["true"])) == Ended(0, "exited")
+
+
+def test_array_indices_are_written_as_slurm_ranges() -> None:
+    assert index_ranges([0, 1, 2, 3]) == "0-3"
+    assert index_ranges([9, 0, 1, 3, 7, 8]) == "0-1,3,7-9"
+    assert index_ranges([5]) == "5"
+
+
+def test_array_script_runs_each_elements_command_with_its_own_variables_under_sh(tmp_path: Path) -> None:
+    """The batch script, run by sh as Slurm runs it for element i (SLURM_ARRAY_TASK_ID=i), execs element i's argv
+    (quoted: spaces, quotes and $ pass through) with element i's variables; an unknown index exits 127."""
+    out = tmp_path / "out"
+    a = spec(["sh", "-c", f'echo "$SOWSCHED_JOB_ID $GREETING" > {out}'], env={"GREETING": "it's $HOME"})
+    b = spec(["sh", "-c", f'printf "%s|" "$SOWSCHED_JOB_ID" "$0" "$1" > {out}', "two words", "'q'"])
+    script = tmp_path / "array.sh"
+    script.write_text(array_script({0: a, 3: b}))
+    run = lambda i: subprocess.run(["sh", str(script)], env={"PATH": os.environ["PATH"],  # noqa: E731
+                                                             "SLURM_ARRAY_TASK_ID": str(i)}, capture_output=True)
+    assert run(0).returncode == 0 and out.read_text().strip() == f"{a.job_id} it's $HOME"
+    assert run(3).returncode == 0 and out.read_text() == f"{b.job_id}|two words|'q'|"
+    missing = run(1)
+    assert missing.returncode == 127 and b"no element 1" in missing.stderr
+
+
+def test_slurm_is_an_array_executor_and_local_is_not(tmp_path: Path) -> None:
+    assert isinstance(SlurmExecutor(tmp_path / "s"), ArrayExecutor)
+    assert not isinstance(LocalExecutor(tmp_path / "l"), ArrayExecutor)
+
+
+def test_slurm_array_elements_run_their_own_payloads_are_found_by_key_and_stopped_one_by_one(tmp_path: Path) -> None:
+    """One sbatch --array: each element runs its own command and environment and ends with its own exit code;
+    find_array gives the same element ids by the array's key (and nothing for a key never launched); scancel of one
+    element (ARRAYID_INDEX) stops that element alone."""
+    need_slurm()
+    ex = SlurmExecutor(tmp_path / "slurm")
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    specs = {i: spec(["sh", "-c", f'echo "$GREETING" > {ran}/"$SOWSCHED_JOB_ID"; {script}'], env={"GREETING": f"g{i}"})
+             for i, script in enumerate(["exit 0", "exit 3", "exec sleep 300", "exec sleep 300"])}
+    key = uuid.uuid4().hex[:24]
+    ids = ex.launch_array(key, specs)
+    try:
+        array_id = ids[0].split("_")[0]
+        assert ids == {i: f"{array_id}_{i}" for i in specs}
+        assert ex.find_array(key, [0, 2]) == {0: ids[0], 2: ids[2]}
+        assert ex.find_array(uuid.uuid4().hex[:24], [0]) == {}
+        launched = {specs[i].handle: ids[i] for i in specs}
+        ended: dict[str, Ended] = {}
+        wait_until(lambda: ended.update(ex.ended(launched)) or len(ended) == 2, what="the two short elements end")
+        wait_until(lambda: all((ran / specs[i].job_id).exists() for i in specs), what="every element runs")
+        assert {h: e.exit_code for h, e in ended.items()} == {specs[0].handle: 0, specs[1].handle: 3}
+        assert [(ran / specs[i].job_id).read_text().strip() for i in specs] == ["g0", "g1", "g2", "g3"]
+        ex.stop(ids[2], 1.0)
+        wait_until(lambda: ended.update(ex.ended(launched)) or len(ended) == 3, what="element 2 stopped")
+        assert ended[specs[2].handle].how == "signalled" and specs[3].handle not in ended
+    finally:
+        subprocess.run(["scancel", array_id], check=False)

@@ -23,6 +23,7 @@ import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from mechanism.platform import Platform
+from mechanism.prefetch import prefetch
 from mechanism.rng import capacity_key, stream_key, uniform
 
 CHUNKS = 64  # the path build runs in this many independent chunks (threads); results are exact integers
@@ -32,6 +33,9 @@ SMALL_SUPPORT = 64  # up to this many outcomes a draw counts cdf entries; beyond
 INT16_MAX = 32767
 MARKED_C = 63  # concurrencies up to this have a dirty bit per row, so their survival counts can be kept and updated
 COUNTS_BYTES = 64 << 20  # kept survival counts (one per concurrency queried this round, least recently used dropped)
+DRAW_BUCKET_BITS = 10  # a job's draw for every row starts from one of 2**10 buckets of [0, 1) (`_draw_all`)
+DRAW_MAX_STEPS = 4  # beyond this many cdf entries in one bucket, rows draw one by one
+PREFETCH_AHEAD = 8  # rows the appending pass fetches ahead of the one it updates
 
 
 @dataclass(frozen=True)
@@ -209,6 +213,7 @@ class MonteCarloOracle:
         self._marks = Marks.none(0)  # rows changed since the kept counts read them
         self._counts: dict[int, SurvivalCounts] = {}  # by concurrency, least recently used first
         self._behind = False  # some row may lack an appended job
+        self._scratch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # one entry per row for _append_job
 
     def __getstate__(self) -> dict[str, object]:
         """Pickle without the sampled paths: they are a pure function of the residuals and are rebuilt lazily."""
@@ -218,12 +223,14 @@ class MonteCarloOracle:
             state[name] = np.zeros(0, dtype=np.int64)
         state["_marks"] = Marks.none(0)
         state["_counts"] = {}
+        state["_scratch"] = None
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         state.setdefault("_marks", Marks.none(0))  # pickled by a build without kept counts
         state.setdefault("_counts", {})
         state.setdefault("_behind", False)
+        state.setdefault("_scratch", None)
         self.__dict__.update(state)
 
     def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None,
@@ -269,6 +276,9 @@ class MonteCarloOracle:
     def _apply_pending(self) -> None:
         """Apply every appended job to every row that lacks it, one job at a time, oldest first."""
         assert self._paths is not None
+        if self._scratch is None or self._scratch[0].size != self.samples:
+            self._scratch = (np.empty(self.samples, dtype=np.int32), np.empty(self.samples, dtype=np.int32),
+                             np.empty(self.samples, dtype=np.float64))
         for k in range(int(self._applied.min()), len(self._appended)):
             r = self._appended[k]
             if not r.runs:  # it never runs: nothing to add anywhere
@@ -277,7 +287,7 @@ class MonteCarloOracle:
             key = np.uint64(stream_key(self.platform.seed, self.round, r.job))
             _append_job(self._paths, self._peak, self._first, self._applied, *self._marks.arrays(), k, key,
                         r.concurrency, r.start.astype(np.int64), r.length.astype(np.int64), r.cdf,
-                        self.platform.capacity_top)
+                        self.platform.capacity_top, *self._scratch)
         self._bound[:] = self._peak
         self._behind = False
 
@@ -510,19 +520,123 @@ def _materialise_all(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bou
                      np.uint64(0), 0, capacity)
 
 
+@numba.njit(cache=True, nogil=True)
+def _bucket_starts(cdf: np.ndarray) -> tuple[np.ndarray, int]:  # pragma: no cover
+    """For the 2**DRAW_BUCKET_BITS equal buckets of [0, 1): starts[b] = #{j < last: cdf[j] <= b / B}, the count a
+    uniform in bucket b draws at least, and the most cdf entries any bucket holds (the steps from there)."""
+    n_buckets = 1 << DRAW_BUCKET_BITS
+    starts = np.zeros(n_buckets + 1, dtype=np.int32)
+    for j in range(cdf.size - 1):
+        b = int(np.ceil(cdf[j] * n_buckets))  # exact: a power-of-two scale
+        if b <= n_buckets:
+            starts[b] += 1
+    steps = 0
+    for b in range(n_buckets):
+        starts[b + 1] += starts[b]
+        steps = max(steps, starts[b + 1] - starts[b])
+    return starts, steps
+
+
+@numba.njit(cache=True, nogil=True)
+def _draw_all(key: np.uint64, cdf: np.ndarray, idx: np.ndarray, u: np.ndarray) -> None:  # pragma: no cover
+    """idx[n] = _draw(key, n, cdf, 0, cdf.size) for every row n, in passes the compiler vectorises (u: scratch).
+
+    A uniform's bucket gives the cdf entries below it; the few entries inside the bucket are then stepped over (cdf
+    is non-decreasing, and its last entry 1 exceeds every uniform), so each row's index is the count `_draw` takes."""
+    n_rows = idx.size
+    if cdf.size == 1:
+        idx[:] = 0
+        return
+    starts, steps = _bucket_starts(cdf)
+    if steps > DRAW_MAX_STEPS:  # many outcomes in one bucket: the per-row draw (its bisection) is cheaper
+        for n in range(n_rows):
+            idx[n] = _draw(key, n, cdf, 0, cdf.size)
+        return
+    for n in range(n_rows):
+        u[n] = uniform(key, n)
+    scale = float(1 << DRAW_BUCKET_BITS)
+    for n in range(n_rows):
+        idx[n] = starts[int(u[n] * scale)]  # exact: u has 53 bits
+    for _ in range(steps):
+        for n in range(n_rows):
+            idx[n] += np.int32(cdf[idx[n]] <= u[n])
+
+
+@numba.njit(cache=True, nogil=True)
+def _crossed_table(c: int, capacity: int, live: np.uint64, c_top: int) -> tuple[np.ndarray, int]:  # pragma: no cover
+    """The live bits `_add_newest` sets when a round's load goes from `old` to min(old + c, C + 1): table[old + shift]
+    for old >= -shift, and table[0] = 0 for every lower load (no concurrency up to c_top can cross there)."""
+    low = max(capacity - c_top - c + 1, 0)
+    cap = capacity + 1
+    table = np.zeros(cap - low + 2, dtype=np.uint64)
+    for old in range(low, cap + 1):
+        table[1 + old - low] = _crossed(old, min(old + c, cap), capacity, c_top) & live
+    return table, 1 - low
+
+
 @numba.njit(cache=True, nogil=True)  # serial: one pass, no threads to wake (the query kernels are serial too)
 def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, applied: np.ndarray, dirty: np.ndarray,
                 live: np.uint64, c_top: int, k: int, key: np.uint64, c: int, start: np.ndarray, length: np.ndarray,
-                cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
+                cdf: np.ndarray, capacity: int, idx: np.ndarray, work: np.ndarray,
+                u: np.ndarray) -> None:  # pragma: no cover
     """Apply appended job k (concurrency c, outcomes start/length/cdf) to every row that has applied jobs < k,
-    marking each for the live concurrencies whose full rounds it may have changed."""
-    hi = cdf.size
-    for n in range(paths.shape[0]):
-        if applied[n] == k:
-            i = _draw(key, n, cdf, 0, hi)
-            peak[n], first[n], b = _add_newest(paths[n], peak[n], first[n], start[i], length[i], c, capacity, c_top)
-            dirty[n] |= b & live
-            applied[n] = k + 1
+    marking each for the live concurrencies whose full rounds it may have changed (`_add_newest`, row by row, gives
+    the same rows, peaks, first overflows and marks: tests/mechanism/test_failure_kernels.py).
+
+    In passes: every row's draw (vectorised); the rows where the job runs, listed; then those rows alone, each
+    row's cache line fetched a few rows ahead (the pass is bound by memory, not arithmetic). idx, work, u: scratch
+    of one entry per row."""
+    n_rows = paths.shape[0]
+    horizon = paths.shape[1]
+    _draw_all(key, cdf, idx, u)
+    m = 0
+    for n in range(n_rows):
+        a = applied[n]
+        work[m] = n
+        m += (a == k) & (start[idx[n]] >= 0)
+        applied[n] = a + (a == k)
+    table, shift = _crossed_table(c, capacity, live, c_top)
+    cap = capacity + 1
+    for p in range(m):
+        if p + PREFETCH_AHEAD < m:
+            q = work[p + PREFETCH_AHEAD]
+            prefetch(paths, q * horizon + start[idx[q]])
+            prefetch(peak, q)
+            prefetch(first, q)
+        n = work[p]
+        i = idx[n]
+        s = start[i]
+        fa = first[n]
+        if s > fa:  # cancelled while waiting by an earlier overflow
+            continue
+        end = min(s + length[i], horizon)
+        row = paths[n]
+        pk = peak[n]
+        bits = np.uint64(0)
+        if pk + c <= capacity:  # nothing overflows anywhere: it simply adds its demand
+            high = 0
+            for tau in range(s, end):
+                old = row[tau]
+                bits |= table[max(old + shift, 0)]
+                v = old + c
+                row[tau] = v
+                high = max(high, v)
+            peak[n] = max(pk, high)
+        else:
+            for tau in range(s, end):
+                old = row[tau]
+                bits |= table[max(old + shift, 0)]
+                v = min(old + c, cap)  # its demand counts in the round it is evicted
+                row[tau] = v
+                pk = max(pk, v)
+                if v > capacity:
+                    if tau < fa:  # every later round becomes full for every concurrency
+                        bits = live
+                        first[n] = tau
+                    break
+            peak[n] = pk
+        if bits:
+            dirty[n] |= bits
 
 
 @numba.njit(cache=True, inline="always", nogil=True)

@@ -6,8 +6,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from mechanism.failure import CHUNKS, MonteCarloOracle, Residual, _draw, _next_bit, _survival_histogram
+from mechanism.failure import (
+    CHUNKS,
+    MonteCarloOracle,
+    Residual,
+    _add_newest,
+    _draw,
+    _draw_all,
+    _histogram,
+    _next_bit,
+    _survival_histogram,
+)
 from mechanism.failure_literal import sampled_outcomes
 from mechanism.lifo import fails_given_loads, lifo_loads
 from mechanism.platform import Platform
@@ -251,3 +263,88 @@ def test_the_survival_histogram_counts_each_sample_once_per_start_at_the_duratio
             for s in range(p.S_m):
                 want[s, sum(not fails_given_loads(r, s, d, c, p.C) for d in range(1, p.D_m + 1))] += 1
         assert np.array_equal(hist, want), c
+
+
+# ---- the appending pass, against the row-by-row draw and LIFO addition and the counts from scratch ----
+
+
+@st.composite
+def _cdfs(draw: st.DrawFn) -> np.ndarray:
+    """Cumulative outcome probabilities as a Residual builds them: some tiny (several in one draw bucket), some
+    exact multiples of a bucket's width, one outcome or hundreds."""
+    n = draw(st.integers(1, 200))
+    kind = st.sampled_from([1.0, 1e-7, 0.25, 0.5, 3.0])
+    w = np.array(draw(st.lists(st.tuples(kind, st.floats(0.01, 1.0)), min_size=n, max_size=n)))
+    return Residual(0, 1, np.zeros(n, np.int64), np.ones(n, np.int64), (p := w[:, 0] * w[:, 1]) / p.sum()).cdf
+
+
+@settings(max_examples=150, deadline=None)
+@given(cdf=_cdfs(), key=st.integers(0, 2**64 - 1), rows=st.integers(1, 700))
+def test_the_vectorised_draw_of_every_row_is_the_row_by_row_draw(cdf: np.ndarray, key: int, rows: int) -> None:
+    idx = np.full(rows, -1, dtype=np.int32)
+    _draw_all(np.uint64(key), cdf, idx, np.empty(rows))
+    assert idx.tolist() == [_draw(np.uint64(key), n, cdf, 0, cdf.size) for n in range(rows)]
+
+
+@pytest.mark.parametrize("u", [0.5, int(0.3 * 2**53) / 2**53])
+def test_the_vectorised_draw_takes_the_next_outcome_on_a_uniform_equal_to_a_cdf_entry(u: float) -> None:
+    # u equal to a cdf entry at a draw bucket's lower edge (0.5) and inside a bucket (0.3 in 53 bits): the first
+    # outcome with cdf > u is drawn, as by `_draw`.
+    key = np.uint64(_key_drawing(u))
+    for cdf in (np.linspace(0.25, 1.0, 4), np.linspace(0.01, 1.0, 100), np.array([0.1, u, u + 2**-40, 1.0])):
+        if u not in cdf:
+            continue
+        idx = np.zeros(1, dtype=np.int32)
+        _draw_all(key, cdf, idx, np.empty(1))
+        assert int(idx[0]) == int(np.searchsorted(cdf, u, side="right")) == _draw(key, 0, cdf, 0, cdf.size)
+
+
+def _append_row_by_row(oracle: MonteCarloOracle, k: int) -> None:
+    """The reference for the appending pass: each row that lacks job k draws it and adds it as the newest job."""
+    r = oracle._appended[k]
+    key = np.uint64(stream_key(oracle.platform.seed, oracle.round, r.job))
+    dirty, live, c_top = oracle._marks.dirty, np.uint64(oracle._marks.live), oracle._marks.arrays()[2]
+    assert oracle._paths is not None
+    for n in range(oracle.samples):
+        if oracle._applied[n] == k:
+            i = _draw(key, n, r.cdf, 0, r.cdf.size)
+            peak, first, bits = _add_newest(oracle._paths[n], oracle._peak[n], oracle._first[n], r.start[i],
+                                            r.length[i], r.concurrency, oracle.platform.capacity_top, c_top)
+            oracle._peak[n], oracle._first[n] = peak, first
+            dirty[n] |= bits & live
+            oracle._applied[n] = k + 1
+    oracle._bound[:] = oracle._peak
+    oracle._behind = False
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), capacity=st.integers(2, 9), samples=st.integers(1, 260), jobs=st.integers(0, 8),
+       appended=st.integers(1, 5), outcomes=st.integers(1, 70))
+def test_the_appending_pass_equals_row_by_row_lifo_and_keeps_the_counts_equal_to_counts_from_scratch(
+        seed: int, capacity: int, samples: int, jobs: int, appended: int, outcomes: int) -> None:
+    # Rows, peaks, first overflows, applied counts and marks equal the row-by-row reference; the kept survival
+    # counts of every live concurrency, updated through the marks, equal a count of every row from scratch.
+    p = small_platform(C=capacity, samples=samples, seed=seed, C_m=min(capacity, 4), S_m=9, D_m=5)
+    rng = np.random.default_rng(seed)
+    rs = _residuals(rng, p, jobs + appended, max_outcomes=outcomes)
+    fast, slow = MonteCarloOracle(p), MonteCarloOracle(p)
+    for oracle in (fast, slow):
+        oracle.reset(ROUND, rs[:jobs])
+        for c in range(1, p.C_m + 1, 2):  # some concurrencies live (kept counts, marked rows), some not
+            oracle.estimates(c)
+    for m in range(jobs, jobs + appended):
+        for oracle in (fast, slow):
+            oracle.append(rs[m])
+        fast._apply_pending()
+        _append_row_by_row(slow, m - jobs)
+        for name in ("_paths", "_peak", "_first", "_applied", "_bound"):
+            assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+        assert np.array_equal(fast._marks.dirty, slow._marks.dirty)
+        for c in range(1, p.C_m + 1):
+            assert np.array_equal(fast.estimates(c), slow.estimates(c)), c
+            counts = fast._counts[c]
+            kept = _histogram(counts.diff, counts.zero, counts.roomy, p.S_m, p.D_m)
+            scratch = _survival_histogram(fast._built(), fast._peak, fast._first, fast._bound, fast._applied,
+                                          *fast._app.arrays(), c, p.S_m, p.D_m, p.capacity_top)
+            assert np.array_equal(kept, scratch), c
+    _check_rows(fast, _lifo_rows(p, rs, samples))

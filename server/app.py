@@ -236,7 +236,7 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     predictions = Predictions(EngineConfig(cold_start=config.prediction_cold_start), options.round_seconds)
     with scheduler.reading() as engine:
         predictions.rebuild(scheduler.store, engine)
-    predictions.start(scheduler.reading)
+    predictions.start(scheduler.reading, scheduler.changed)
     service = SchedulerService(scheduler, Clock(options.clock, options.round_seconds), observer, watchers,
                                predictions)
     grpc_server, health_servicer = _grpc_server(service, options.max_workers, keepalive)

@@ -28,7 +28,7 @@ from server.errors import Refused, Unavailable
 from server.store import CommandStore
 
 log = logging.getLogger("sowsched.prediction")
-POLL_S = 0.2  # how often the trainer looks for new completions
+POLL_S = 0.2  # how often the trainer looks for new completions when no logged batch wakes it
 EVENT_BATCH = 10_000
 
 
@@ -131,12 +131,16 @@ class Predictions:
                                                                 "trained": self.engine.model.trained,
                                                                 "version": self.engine.model.version[:12]}})
 
-    def start(self, reading: Any) -> None:
-        """Follow completions and refit on a background thread; `reading()` enters the writer's lock."""
+    def start(self, reading: Any, changed: threading.Condition | None = None) -> None:
+        """Follow completions and refit on a background thread; `reading()` enters the writer's lock and
+        `changed`, a condition on that lock, is notified after every logged batch (without it: poll every
+        POLL_S)."""
         def loop() -> None:
-            while not self._stop.wait(POLL_S):
+            while not self._stop.is_set():
                 try:
                     with reading() as engine:
+                        if changed is not None and self.settled(engine):
+                            changed.wait(POLL_S)  # the writer's lock is free while this waits
                         self.catch_up(engine)
                 except Unavailable:  # the server is closing (or broken): nothing more to learn here
                     return
@@ -145,8 +149,12 @@ class Predictions:
                         self.engine.refit()
                         log.info("prediction model swapped", extra={"fields": {
                             "trained": self.engine.model.trained, "version": self.engine.model.version[:12]}})
-                except Exception:  # the server goes on with the model in force
+                except Exception:  # the server goes on with the model in force, and tries again later
                     log.exception("prediction engine update failed")
+                    if self._stop.wait(POLL_S):
+                        return
+                if changed is None and self._stop.wait(POLL_S):
+                    return
         self._thread = threading.Thread(target=loop, name="sowsched-predict", daemon=True)
         self._thread.start()
 

@@ -149,3 +149,35 @@ def test_a_feature_submission_is_audited_on_the_feature_family_of_the_model_it_w
             pytest.raises(RpcFailure, match="cannot be rebuilt from the log under this configuration") as refused:
         client(srv, ACME).audit_job("j")
     assert refused.value.code == "FAILED_PRECONDITION"
+
+
+def test_a_failing_refit_is_retried_at_the_poll_interval_not_in_a_busy_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the trainer waits on the writer's condition only while settled; a refit that keeps failing leaves it
+    # unsettled, so without the back-off it would retry (and take the writer's lock) as fast as it can
+    import threading
+    from types import SimpleNamespace
+
+    from models.predict.online import EngineConfig
+    from server.prediction import POLL_S, Predictions
+
+    predictions = Predictions(EngineConfig(), round_seconds=60)
+    calls: list[float] = []
+
+    def refit(*_: object) -> None:
+        calls.append(time.monotonic())
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(predictions.engine, "refit_due", lambda every: True)
+    monkeypatch.setattr(predictions.engine, "refit", refit)
+    lock = threading.Lock()
+    engine = SimpleNamespace(forgotten=SimpleNamespace(events=0), events=[])
+
+    @contextmanager
+    def reading() -> Iterator[Any]:
+        with lock:
+            yield engine
+
+    predictions.start(reading, threading.Condition(lock))
+    time.sleep(3 * POLL_S)
+    predictions.stop()
+    assert 1 <= len(calls) <= 4

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.cuc.exact import aggregate, job_classes, lp_bound, solve_exact, solve_relaxation
+from models.cuc.exact import aggregate, job_classes, lp_bound, solve_relaxation
 from models.cuc.jobs import JobConfig, generate_jobs
 from models.cuc.problem import UNSCHEDULED, Jobs, check_schedule, load, utility
 from models.cuc.rounding import solve_rounded
@@ -50,13 +50,16 @@ def test_rounded_on_generated_jobs_is_feasible_and_never_below_its_certificate(s
 
 
 def test_small_jobs_come_within_a_percent_of_the_milp() -> None:
-    # 0.2 % jobs, as the study's default: the rounding loses far less than Alg. 3's gap to the LP bound
+    # 0.2 % jobs, as the study's default: the rounding loses far less than Alg. 3's gap to the LP bound. The
+    # MILP's optimum lies between the rounding and the LP bound (the bound is checked against the relaxation and
+    # brute force above), so within 1 % of the bound is within 1 % of the MILP. Solving this MILP (22,831 jobs)
+    # is no check: HiGHS finds no incumbent within its time limit.
     rng = np.random.default_rng(3)
     jobs = generate_jobs(1000.0, 24, JobConfig(max_share=0.002), rng)
     cap = 1000.0 * rng.uniform(0.8, 1.1, 24)
     result = solve_rounded(jobs, cap)
+    assert result.bound == pytest.approx(lp_bound(jobs, cap), rel=1e-9)
     assert result.utility >= 0.99 * result.bound
-    assert result.utility >= solve_exact(jobs, cap, time_limit=5.0).utility - 0.01 * result.bound
 
 
 def test_rounding_takes_whole_jobs_per_class_and_alg3_places_the_rest() -> None:

@@ -24,14 +24,15 @@ def two_types(tmp_path: Path) -> Path:
 
 
 def config(path: Path, **changes: object) -> StudyConfig:
-    return StudyConfig(datasets={"cap": str(path)}, bo_steps=2, p_levels=(0.05,), exact_time_limit=0.0,
-                       jobs=JobConfig(max_share=0.2), refit_every=24, **changes)  # type: ignore[arg-type]
+    fields: dict[str, object] = {"datasets": {"cap": str(path)}, "bo_steps": 2, "p_levels": (0.05,),
+                                 "exact_time_limit": 0.0, "jobs": JobConfig(max_share=0.2), "refit_every": 24}
+    return StudyConfig(**(fields | changes))  # type: ignore[arg-type]
 
 
 def test_a_pool_of_processes_pools_each_type_run_alone(tmp_path: Path) -> None:
     path = two_types(tmp_path)
-    pooled = run_study(config(path), processes=2)["cap"]
-    each = [run_study(config(path, vm_types=(vm,)), processes=1)["cap"] for vm in ("t1", "t2")]
+    pooled = run_study(config(path, refit_every=96), processes=2)["cap"]
+    each = [run_study(config(path, vm_types=(vm,), refit_every=96), processes=1)["cap"] for vm in ("t1", "t2")]
     assert set(pooled) == set(each[0]) == set(each[1])
     for method, row in pooled.items():
         assert row["samples"] == 50  # 25 test samples of each type

@@ -214,6 +214,7 @@ class MonteCarloOracle:
         self._counts: dict[int, SurvivalCounts] = {}  # by concurrency, least recently used first
         self._behind = False  # some row may lack an appended job
         self._scratch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # one entry per row for _append_job
+        self._crowded = False  # more than EAGER_SHARE of the rows' exact peaks are crowded: settle needs no count
 
     def __getstate__(self) -> dict[str, object]:
         """Pickle without the sampled paths: they are a pure function of the residuals and are rebuilt lazily."""
@@ -224,6 +225,7 @@ class MonteCarloOracle:
         state["_marks"] = Marks.none(0)
         state["_counts"] = {}
         state["_scratch"] = None
+        state["_crowded"] = False
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
@@ -231,6 +233,7 @@ class MonteCarloOracle:
         state.setdefault("_counts", {})
         state.setdefault("_behind", False)
         state.setdefault("_scratch", None)
+        state.setdefault("_crowded", False)
         self.__dict__.update(state)
 
     def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None,
@@ -247,6 +250,7 @@ class MonteCarloOracle:
         self._appended = []
         self._app = Packed.of(self.platform, round_, [])
         self._paths = None
+        self._crowded = False
 
     def append(self, residual: Residual) -> None:
         """A job born in this round joins the earlier jobs of every later SoW of the round."""
@@ -265,13 +269,17 @@ class MonteCarloOracle:
         first, so calling this early (e.g. while a reply is on the wire) only moves work, never changes a result.
         True if it did work.
         """
-        p = self.platform
         if self._paths is not None and self._behind \
                 and len(self._appended) > int(self._applied.min(initial=len(self._appended))) \
-                and np.count_nonzero(self._bound > p.capacity_top - p.C_m) > EAGER_SHARE * self.samples:
+                and (self._crowded or self._count_crowded(self._bound) > EAGER_SHARE * self.samples):
             self._apply_pending()
             return True
         return False
+
+    def _count_crowded(self, loads: np.ndarray) -> int:
+        """The rows whose `loads` (peaks or bounds) could leave no room for some job (above C - C_m)."""
+        p = self.platform
+        return int(np.count_nonzero(loads > p.capacity_top - p.C_m))
 
     def _apply_pending(self) -> None:
         """Apply every appended job to every row that lacks it, one job at a time, oldest first."""
@@ -281,8 +289,8 @@ class MonteCarloOracle:
                              np.empty(self.samples, dtype=np.float64))
         for k in range(int(self._applied.min()), len(self._appended)):
             r = self._appended[k]
-            if not r.runs:  # it never runs: nothing to add anywhere
-                self._applied[self._applied == k] = k + 1
+            if not r.runs:  # it never runs: nothing to add anywhere (every row has applied k jobs or more)
+                np.maximum(self._applied, k + 1, out=self._applied)
                 continue
             key = np.uint64(stream_key(self.platform.seed, self.round, r.job))
             _append_job(self._paths, self._peak, self._first, self._applied, *self._marks.arrays(), k, key,
@@ -290,6 +298,8 @@ class MonteCarloOracle:
                         self.platform.capacity_top, *self._scratch)
         self._bound[:] = self._peak
         self._behind = False
+        # Peaks only grow within a round: once crowded by its exact peaks, the round stays crowded.
+        self._crowded = self._crowded or self._count_crowded(self._peak) > EAGER_SHARE * self.samples
 
     def _built(self) -> np.ndarray:
         if self._paths is None:

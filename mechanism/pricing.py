@@ -41,12 +41,13 @@ class Menu:
         (4 H D_m)^k, and a difference of prefix sums over 1e11-priced rounds read a 1/6 round as 0.16663), and,
         float addition being monotone, a window never costs less after any of its unit prices rose.
         """
-        lo, d = np.broadcast_arrays(np.asarray(start) - self.birth, np.asarray(duration))
-        if lo.size and (int(lo.min()) < 0 or int((lo + d).max()) > self.unit.size or int(d.min()) < 1):
+        lo, d = np.asarray(start) - self.birth, np.asarray(duration)
+        end = lo + d  # broadcast: each (start, duration) pair's end; its extremes bound every window
+        if not end.size:
+            return np.zeros(end.shape)
+        if int(lo.min()) < 0 or int(end.max()) > self.unit.size or int(d.min()) < 1:
             raise ValueError(f"a window [start - {self.birth}, + duration) leaves the menu's "
                              f"{self.unit.size} rounds or is empty")
-        if not lo.size:
-            return np.zeros(lo.shape)
         return concurrency * self._windows(int(lo.max()) + 1, int(d.max()))[lo, d - 1]
 
     def _windows(self, starts: int, longest: int) -> np.ndarray:
@@ -55,9 +56,8 @@ class Menu:
         padded = np.zeros(starts + longest - 1, dtype=np.float64)
         n = min(self.unit.size, padded.size)
         padded[:n] = self.unit[:n]
-        step = padded.strides[0]  # row i is padded[i : i + longest], a read-only view
-        view = np.lib.stride_tricks.as_strided(padded, shape=(starts, longest), strides=(step, step), writeable=False)
-        return np.cumsum(view, axis=1)
+        rows = np.arange(starts)[:, None] + np.arange(longest)  # row i is padded[i : i + longest]
+        return np.cumsum(padded[rows], axis=1)
 
 
 class PriceBook:

@@ -10,7 +10,7 @@ from typing import Any
 
 from cli.args import add_output_arguments, bounded_int, comma_list, nonempty, probability, unit_float, usage_errors
 from cli.verbs import add_verb
-from models.predict.names import PREDICTORS
+from models.predict.names import ON_REQUEST, PREDICTORS
 
 
 def register(sub: Any) -> None:
@@ -19,7 +19,8 @@ def register(sub: Any) -> None:
     e = psub.add_parser("evaluate", help="replay an SWF trace causally and score each predictor")
     e.add_argument("--trace", required=True, help="SWF file (.swf or .swf.gz), cleaned as predictsim does")
     e.add_argument("--predictor", choices=PREDICTORS, action="append",
-                   help="predictor to score (repeatable; default: all but learned-gmm)")
+                   help="predictor to score (repeatable; default: all but learned-gmm, learned-boosted and the "
+                        "learned-oracle-P bounds)")
     e.add_argument("--jobs", type=bounded_int(1), help="use only the first N jobs")
     e.add_argument("--window", type=bounded_int(10), default=None,
                    help="learned, learned-gmm: completed jobs the model trains on (default: the engine's 8,000; the "
@@ -63,7 +64,7 @@ def evaluate(args: argparse.Namespace) -> int:
     from models.predict.jobs import load_trace
 
     _, table = load_trace(args.trace, args.jobs)
-    names = args.predictor or [n for n in PREDICTORS if n != "learned-gmm"]
+    names = args.predictor or [n for n in PREDICTORS if n not in ON_REQUEST]
     out = {"trace": str(args.trace), "jobs": len(table), "window": args.window,
            "predictors": {n: score(table, n, args.window) for n in names}}
     if args.json:

@@ -11,13 +11,22 @@ from typing import Any
 import numpy as np
 
 from models.predict.baselines import Exact, LastFive, RequestedTime, Tsafrir
+from models.predict.boosted import BoostedPredictor
 from models.predict.jobs import JobTable
 from models.predict.learned import LearnedConfig, LearnedPredictor
+from models.predict.oracle_mix import OracleMix
 from models.predict.protocol import Predictor
 from models.predict.recalibrate import Recalibrated
 from models.predictive import Discrete
 
 LEVELS: tuple[float, ...] = (0.5, 0.9, 0.95)
+
+
+def _oracle_mix(percent: int) -> Callable[[], Predictor]:
+    """`learned-oracle-P`: the learned law with P % of its mass on the runtime (an oracle, for bounds)."""
+    return lambda: OracleMix(LearnedPredictor(), percent / 100, name=f"learned-oracle-{percent}")
+
+
 PREDICTORS: dict[str, Callable[[], Predictor]] = {
     "requested": RequestedTime,
     "tsafrir": Tsafrir,
@@ -26,6 +35,8 @@ PREDICTORS: dict[str, Callable[[], Predictor]] = {
     "learned": LearnedPredictor,
     "learned-gmm": lambda: LearnedPredictor(LearnedConfig(clustering="gmm"), name="learned-gmm"),
     "learned-calibrated": lambda: Recalibrated(LearnedPredictor(), name="learned-calibrated"),
+    "learned-boosted": BoostedPredictor,
+    **{f"learned-oracle-{w}": _oracle_mix(w) for w in (50, 80, 95)},
 }
 
 

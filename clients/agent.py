@@ -35,6 +35,8 @@ STOP_EVENTS = frozenset({"evict", "cancel", "complete", "expire", "not_scheduled
 GONE = frozenset({"FAILED_PRECONDITION", "NOT_FOUND", "INVALID_ARGUMENT"})  # the server will never take the report
 LAUNCH_WORKERS = 8  # launches (sbatch calls) at once: `sowsched bench agent --workers` (docs/performance.md)
 FETCH_WORKERS = 8  # payload fetches and launch reports (RPCs) at once
+COALESCE_GAP = 0.005  # seconds the agent waits for the next event behind a start (one array for a round's starts)
+COALESCE_MAX = 0.05  # seconds it waits so in all before it handles what it has
 CRASH_ENV = "SOWSCHED_AGENT_CRASH_AFTER_LAUNCH"  # fault injection: SIGKILL after the Nth launched job, unrecorded
 
 
@@ -108,7 +110,9 @@ class Agent:
 
     def run(self, stop: threading.Event) -> None:
         self.reconcile()
-        threading.Thread(target=self._watch, args=(stop,), daemon=True, name="agent-watch").start()
+        # the cursor is read here: the watch thread never touches the state file (one thread uses its connection)
+        threading.Thread(target=self._watch, args=(stop, self.state.next_seq), daemon=True,
+                         name="agent-watch").start()
         next_poll = time.monotonic()
         try:
             while not stop.is_set():
@@ -130,16 +134,20 @@ class Agent:
             self._rpcs.shutdown(wait=True)
 
     def _drain(self, first: TenantEvent) -> list[TenantEvent]:
-        """`first` and the events already queued behind it (a round's events arrive together)."""
+        """`first` and the events queued behind it (a round's events arrive together). Behind a start it waits up to
+        COALESCE_GAP for the next event (at most COALESCE_MAX in all), so that a round's starts, which reach the
+        stream a few at a time, go out in one array rather than several."""
         batch = [first]
+        deadline = time.monotonic() + COALESCE_MAX
         while True:
+            wait = min(COALESCE_GAP, deadline - time.monotonic()) if batch[-1].event.type == "start" else 0.0
             try:
-                batch.append(self.events.get_nowait())
+                batch.append(self.events.get(timeout=wait) if wait > 0 else self.events.get_nowait())
             except queue.Empty:
                 return batch
 
-    def _watch(self, stop: threading.Event) -> None:
-        seq = self.state.next_seq
+    def _watch(self, stop: threading.Event, seq: int) -> None:
+        """Queue every event from `seq` on, reopening the stream from the last one received when it fails."""
         while not stop.is_set():
             try:
                 for te in self.client.watch_tenants(seq, follow=True):
@@ -147,6 +155,10 @@ class Agent:
                     seq = te.event.seq + 1
                     if stop.is_set():
                         return
+            except ValueError:  # grpc's "Channel closed!": the agent stopped and closed its client
+                if stop.is_set():
+                    return
+                raise
             except RpcFailure as exc:  # the retries ran out (a long outage): keep trying from the same seq
                 log.warning("watch failed (%s); reopening from seq %d", exc, seq)
                 stop.wait(self.options.poll)

@@ -11,6 +11,7 @@ from typing import Any
 
 from clients.agent import Agent, AgentOptions, Payload, PayloadSource, server_payloads
 from clients.agent_state import AgentState, LaunchRow
+from clients.client import TenantEvent
 from clients.executors import Executor, LocalExecutor, SlurmExecutor
 from server.app import RunningServer, ServerOptions, start_server
 from server.config import parse_config
@@ -47,13 +48,17 @@ class Bed:
     def payload(self, tenant: str, job_id: str) -> Payload:
         return Payload(self.commands.get(job_id, ()), 1, 3)
 
-    def start_agent(self) -> None:
+    def start_agent(self, first: list[TenantEvent] | None = None) -> None:
+        """Start the agent in a thread; with `first`, it handles those events as one batch before it runs (as it
+        handles a round's events when they reach it together: no timing decides how they are split)."""
         self.stop = threading.Event()
         state = AgentState(self.state_path, self.executor.kind)
         agent_client = client(self.port, retry=PATIENT)
         payloads: PayloadSource = (server_payloads(agent_client, PLATFORM["D_m"]) if self.from_server
                                    else self.payload)
         self.agent = Agent(agent_client, self.executor, state, payloads, self.options)
+        if first:
+            self.agent.handle_events(first)
         self.thread = threading.Thread(target=self.agent.run, args=(self.stop,), daemon=True)
         self.thread.start()
 

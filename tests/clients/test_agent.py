@@ -228,13 +228,15 @@ def test_an_array_written_before_a_crash_is_submitted_exactly_once_by_the_restar
 
 def test_a_round_of_100_starts_goes_out_as_one_array_and_each_element_is_reported_and_stopped_alone(
         tmp_path: Path) -> None:
-    """100 jobs started in one round: one sbatch --array of 100 elements (one batch key, indices 0-99, one array
-    id). 90 payloads exit with their own codes (i % 4), each reported as its job's completion with its element's id
-    and code; 10 hang: 5 whose longest declared duration is 2 rounds are evicted in round 1 and only their elements
-    are cancelled (the other 5 still run), then those 5 at their own overrun in round 2."""
+    """100 jobs started in one round, their events handled together: one sbatch --array of 100 elements (one batch
+    key, indices 0-99, one array id). 90 payloads exit with their own codes (i % 4), each reported as its job's
+    completion with its element's id and code; 10 hang: 5 whose longest declared duration is 2 rounds are evicted in
+    round 1 and only their elements are cancelled (the other 5 still run), then those 5 at their own overrun in
+    round 2."""
     quick = [f"q{i:02d}" for i in range(90)]
     short, long_ = [f"s{i}" for i in range(5)], [f"l{i}" for i in range(5)]
     with bed("slurm", tmp_path, platform=BIG) as b:
+        b.stop_agent()
         for i, j in enumerate(quick):
             b.submit(j, f"exit {i % 4}", **now(2))
         for j in short:
@@ -243,6 +245,7 @@ def test_a_round_of_100_starts_goes_out_as_one_array_and_each_element_is_reporte
             b.submit(j, "exec sleep 300", **now(3))
         started = [e.job for e in b.op.advance().events if e.type == "start"]  # round 0
         assert sorted(started) == sorted(quick + short + long_)
+        b.start_agent(first=list(b.op.watch_tenants(0, follow=False)))
         wait_until(lambda: len(b.rows()) == 100 and all(s != "launching" for s, _r in b.rows().values()),
                    what="every job launched")
         rows = {j: b.launch(j) for j in started}

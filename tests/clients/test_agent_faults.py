@@ -187,6 +187,34 @@ def test_agent_killed_between_launch_and_state_write_runs_nothing_twice(cluster:
     assert cluster.cold_replay_digest() == cluster.op.status().state_digest
 
 
+@pytest.mark.parametrize("kind", ["local", "slurm"])
+def test_agent_killed_after_a_rounds_launches_return_and_before_their_state_write_runs_nothing_twice(
+        kind: str, tmp_path: Path) -> None:
+    """Five jobs start in one round (each worth its value only if it finishes by its one duration). With Slurm they
+    go out as one sbatch --array, and the agent SIGKILLs itself once it returns, before writing the launches; locally
+    it dies after its first launch. Restarted, it finds the array by its key (locally each launch by its handle) and
+    adopts what was launched: each payload runs once, and on Slurm one array made every element."""
+    c = Cluster(tmp_path, kind, platform={"C": 1000, "C_m": 1, "D_m": 4, "S_m": 8, "H": 100.0, "samples": 500,
+                                           "seed": 1})
+    try:
+        jobs = [f"r{i}" for i in range(5)]
+        for j in jobs:
+            c.submit(j, "sleep 0.5", value_steps=[[2, 50.0]], outcomes=[[0, 2, 1.0]])
+        c.start_agent(crash_after=1)
+        assert len([e for e in c.op.advance().events if e.type == "start"]) == 5  # round 0
+        assert c.agent is not None and c.agent.wait(timeout=60) == -signal.SIGKILL
+        assert {s for s, _r in c.rows().values()} == {"launching"}  # launched, not recorded
+        c.start_agent()
+        c.settle()
+        play_until_done(c, jobs)
+        assert c.states(jobs) == ["COMPLETED"] * 5
+        assert c.runs() == jobs  # each ran exactly once
+        if kind == "slurm":  # each job's element made by one sbatch (however the round's starts were split)
+            assert all(len(c.slurm_jobs(j)) == 1 for j in jobs)
+    finally:
+        c.close()
+
+
 def test_server_killed_under_the_agent_loses_no_event(cluster: Cluster) -> None:
     jobs = ["a", "b", "c", "d"]
     for j in jobs[:2]:

@@ -137,15 +137,17 @@ class Marks:
     concurrency c (one whose counts are kept)."""
 
     dirty: np.ndarray  # uint64 per row
+    listed: np.ndarray  # int32: rows marked since they were last listed clean, count[0] of them (`_mark`)
+    count: np.ndarray  # int64 [rows listed, 1 if some marked row did not fit in the list]
     live: int = 0  # bit c: concurrency c's counts are kept
 
     @staticmethod
     def none(samples: int) -> Marks:
-        return Marks(np.zeros(samples, dtype=np.uint64))
+        return Marks(np.zeros(samples, dtype=np.uint64), np.zeros(samples, dtype=np.int32), np.zeros(2, np.int64))
 
     def arrays(self) -> tuple[np.ndarray | np.uint64 | int, ...]:
-        """For the kernels: dirty, the live bits and the highest live concurrency (0: none)."""
-        return self.dirty, np.uint64(self.live), max(self.live.bit_length() - 1, 0)
+        """For the kernels: dirty, listed, count, the live bits and the highest live concurrency (0: none)."""
+        return self.dirty, self.listed, self.count, np.uint64(self.live), max(self.live.bit_length() - 1, 0)
 
     def drop(self, c: int) -> None:
         """Concurrency c's counts are no longer kept: its bits are cleared."""
@@ -347,8 +349,8 @@ class MonteCarloOracle:
                                             *self._app.arrays(), *marks.arrays(), *counts.arrays(), concurrency,
                                             p.S_m, p.capacity_top)
         else:  # every row holds every job: only the rows marked for c can have changed
-            counts.roomy = _recount_marked(paths, self._first, marks.dirty, *counts.arrays(), concurrency, p.S_m,
-                                           p.capacity_top)
+            counts.roomy = _recount_marked(paths, self._first, marks.dirty, marks.listed, marks.count,
+                                           *counts.arrays(), concurrency, p.S_m, p.capacity_top)
         hist = _histogram(counts.diff, counts.zero, counts.roomy, p.S_m, p.D_m)
         survive = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]  # survive[s, d] = #samples with g >= d
         return (self.samples - survive[:, 1:]) / float(self.samples)  # failures / N, exactly as counted
@@ -504,8 +506,8 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
 @numba.njit(cache=True, inline="always", nogil=True)
 def _materialise(row: np.ndarray, n: int, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
                  applied: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray,
-                 length: np.ndarray, cdf: np.ndarray, dirty: np.ndarray, live: np.uint64, c_top: int,
-                 capacity: int) -> None:  # pragma: no cover
+                 length: np.ndarray, cdf: np.ndarray, dirty: np.ndarray, listed: np.ndarray, count: np.ndarray,
+                 live: np.uint64, c_top: int, capacity: int) -> None:  # pragma: no cover
     """Apply to row n the appended jobs it has not applied yet, oldest first; its bound becomes exact. Marks the row
     for the live concurrencies (up to c_top) whose full rounds it may have changed (`Marks`)."""
     bits = np.uint64(0)
@@ -514,7 +516,7 @@ def _materialise(row: np.ndarray, n: int, peak: np.ndarray, first: np.ndarray, b
         peak[n], first[n], b = _add_newest(row, peak[n], first[n], start[i], length[i], conc[k], capacity, c_top)
         bits |= b
     if bits & live:
-        dirty[n] |= bits & live
+        _mark(dirty, listed, count, n, bits & live)
     applied[n] = keys.size
     bound[n] = peak[n]
 
@@ -525,9 +527,11 @@ def _materialise_all(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bou
                      length: np.ndarray, cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
     """Apply every pending job to every row, marking none (the caller drops any kept counts)."""
     dirty = np.zeros(0, dtype=np.uint64)
+    listed = np.zeros(0, dtype=np.int32)
+    count = np.zeros(2, dtype=np.int64)
     for n in numba.prange(paths.shape[0]):
-        _materialise(paths[n], n, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, dirty,
-                     np.uint64(0), 0, capacity)
+        _materialise(paths[n], n, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, dirty, listed,
+                     count, np.uint64(0), 0, capacity)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -586,9 +590,9 @@ def _crossed_table(c: int, capacity: int, live: np.uint64, c_top: int) -> tuple[
 
 @numba.njit(cache=True, nogil=True)  # serial: one pass, no threads to wake (the query kernels are serial too)
 def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, applied: np.ndarray, dirty: np.ndarray,
-                live: np.uint64, c_top: int, k: int, key: np.uint64, c: int, start: np.ndarray, length: np.ndarray,
-                cdf: np.ndarray, capacity: int, idx: np.ndarray, work: np.ndarray,
-                u: np.ndarray) -> None:  # pragma: no cover
+                listed: np.ndarray, count: np.ndarray, live: np.uint64, c_top: int, k: int, key: np.uint64, c: int,
+                start: np.ndarray, length: np.ndarray, cdf: np.ndarray, capacity: int, idx: np.ndarray,
+                work: np.ndarray, u: np.ndarray) -> None:  # pragma: no cover
     """Apply appended job k (concurrency c, outcomes start/length/cdf) to every row that has applied jobs < k,
     marking each for the live concurrencies whose full rounds it may have changed (`_add_newest`, row by row, gives
     the same rows, peaks, first overflows and marks: tests/mechanism/test_failure_kernels.py).
@@ -646,7 +650,7 @@ def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, applied:
                     break
             peak[n] = pk
         if bits:
-            dirty[n] |= bits
+            _mark(dirty, listed, count, n, bits)
 
 
 @numba.njit(cache=True, inline="always", nogil=True)
@@ -704,7 +708,8 @@ def _count(words: np.ndarray, diff: np.ndarray, zero: np.ndarray, last_s: int, s
 @numba.njit(cache=True, nogil=True)  # serial: under normal load most samples are skipped after one comparison
 def _survival_counts(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bound: np.ndarray, applied: np.ndarray,
                      keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
-                     cdf: np.ndarray, dirty: np.ndarray, live: np.uint64, c_top: int, masks: np.ndarray,
+                     cdf: np.ndarray, dirty: np.ndarray, listed: np.ndarray, count: np.ndarray, live: np.uint64,
+                     c_top: int, masks: np.ndarray,
                      diff: np.ndarray, zero: np.ndarray, roomy: int, c: int, n_starts: int,
                      capacity: int) -> int:  # pragma: no cover
     """Update concurrency c's survival counts (masks, diff, zero, roomy: `SurvivalCounts`) to the rows; the new roomy.
@@ -732,7 +737,7 @@ def _survival_counts(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bou
         else:
             if applied[n] < keys.size:
                 _materialise(paths[n], n, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, dirty,
-                             live, c_top, capacity)
+                             listed, count, live, c_top, capacity)
             fits = peak[n] <= room
         if fits:
             if counted:  # loads only grow within a round, so this does not happen; kept exact all the same
@@ -767,21 +772,47 @@ def _recount(row: np.ndarray, fa: int, room: int, words: np.ndarray, mask: np.nd
     return roomy
 
 
+@numba.njit(cache=True, inline="always", nogil=True)
+def _mark(dirty: np.ndarray, listed: np.ndarray, count: np.ndarray, n: int,
+          bits: np.uint64) -> None:  # pragma: no cover
+    """Set row n's dirty `bits` (not 0); a row clean until now is listed, so a recount visits only listed rows (a list
+    that is full says so in count[1], and the next recount visits every row)."""
+    if dirty[n] == 0:
+        m = count[0]
+        if m < listed.size:
+            listed[m] = n
+            count[0] = m + 1
+        else:
+            count[1] = 1
+    dirty[n] |= bits
+
+
 @numba.njit(cache=True, nogil=True)
-def _recount_marked(paths: np.ndarray, first: np.ndarray, dirty: np.ndarray, masks: np.ndarray, diff: np.ndarray,
-                    zero: np.ndarray, roomy: int, c: int, n_starts: int, capacity: int) -> int:  # pragma: no cover
+def _recount_marked(paths: np.ndarray, first: np.ndarray, dirty: np.ndarray, listed: np.ndarray, count: np.ndarray,
+                    masks: np.ndarray, diff: np.ndarray, zero: np.ndarray, roomy: int, c: int, n_starts: int,
+                    capacity: int) -> int:  # pragma: no cover
     """`_survival_counts` when every row holds every appended job and c is live: only the rows with c's dirty bit
-    can differ from their count (one pass over the bits alone). Such a row does not fit the job: a round crossed
-    C - c, or an overflow came (and a row with no full round counts as roomy does, surviving every duration). The
-    new roomy."""
+    can differ from their count, and each is listed (`_mark`; after an overflow of the list, every row is visited
+    and the list rebuilt). Such a row does not fit the job: a round crossed C - c, or an overflow came (and a row
+    with no full round counts as roomy does, surviving every duration). Rows no longer marked for any concurrency
+    leave the list. The new roomy."""
     words = np.zeros(masks.shape[1], dtype=np.uint64)
     bit = np.uint64(1) << np.uint64(c)
-    for n in range(dirty.size):
+    every = count[1] != 0
+    todo = dirty.size if every else count[0]
+    m = 0
+    for p in range(todo):
+        n = p if every else listed[p]
         if dirty[n] & bit:
             dirty[n] &= ~bit
             counted = masks[n, masks.shape[1] - 1] != 0
             roomy = _recount(paths[n], first[n], capacity - c, words, masks[n], counted, diff, zero, n_starts - 1,
                              roomy)
+        if dirty[n]:  # still marked for another concurrency: stays listed (m <= p: in place)
+            listed[m] = n
+            m += 1
+    count[0] = m
+    count[1] = 0
     return roomy
 
 

@@ -17,6 +17,7 @@ from mechanism.failure import (
     _draw,
     _draw_all,
     _histogram,
+    _mark,
     _next_bit,
     _survival_histogram,
 )
@@ -303,7 +304,8 @@ def _append_row_by_row(oracle: MonteCarloOracle, k: int) -> None:
     """The reference for the appending pass: each row that lacks job k draws it and adds it as the newest job."""
     r = oracle._appended[k]
     key = np.uint64(stream_key(oracle.platform.seed, oracle.round, r.job))
-    dirty, live, c_top = oracle._marks.dirty, np.uint64(oracle._marks.live), oracle._marks.arrays()[2]
+    marks = oracle._marks
+    live, c_top = np.uint64(marks.live), max(marks.live.bit_length() - 1, 0)
     assert oracle._paths is not None
     for n in range(oracle.samples):
         if oracle._applied[n] == k:
@@ -311,7 +313,8 @@ def _append_row_by_row(oracle: MonteCarloOracle, k: int) -> None:
             peak, first, bits = _add_newest(oracle._paths[n], oracle._peak[n], oracle._first[n], r.start[i],
                                             r.length[i], r.concurrency, oracle.platform.capacity_top, c_top)
             oracle._peak[n], oracle._first[n] = peak, first
-            dirty[n] |= bits & live
+            if bits & live:
+                _mark(marks.dirty, marks.listed, marks.count, n, bits & live)
             oracle._applied[n] = k + 1
     oracle._bound[:] = oracle._peak
     oracle._behind = False
@@ -319,11 +322,12 @@ def _append_row_by_row(oracle: MonteCarloOracle, k: int) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10**6), capacity=st.integers(2, 9), samples=st.integers(1, 260), jobs=st.integers(0, 8),
-       appended=st.integers(1, 5), outcomes=st.integers(1, 70))
+       appended=st.integers(1, 5), outcomes=st.integers(1, 70), full_list=st.booleans())
 def test_the_appending_pass_equals_row_by_row_lifo_and_keeps_the_counts_equal_to_counts_from_scratch(
-        seed: int, capacity: int, samples: int, jobs: int, appended: int, outcomes: int) -> None:
-    # Rows, peaks, first overflows, applied counts and marks equal the row-by-row reference; the kept survival
-    # counts of every live concurrency, updated through the marks, equal a count of every row from scratch.
+        seed: int, capacity: int, samples: int, jobs: int, appended: int, outcomes: int, full_list: bool) -> None:
+    # Rows, peaks, first overflows, applied counts and marks equal the row-by-row reference, every marked row is
+    # listed; the kept survival counts of every live concurrency, recounted on the listed rows (or on every row,
+    # as after the list overflowed: full_list), equal a count of every row from scratch.
     p = small_platform(C=capacity, samples=samples, seed=seed, C_m=min(capacity, 4), S_m=9, D_m=5)
     rng = np.random.default_rng(seed)
     rs = _residuals(rng, p, jobs + appended, max_outcomes=outcomes)
@@ -340,6 +344,10 @@ def test_the_appending_pass_equals_row_by_row_lifo_and_keeps_the_counts_equal_to
         for name in ("_paths", "_peak", "_first", "_applied", "_bound"):
             assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
         assert np.array_equal(fast._marks.dirty, slow._marks.dirty)
+        for marks in (fast._marks, slow._marks):  # every marked row is listed, unless the list overflowed
+            assert marks.count[1] or set(np.flatnonzero(marks.dirty)) <= set(marks.listed[: marks.count[0]].tolist())
+        if full_list:
+            fast._marks.count[1] = 1
         for c in range(1, p.C_m + 1):
             assert np.array_equal(fast.estimates(c), slow.estimates(c)), c
             counts = fast._counts[c]

@@ -28,8 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=bounded_int(1, 64), default=None,
                    help="launches at once (default: the agent's, clients.agent.LAUNCH_WORKERS)")
     p.add_argument("--no-arrays", action="store_true",
-                   help="slurm: one sbatch per started job (as the agent does with --slots) instead of one "
-                        "sbatch --array per shape of a round's starts")
+                   help="slurm: one sbatch per started job (as the agent does with --slots or --array-max 1) "
+                        "instead of one sbatch --array per shape of a round's starts")
     p.add_argument("--submissions", action="store_true",
                    help="slurm: also time the same number of bare jobs submitted without the agent, one sbatch each "
                         "(--workers at once) and all in one sbatch --array (the options for one round's starts)")
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from clients.agent import LAUNCH_WORKERS, Agent, AgentOptions, Payload
     from clients.agent_state import AgentState
     from clients.client import SchedulerClient
-    from clients.executors import ArrayExecutor, LocalExecutor, SlurmExecutor
+    from clients.executors import ARRAY_MAX, ArrayExecutor, LocalExecutor, SlurmExecutor
     from server.app import ServerOptions, start_server
     from server.config import parse_config
 
@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         op = SchedulerClient(f"127.0.0.1:{srv.port}", TOKEN)
         agent = Agent(SchedulerClient(f"127.0.0.1:{srv.port}", TOKEN), executor,
                       AgentState(tmp / "agent.db", inner.kind), lambda t, j: Payload(("true",), 1, 2),
-                      AgentOptions(poll=0.2, launch_workers=args.workers or LAUNCH_WORKERS, arrays=not no_arrays))
+                      AgentOptions(poll=0.2, launch_workers=args.workers or LAUNCH_WORKERS,
+                                   array_max=1 if no_arrays else ARRAY_MAX))
         sow = {"concurrency": 1, "value_steps": [[2, 50.0]], "outcomes": [[0, 2, 1.0]], "signal_mode": "none"}
         for i in range(args.starts):
             op.submit(f"j{i}", sow)

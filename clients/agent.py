@@ -61,7 +61,7 @@ class AgentOptions:
     round_seconds: float = 0.0  # the server's round length: a launch's time limit is max_duration rounds of it
     crash_after_launch: int = 0  # >0: SIGKILL itself once that many jobs are launched, before recording them (tests)
     launch_workers: int = LAUNCH_WORKERS
-    arrays: bool = True  # an executor with arrays (Slurm) launches a run of starts of one shape in one call
+    array_max: int = ARRAY_MAX  # elements of one array (Slurm); 1: one launch call per job
 
 
 @dataclass
@@ -97,7 +97,7 @@ class Agent:
         self._inflight: dict[str, tuple[Unit, Future[dict[str, str] | None]]] = {}  # launches under way in the pool
         # arrays: an executor that has them, not bounded by --slots (an array's nodes may exceed any slot count)
         self._arrays = executor if isinstance(executor, ArrayExecutor) else None
-        self._use_arrays = self._arrays is not None and self.options.arrays and self.options.slots is None
+        self._use_arrays = self._arrays is not None and self.options.array_max > 1 and self.options.slots is None
         self._launcher = ThreadPoolExecutor(max_workers=self.options.launch_workers, thread_name_prefix="launch")
         self._rpcs = ThreadPoolExecutor(max_workers=FETCH_WORKERS, thread_name_prefix="agent-rpc")
         self._nodes: dict[str, int] = {}  # nodes of each launch that holds them (local slots)
@@ -167,10 +167,10 @@ class Agent:
 
     def handle_events(self, batch: list[TenantEvent]) -> None:
         """Events in order. A run of consecutive starts is written in transactions of up to `launch_workers`
-        starts (with arrays: up to ARRAY_MAX, one array per shape), one fsync each, not two per start, each handed
+        starts (with arrays: up to `array_max`, one array per shape), one fsync each, not two per start, each handed
         to the launch pool as soon as it is on disk; the events that need nothing move the cursor once, at the end
         of the batch (read again after a crash, they still need nothing)."""
-        run_max = ARRAY_MAX if self._use_arrays else self.options.launch_workers
+        run_max = self.options.array_max if self._use_arrays else self.options.launch_workers
         i = 0
         while i < len(batch):
             j = i + 1
@@ -231,7 +231,7 @@ class Agent:
 
     def _units(self, specs: list[Launch]) -> list[Unit]:
         """Launch calls for `specs`, in order: one each, or with arrays one array per shape, split where an array
-        would pass ARRAY_MAX elements or ARRAY_SCRIPT_CHARS of script. Each array gets a random key: no other state
+        would pass `array_max` elements or ARRAY_SCRIPT_CHARS of script. Each array gets a random key: no other state
         file (another deployment's agent) can name one alike."""
         if not self._use_arrays or self._arrays is None:
             return [Unit(spec.handle, False, {0: spec}) for spec in specs]
@@ -239,7 +239,7 @@ class Agent:
         for spec in specs:
             chunks = groups.setdefault(self._arrays.shape(spec), [[]])
             last = chunks[-1]
-            if last and (len(last) >= ARRAY_MAX
+            if last and (len(last) >= self.options.array_max
                          or sum(s.script_chars() for s in last) + spec.script_chars() > ARRAY_SCRIPT_CHARS):
                 chunks.append(last := [])
             last.append(spec)

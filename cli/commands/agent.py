@@ -14,13 +14,15 @@ from cli.args import bounded_int, positive_float
 from cli.commands.jobs import NO_ANSWER, add_connection_arguments
 from cli.exits import EXIT_REFUSED, EXIT_UNAVAILABLE
 from cli.verbs import add_verb
+from clients.executors import ARRAY_MAX
 
 
 def register(sub: Any) -> None:
     p = add_verb(sub, "agent")
     add_connection_arguments(p)
     p.add_argument("--executor", choices=("local", "slurm"), default="local",
-                   help="local: a process group per job on this machine; slurm: one sbatch job per job")
+                   help="local: a process group per job on this machine; slurm: one sbatch --array for a round's "
+                        "starts of one shape")
     p.add_argument("--state", type=Path, required=True,
                    help="the agent's SQLite state file (its event cursor and launches; created when missing)")
     p.add_argument("--slots", type=bounded_int(1), help="local: nodes run at once (default: no bound)")
@@ -31,6 +33,9 @@ def register(sub: Any) -> None:
                    help="payload output (and local pid and exit files); default: STATE.d beside the state file")
     p.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
                    help="slurm: one more sbatch option, e.g. --sbatch-arg=--partition=batch (repeatable)")
+    p.add_argument("--array-max", type=bounded_int(1, ARRAY_MAX), default=ARRAY_MAX, metavar="N",
+                   help=f"slurm: most jobs in one array, below the cluster's MaxArraySize (default {ARRAY_MAX}); "
+                        "1: one sbatch per job")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(func=run)
 
@@ -64,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     crash = int(os.environ.get("SOWSCHED_AGENT_CRASH_AFTER_LAUNCH", "0"))
     options = AgentOptions(poll=args.poll, grace=args.grace, slots=args.slots,
                            round_seconds=status.round_seconds if status.clock == "wall" else 0.0,
-                           crash_after_launch=crash)
+                           crash_after_launch=crash, array_max=args.array_max)
     agent = Agent(client, executor, state, server_payloads(client, status.platform.D_m), options)
     stop = threading.Event()
     try:

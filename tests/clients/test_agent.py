@@ -274,3 +274,30 @@ def test_a_round_of_100_starts_goes_out_as_one_array_and_each_element_is_reporte
                    what="the long hangs' elements gone")
         assert sorted(b.runs()) == sorted(started)  # each ran once
         assert all(len(slurm_jobs(r.handle, array_of(r))) == 1 for r in rows.values())
+
+
+def test_array_max_splits_a_rounds_starts_into_arrays_of_at_most_that_many_and_one_means_one_sbatch_each(
+        tmp_path: Path) -> None:
+    """`--array-max 2`: five starts handled together go out as arrays of 2, 2 and 1 (indices from 0 in each);
+    `--array-max 1`: as jobs alone (no array key), each found by its handle."""
+    for array_max, sizes in ((2, [1, 2, 2]), (1, [])):
+        run = tmp_path / f"max{array_max}"
+        run.mkdir()
+        jobs = [f"m{i}" for i in range(5)]
+        with bed("slurm", run, platform=BIG, array_max=array_max) as b:
+            b.stop_agent()
+            for j in jobs:
+                b.submit(j, "true", **now(2))
+            b.op.advance()
+            b.start_agent(first=list(b.op.watch_tenants(0, follow=False)))
+            for j in jobs:
+                b.wait_reported(j)
+            rows = [b.launch(j) for j in jobs]
+            by_key: dict[str, list[int]] = {}
+            for r in rows:
+                if r.batch is not None and r.idx is not None:
+                    by_key.setdefault(r.batch, []).append(r.idx)
+            assert sorted(len(v) for v in by_key.values()) == sizes
+            assert all(sorted(v) == list(range(len(v))) for v in by_key.values())
+            assert sorted(b.runs()) == jobs
+            assert all(len(slurm_jobs(r.handle, array_of(r))) == 1 for r in rows)

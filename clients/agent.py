@@ -236,13 +236,15 @@ class Agent:
         if not self._use_arrays or self._arrays is None:
             return [Unit(spec.handle, False, {0: spec}) for spec in specs]
         groups: dict[object, list[list[Launch]]] = {}
+        chars: dict[object, int] = {}  # script characters of each shape's last chunk
         for spec in specs:
-            chunks = groups.setdefault(self._arrays.shape(spec), [[]])
-            last = chunks[-1]
-            if last and (len(last) >= self.options.array_max
-                         or sum(s.script_chars() for s in last) + spec.script_chars() > ARRAY_SCRIPT_CHARS):
-                chunks.append(last := [])
-            last.append(spec)
+            shape, size = self._arrays.shape(spec), spec.script_chars()
+            chunks = groups.setdefault(shape, [[]])
+            if chunks[-1] and (len(chunks[-1]) >= self.options.array_max
+                               or chars[shape] + size > ARRAY_SCRIPT_CHARS):
+                chunks.append([])
+            chars[shape] = (chars[shape] if len(chunks[-1]) else 0) + size
+            chunks[-1].append(spec)
         return [Unit(uuid.uuid4().hex[:24], True, dict(enumerate(chunk)))
                 for chunks in groups.values() for chunk in chunks]
 

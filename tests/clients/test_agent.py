@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from clients.agent import Agent, AgentOptions, Payload
 from clients.agent_state import AgentState
 from clients.executors import Launch, SlurmExecutor, handle
 from mechanism.executor import ExecutorInfo
@@ -301,3 +302,28 @@ def test_array_max_splits_a_rounds_starts_into_arrays_of_at_most_that_many_and_o
             assert all(sorted(v) == list(range(len(v))) for v in by_key.values())
             assert sorted(b.runs()) == jobs
             assert all(len(slurm_jobs(r.handle, array_of(r))) == 1 for r in rows)
+
+
+def test_a_runs_starts_are_grouped_into_arrays_by_shape_count_and_script_size(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """One array per shape (--ntasks, --time in minutes), in start order, split at --array-max elements and where
+    the batch script would pass ARRAY_SCRIPT_CHARS; each array's indices from 0 and its key its own. No Slurm call
+    is made to group them."""
+    monkeypatch.setattr("clients.agent.ARRAY_SCRIPT_CHARS", 1000)
+    state = AgentState(tmp_path / "a.db", "slurm")
+    agent = Agent(None, SlurmExecutor(tmp_path / "out"), state, lambda t, j: Payload((), 1, 1),  # type: ignore[arg-type]
+                  AgentOptions(array_max=3))
+    try:
+        def launch(job: str, nodes: int, seconds: float, arg: str = "x") -> Launch:
+            return Launch(handle("acme", job), job, ("echo", arg), nodes, seconds)
+        specs = [launch("a", 1, 60), launch("b", 2, 60), launch("c", 1, 30), launch("d", 1, 61), launch("e", 1, 60),
+                 launch("f", 1, 60), launch("g", 2, 60), launch("h", 1, 1, "y" * 600), launch("i", 1, 1, "z" * 600)]
+        units = agent._units(specs)
+        assert [[s.job_id for s in u.elements.values()] for u in units] == [
+            ["a", "c", "e"], ["f", "h"], ["i"], ["b", "g"], ["d"]]  # 1x1min (3, then 1,000 chars), 2x1min, 1x2min
+        assert all(u.array and list(u.elements) == list(range(len(u.elements))) for u in units)
+        assert len({u.key for u in units}) == len(units)
+    finally:
+        agent._launcher.shutdown()
+        agent._rpcs.shutdown()
+        state.close()

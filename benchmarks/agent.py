@@ -30,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-arrays", action="store_true",
                    help="slurm: one sbatch per started job (as the agent does with --slots or --array-max 1) "
                         "instead of one sbatch --array per shape of a round's starts")
+    p.add_argument("--server-payloads", action="store_true",
+                   help="fetch each started job's payload from the server (GetJob), as `sowsched agent` does, "
+                        "instead of a fixed one in the benchmark")
     p.add_argument("--submissions", action="store_true",
                    help="slurm: also time the same number of bare jobs submitted without the agent, one sbatch each "
                         "(--workers at once) and all in one sbatch --array (the options for one round's starts)")
@@ -75,7 +78,7 @@ class TimedArrays(Timed):
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from clients.agent import LAUNCH_WORKERS, Agent, AgentOptions, Payload
+    from clients.agent import LAUNCH_WORKERS, Agent, AgentOptions, Payload, server_payloads
     from clients.agent_state import AgentState
     from clients.client import SchedulerClient
     from clients.executors import ARRAY_MAX, ArrayExecutor, LocalExecutor, SlurmExecutor
@@ -92,11 +95,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         inner = SlurmExecutor(tmp / "out") if args.executor == "slurm" else LocalExecutor(tmp / "out")
         executor = TimedArrays(inner) if isinstance(inner, ArrayExecutor) and not no_arrays else Timed(inner)
         op = SchedulerClient(f"127.0.0.1:{srv.port}", TOKEN)
-        agent = Agent(SchedulerClient(f"127.0.0.1:{srv.port}", TOKEN), executor,
-                      AgentState(tmp / "agent.db", inner.kind), lambda t, j: Payload(("true",), 1, 2),
+        agent_client = SchedulerClient(f"127.0.0.1:{srv.port}", TOKEN)
+        payloads = (server_payloads(agent_client, PLATFORM.D_m) if getattr(args, "server_payloads", False)
+                    else lambda t, j: Payload(("true",), 1, 2))
+        agent = Agent(agent_client, executor, AgentState(tmp / "agent.db", inner.kind), payloads,
                       AgentOptions(poll=0.2, launch_workers=args.workers or LAUNCH_WORKERS,
                                    array_max=1 if no_arrays else ARRAY_MAX))
-        sow = {"concurrency": 1, "value_steps": [[2, 50.0]], "outcomes": [[0, 2, 1.0]], "signal_mode": "none"}
+        sow = {"concurrency": 1, "value_steps": [[2, 50.0]], "outcomes": [[0, 2, 1.0]], "signal_mode": "none",
+               "command": ["true"]}
         for i in range(args.starts):
             op.submit(f"j{i}", sow)
             op.report_arrival(f"j{i}")
@@ -132,6 +138,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "started_in_round": started,
             "launched": len(latency),
             "arrays": isinstance(executor, TimedArrays), "launch_calls": executor.calls,
+            "server_payloads": bool(getattr(args, "server_payloads", False)),
             "start_to_launch_p50_s": float(np.percentile(latency, 50)) if len(latency) else None,
             "start_to_launch_p99_s": float(np.percentile(latency, 99)) if len(latency) else None,
             "start_to_last_launch_s": float(latency.max()) if len(latency) else None,

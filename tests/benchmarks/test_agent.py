@@ -28,3 +28,8 @@ def test_bench_agent_on_slurm_launches_a_rounds_starts_in_one_array_unless_told_
     assert r["launched"] == r["started_in_round"] == 5 and (r["arrays"], r["launch_calls"]) == (True, 1)
     r = agent.run(argparse.Namespace(starts=3, executor="slurm", workers=2, no_arrays=True))
     assert r["launched"] == 3 and (r["arrays"], r["launch_calls"]) == (False, 3)
+
+
+def test_bench_agent_with_server_payloads_fetches_each_started_jobs_payload_and_launches_it() -> None:
+    r = agent.run(argparse.Namespace(starts=3, executor="local", workers=2, server_payloads=True))
+    assert r["launched"] == r["started_in_round"] == 3 and r["server_payloads"] is True

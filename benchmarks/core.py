@@ -29,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--literal-candidates", type=bounded_int(1), default=2, help="(s, d) candidates timed literally")
     p.add_argument("--samples", type=bounded_int(1), default=None, help="override the Lemma F.1 sample count")
     p.add_argument("--seed", type=bounded_int(0), default=0, help="seed of the random SoWs and of the platform")
+    p.add_argument("--history-rounds", type=bounded_int(4), default=200,
+                   help="rounds played (3 submissions each, after a quarter as many to warm up) for the memory kept "
+                        "per ended job")
     p.add_argument("--no-capacity", action="store_true",
                    help="skip the quote-latency run with a forecast capacity model (at the largest --jobs)")
     p.add_argument("--capacity-level-weight", type=fixed_level_weight, default=0.0,
@@ -226,7 +229,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     lit = literal_speedup(p, args.literal_jobs, args.literal_candidates, args.seed)
     return {"platform": p.model_dump(), "samples": p.sample_count, "runs": runs, **capacity,
             "quote_p50_ms": big["quote_p50_ms"], "quote_p99_ms": big["quote_p99_ms"],
-            "round_advance_ms": big["round_advance_ms"], **lit, **history_memory(p, args.seed)}
+            "round_advance_ms": big["round_advance_ms"], **lit,
+            **history_memory(p, args.seed, int(getattr(args, "history_rounds", 200)))}
 
 
 def table(r: dict[str, Any]) -> str:

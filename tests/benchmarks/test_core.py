@@ -10,9 +10,10 @@ from benchmarks import core
 
 
 def test_the_core_benchmark_reports_quotes_the_literal_comparison_and_history_memory() -> None:
-    args = argparse.Namespace(jobs="20", quotes=3, literal_jobs=5, literal_candidates=1, samples=300, seed=1)
+    args = argparse.Namespace(jobs="20", quotes=3, literal_jobs=5, literal_candidates=1, samples=300, seed=1,
+                              history_rounds=20)
     r = core.run(args)
-    assert r["literal_equals_fast"] is True and r["runs"][0]["quotes"] == 3
+    assert r["literal_equals_fast"] is True and r["runs"][0]["quotes"] == 3 and r["history_rounds"] == 20
     assert 0 <= r["runs"][0]["earlier_jobs_that_run"] <= r["runs"][0]["earlier_jobs"] > 0
     assert r["history_ended_jobs"] > r["history_completed_jobs"] > 0 and r["history_bytes_per_ended_job"] > 0
     text = core.table(r)

@@ -69,7 +69,8 @@ def test_the_server_verbs_print_one_json_document(server: ServerProcess, tmp_pat
     ["bench", "solvers", "--sizes", "8", "--time-limit", "2", "--json"],  # CP-SAT and the HiGHS MILP
     ["bench", "welfare", "--workload", "toy", "--loads", "1", "--seeds", "1", "--time-limit", "2",
      "--solver", "both", "--processes", "1", "--no-progress", "--json"],
-    ["bench", "core", "--jobs", "20", "--quotes", "2", "--literal-jobs", "3", "--literal-candidates", "2", "--json"],
+    ["bench", "core", "--jobs", "20", "--quotes", "2", "--literal-jobs", "3", "--literal-candidates", "2",
+     "--history-rounds", "8", "--json"],
     ["bench", "hpc", "--cp-jobs", "6", "--time-limit", "1", "--json"],
     ["bench", "history", "--rounds", "3", "--warm-up", "2", "--json"],
     ["bench", "grpc", "--clients", "1", "--active", "2", "--submits", "2", "--echo-seconds", "0.2",

@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
+from scipy.special import ndtr
 
 from models.arrays import FloatArray
 from models.predictive import Discrete, Mixture
+
+_SQRT_2PI = np.sqrt(2 * np.pi)
 
 _ZERO, _ONE = np.zeros(1), np.ones(1)  # the default loc and scale: one row, Z itself (shared, read-only)
 _ZERO.flags.writeable = _ONE.flags.writeable = False
@@ -105,7 +107,8 @@ class Law:
             return float(np.dot(self.z.probs[0], np.maximum(self.z.support - x, 0.0)))
         m, s, w = self.z.means[0], self.z.sds[0], self.z.weights
         d = (m - x) / s
-        return float(np.dot(w, (m - x) * stats.norm.cdf(d) + s * stats.norm.pdf(d)))
+        # the standard normal's cdf and pdf as scipy.stats.norm computes them (without importing scipy.stats)
+        return float(np.dot(w, (m - x) * ndtr(d) + s * np.exp(-d ** 2 / 2.0) / _SQRT_2PI))
 
     def z_quantile_above(self, x: float, q: float) -> float | None:
         """The q-quantile of Z given Z > x (None when no mass is left beyond x)."""

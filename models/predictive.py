@@ -7,9 +7,16 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
+from scipy.special import ndtr, ndtri  # the standard normal's cdf and quantile (what scipy.stats.norm calls)
 
 from models.arrays import FloatArray
+
+
+def _skewnorm() -> Any:
+    """scipy.stats.skewnorm, imported on first use: scipy.stats takes most of a server's start-up to import."""
+    from scipy import stats
+
+    return stats.skewnorm
 
 
 @runtime_checkable
@@ -131,11 +138,11 @@ class Normal:
     def cdf(self, x: ArrayLike) -> FloatArray:
         x = np.broadcast_to(np.asarray(x, dtype=np.float64), self.loc.shape)
         safe = np.where(self.scale > 0, self.scale, 1.0)
-        return np.where(self.scale > 0, stats.norm.cdf((x - self.loc) / safe), (x >= self.loc).astype(float))
+        return np.where(self.scale > 0, ndtr((x - self.loc) / safe), (x >= self.loc).astype(float))
 
     def quantile(self, q: float) -> FloatArray:
         _check_q(q)
-        return np.asarray(self.loc + self.scale * stats.norm.ppf(q), dtype=np.float64)
+        return np.asarray(self.loc + self.scale * ndtri(q), dtype=np.float64)
 
     def sample(self, size: int, rng: np.random.Generator) -> FloatArray:
         return self.loc + self.scale * rng.standard_normal((size, len(self)))
@@ -206,18 +213,18 @@ class SkewNormal:
         return int(self.loc.size)
 
     def mean(self) -> FloatArray:
-        return np.asarray(stats.skewnorm.mean(self.shape, self.loc, self.scale), dtype=np.float64)
+        return np.asarray(_skewnorm().mean(self.shape, self.loc, self.scale), dtype=np.float64)
 
     def cdf(self, x: ArrayLike) -> FloatArray:
         x = np.broadcast_to(np.asarray(x, dtype=np.float64), self.loc.shape)
-        return np.asarray(stats.skewnorm.cdf(x, self.shape, self.loc, self.scale), dtype=np.float64)
+        return np.asarray(_skewnorm().cdf(x, self.shape, self.loc, self.scale), dtype=np.float64)
 
     def quantile(self, q: float) -> FloatArray:
         _check_q(q)
-        return np.asarray(stats.skewnorm.ppf(q, self.shape, self.loc, self.scale), dtype=np.float64)
+        return np.asarray(_skewnorm().ppf(q, self.shape, self.loc, self.scale), dtype=np.float64)
 
     def sample(self, size: int, rng: np.random.Generator) -> FloatArray:
-        draws = stats.skewnorm.rvs(self.shape, size=(size, len(self)), random_state=rng)
+        draws = _skewnorm().rvs(self.shape, size=(size, len(self)), random_state=rng)
         return np.asarray(self.loc + self.scale * draws, dtype=np.float64)
 
 
@@ -251,12 +258,12 @@ class Mixture:
 
     def cdf(self, x: ArrayLike) -> FloatArray:
         x = np.broadcast_to(np.asarray(x, dtype=np.float64), (len(self),))
-        return np.asarray(stats.norm.cdf((x[:, None] - self.means) / self.sds) @ self.weights, dtype=np.float64)
+        return np.asarray(ndtr((x[:, None] - self.means) / self.sds) @ self.weights, dtype=np.float64)
 
     def quantile(self, q: float) -> FloatArray:
         """Bisection on the monotone cdf, bracketed by the components' own q-quantiles, to 1e-10 relative."""
         _check_q(q)
-        z = stats.norm.ppf(q)
+        z = ndtri(q)
         lo = (self.means + z * self.sds).min(axis=1)
         hi = (self.means + z * self.sds).max(axis=1)
         for _ in range(200):

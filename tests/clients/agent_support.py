@@ -91,6 +91,11 @@ class Bed:
         assert row is not None, f"no launch of {job_id}"
         return LaunchRow.of(row)
 
+    def recorded(self, job_id: str) -> LaunchRow:
+        """The job's row once its launch is recorded (a payload can run before the agent writes its launch)."""
+        wait_until(lambda: self.launch(job_id).status != "launching", what=f"{job_id}'s launch recorded")
+        return self.launch(job_id)
+
     def rows(self) -> dict[str, tuple[str, int]]:
         """job id -> (status, reported) in the agent's state file."""
         with sqlite3.connect(self.state_path) as db:

@@ -101,7 +101,7 @@ def test_a_restarted_agent_does_not_adopt_another_state_files_launch_of_the_same
         try:
             b.start_agent()
             wait_until(lambda: b.runs() == ["dup"], what="its own payload runs")
-            assert b.launch("dup").external_id not in (None, theirs)
+            assert b.recorded("dup").external_id not in (None, theirs)
         finally:
             b.executor.stop(theirs, 0.1)
 
@@ -124,7 +124,7 @@ def test_work_cancelled_outside_sowsched_is_reported_as_a_completion(kind: str, 
         b.submit("victim", "sleep 300")
         b.op.advance()
         wait_until(lambda: b.runs() == ["victim"], what="the payload runs")
-        row = b.launch("victim")
+        row = b.recorded("victim")
         assert row.external_id is not None
         assert b.op.get_job("victim", tenant="acme").view.executor == ExecutorInfo(kind, row.external_id)
         if kind == "slurm":
@@ -144,7 +144,7 @@ def test_slurm_time_limit_is_the_jobs_longest_declared_duration_times_the_round(
         b.submit("timed", "sleep 300")
         b.op.advance()
         wait_until(lambda: b.runs() == ["timed"], what="the payload runs")
-        external = b.launch("timed").external_id
+        external = b.recorded("timed").external_id
         assert external is not None
         limit = subprocess.run(["squeue", "-h", "-j", external, "-O", "TimeLimit"], check=True,
                                capture_output=True, text=True).stdout.strip()
@@ -159,7 +159,7 @@ def test_work_stopped_at_its_slurm_time_limit_ends_evicted_for_overrun(tmp_path:
         b.submit("capped", "sleep 300")
         b.op.advance()  # round 0: started
         wait_until(lambda: b.runs() == ["capped"], what="the payload runs")
-        external = b.launch("capped").external_id
+        external = b.recorded("capped").external_id
         assert external is not None
         subprocess.run(["scontrol", "update", f"JobId={external}", "EndTime=now"], check=True)
         wait_until(lambda: b.launch("capped").status == "ended", seconds=80, what="Slurm's TIMEOUT seen")

@@ -63,6 +63,7 @@ class Predictions:
         self._seq = 0  # the next engine event to read
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._changed: threading.Condition | None = None  # the writer's, once started with it
 
     # ---- submissions ----
 
@@ -135,11 +136,13 @@ class Predictions:
         """Follow completions and refit on a background thread; `reading()` enters the writer's lock and
         `changed`, a condition on that lock, is notified after every logged batch (without it: poll every
         POLL_S)."""
+        self._changed = changed
+
         def loop() -> None:
             while not self._stop.is_set():
                 try:
                     with reading() as engine:
-                        if changed is not None and self.settled(engine):
+                        if changed is not None and self.settled(engine) and not self._stop.is_set():
                             changed.wait(POLL_S)  # the writer's lock is free while this waits
                         self.catch_up(engine)
                 except Unavailable:  # the server is closing (or broken): nothing more to learn here
@@ -160,6 +163,9 @@ class Predictions:
 
     def stop(self) -> None:
         self._stop.set()
+        if self._changed is not None:
+            with self._changed:  # wake the trainer now rather than at its next poll
+                self._changed.notify_all()
         if self._thread is not None:
             self._thread.join()
 

@@ -436,6 +436,11 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def Echo(self, request: pb.EchoRequest, context: grpc.ServicerContext) -> pb.EchoReply:
         return self._call(context, "Echo", lambda p: pb.EchoReply(payload=request.payload))
 
+    @property
+    def open_streams(self) -> int:
+        """WatchEvents streams open now."""
+        return self.max_watchers - self._watch_slots._value
+
     def WatchEvents(self, request: pb.WatchEventsRequest, context: grpc.ServicerContext) -> Iterator[pb.Event]:
         def open_stream(p: Principal) -> Principal:
             if request.from_seq < 0:

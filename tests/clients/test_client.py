@@ -116,9 +116,16 @@ def test_a_watch_survives_more_restarts_without_events_than_its_retry_budget(tmp
     srv = serve_on(port, store)
     seen: list[Event] = []
     failures: list[RpcFailure] = []
-    # 8 attempts ride out ~2.2 s of downtime per restart (a restart on a loaded machine took longer than the 0.75 s
-    # of 6 attempts at 0.2 s); 10 restarts cost the watch 10 or more retries in all, more than one budget
-    c = client(port, OP, retry=RetryPolicy(attempts=8, backoff=0.05, max_backoff=0.5))
+    # 10 attempts ride out ~3.7 s of downtime per restart (restarts at load average 6-10 outlasted the ~2.2 s of
+    # 8); each server is stopped only once the watch's stream has been open on it for longer than max_backoff, so
+    # each restart is a new outage for the watch; 12 restarts cost it 12 or more retries in all, more than one budget
+    c = client(port, OP, retry=RetryPolicy(attempts=10, backoff=0.05, max_backoff=0.5))
+
+    def reopened(server: RunningServer) -> None:
+        deadline = time.monotonic() + 30
+        while server.service.open_streams == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.6)
 
     def follow() -> None:
         try:
@@ -133,8 +140,8 @@ def test_a_watch_survives_more_restarts_without_events_than_its_retry_budget(tmp
     watcher = threading.Thread(target=follow, daemon=True)
     watcher.start()
     try:
-        for _ in range(10):  # each restart costs the watch a retry or two; no event restores its budget
-            time.sleep(0.25)
+        for _ in range(12):  # each restart costs the watch a retry or two; no event restores its budget
+            reopened(srv)
             srv.stop(0)
             srv = serve_on(port, store)
         time.sleep(0.2)

@@ -88,15 +88,41 @@ class Packed:
         return Packed(keys, conc, ptr, cat([r.start for r in residuals]).astype(np.int64),
                       cat([r.length for r in residuals]).astype(np.int64), cat([r.cdf for r in residuals]))
 
-    def plus(self, more: Packed) -> Packed:
-        """These jobs followed by `more`'s."""
-        cat = np.concatenate
-        return Packed(cat([self.keys, more.keys]), cat([self.conc, more.conc]),
-                      cat([self.ptr, self.ptr[-1] + more.ptr[1:]]), cat([self.start, more.start]),
-                      cat([self.length, more.length]), cat([self.cdf, more.cdf]))
-
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         return self.keys, self.conc, self.ptr, self.start, self.length, self.cdf
+
+
+class PackedGrowth:
+    """Packed jobs with room for more: appending one job writes its entries after the others (amortised O(its
+    outcomes), not a copy of all of them) and gives the Packed of every job so far as views."""
+
+    def __init__(self, packed: Packed) -> None:
+        self._jobs = packed.keys.size
+        self._outcomes = packed.start.size
+        self._per_job = [np.array(a) for a in (packed.keys, packed.conc, packed.ptr)]  # ptr has jobs + 1 entries
+        self._per_outcome = [np.array(a) for a in (packed.start, packed.length, packed.cdf)]
+
+    def add(self, key: int, residual: Residual) -> Packed:
+        """Append one job with stream key `key`; the Packed of every job so far."""
+        n, m, size = self._jobs, self._outcomes, residual.start.size
+        if n + 2 > self._per_job[2].size:
+            self._per_job = [_grown(a, n + 2) for a in self._per_job]
+        if m + size > self._per_outcome[0].size:
+            self._per_outcome = [_grown(a, m + size) for a in self._per_outcome]
+        keys, conc, ptr = self._per_job
+        start, length, cdf = self._per_outcome
+        keys[n], conc[n], ptr[n + 1] = key, residual.concurrency, m + size
+        start[m: m + size], length[m: m + size], cdf[m: m + size] = residual.start, residual.length, residual.cdf
+        self._jobs, self._outcomes = n + 1, m + size
+        return Packed(keys[: n + 1], conc[: n + 1], ptr[: n + 2], start[: m + size], length[: m + size],
+                      cdf[: m + size])
+
+
+def _grown(a: np.ndarray, need: int) -> np.ndarray:
+    """A copy of `a` with room for at least `need` entries (at least double), zeros after its own."""
+    out = np.zeros(max(need, 2 * a.size, 8), dtype=a.dtype)
+    out[: a.size] = a
+    return out
 
 
 @dataclass(frozen=True)
@@ -217,6 +243,7 @@ class MonteCarloOracle:
         self._behind = False  # some row may lack an appended job
         self._scratch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # one entry per row for _append_job
         self._crowded = False  # more than EAGER_SHARE of the rows' exact peaks are crowded: settle needs no count
+        self._growth: PackedGrowth | None = None  # _app with room to append (rebuilt from _app when None)
 
     def __getstate__(self) -> dict[str, object]:
         """Pickle without the sampled paths: they are a pure function of the residuals and are rebuilt lazily."""
@@ -228,6 +255,7 @@ class MonteCarloOracle:
         state["_counts"] = {}
         state["_scratch"] = None
         state["_crowded"] = False
+        state["_growth"] = None
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
@@ -236,6 +264,7 @@ class MonteCarloOracle:
         state.setdefault("_behind", False)
         state.setdefault("_scratch", None)
         state.setdefault("_crowded", False)
+        state["_growth"] = None
         self.__dict__.update(state)
 
     def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None,
@@ -251,13 +280,16 @@ class MonteCarloOracle:
         self._earlier = list(residuals)
         self._appended = []
         self._app = Packed.of(self.platform, round_, [])
+        self._growth = None
         self._paths = None
         self._crowded = False
 
     def append(self, residual: Residual) -> None:
         """A job born in this round joins the earlier jobs of every later SoW of the round."""
         self._appended.append(residual)
-        self._app = self._app.plus(Packed.of(self.platform, self.round, [residual]))
+        if self._growth is None:
+            self._growth = PackedGrowth(self._app)
+        self._app = self._growth.add(stream_key(self.platform.seed, self.round, residual.job), residual)
         if self._paths is not None:
             self._behind = True
             if residual.runs:
@@ -294,9 +326,10 @@ class MonteCarloOracle:
             if not r.runs:  # it never runs: nothing to add anywhere (every row has applied k jobs or more)
                 np.maximum(self._applied, k + 1, out=self._applied)
                 continue
-            key = np.uint64(stream_key(self.platform.seed, self.round, r.job))
-            _append_job(self._paths, self._peak, self._first, self._applied, *self._marks.arrays(), k, key,
-                        r.concurrency, r.start.astype(np.int64), r.length.astype(np.int64), r.cdf,
+            app = self._app
+            lo, hi = int(app.ptr[k]), int(app.ptr[k + 1])
+            _append_job(self._paths, self._peak, self._first, self._applied, *self._marks.arrays(), k, app.keys[k],
+                        r.concurrency, app.start[lo:hi], app.length[lo:hi], app.cdf[lo:hi],
                         self.platform.capacity_top, *self._scratch)
         self._bound[:] = self._peak
         self._behind = False

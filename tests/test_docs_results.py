@@ -417,16 +417,19 @@ def test_prediction_md_simulate_trace_rows_are_their_json(trace: str) -> None:
 @pytest.mark.parametrize("trace", SIX)
 def test_prediction_md_oracle_mix_and_boosted_rows_are_their_json(trace: str) -> None:
     lines = _lines(_doc("prediction.md"))
-    ln, q, e, b = (_sim(trace, s) for s in ("learned", "requested", "exact", "learned-boosted"))
+    ln, q, e = (_sim(trace, s) for s in ("learned", "requested", "exact"))
+    boosted = [_sim(trace, s) for s in ("learned-boosted", "learned-boosted-wide")]
     mixes = [_sim(trace, f"learned-oracle-{w}") for w in (50, 80, 95)]
-    assert all(x["jobs"] == 2000 and x["offline"] is None for x in (b, *mixes))
+    assert all(x["jobs"] == 2000 and x["offline"] is None for x in (*boosted, *mixes))
     rows = [
         f"| {trace} | {ln['welfare'] / e['welfare']:.2f} | "
         + " | ".join(f"{x['welfare'] / e['welfare']:.2f}" for x in mixes) + " | "
         + " / ".join(f"{x['cancelled']} + {x['evicted']}" for x in mixes) + " |",
+    ] + [
         f"| {trace} | {b['welfare']:,.0f} | {b['welfare'] / q['welfare']:.2f} | {b['welfare'] / e['welfare']:.2f} | "
         f"{b['welfare'] / ln['welfare']:.2f} | {b['coverage']['0.5']:.2f} / {b['coverage']['0.9']:.2f} | "
-        f"{b['completed']} | {b['cancelled']} + {b['evicted']} | {b['predict_ms_p50']:.2f} |",
+        f"{b['completed']} | {b['cancelled']} + {b['evicted']} | {b['predict_ms_p50']:.2f} |"
+        for b in boosted
     ]
     for row in rows:
         assert row in lines, row

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from models.predict.baselines import Exact, LastFive, RequestedTime, Tsafrir
-from models.predict.boosted import BoostedPredictor
+from models.predict.boosted import BoostedConfig, BoostedPredictor
 from models.predict.jobs import JobTable
 from models.predict.learned import LearnedConfig, LearnedPredictor
 from models.predict.oracle_mix import OracleMix
@@ -36,6 +36,8 @@ PREDICTORS: dict[str, Callable[[], Predictor]] = {
     "learned-gmm": lambda: LearnedPredictor(LearnedConfig(clustering="gmm"), name="learned-gmm"),
     "learned-calibrated": lambda: Recalibrated(LearnedPredictor(), name="learned-calibrated"),
     "learned-boosted": BoostedPredictor,
+    # half the global histogram: the floor chosen on KTH-SP2 and LANL-CM5 (docs/prediction.md, "A sharper model")
+    "learned-boosted-wide": lambda: BoostedPredictor(BoostedConfig(floor=0.5), name="learned-boosted-wide"),
     **{f"learned-oracle-{w}": _oracle_mix(w) for w in (50, 80, 95)},
 }
 

@@ -117,6 +117,12 @@ def test_learned_boosted_is_registered_by_name_and_replays() -> None:
     assert len(laws) == 150 and model.stats["refits"] >= 1
 
 
+def test_learned_boosted_wide_is_the_boosted_predictor_with_half_the_global_histogram() -> None:
+    model = make_predictor("learned-boosted-wide")
+    assert isinstance(model, BoostedPredictor)
+    assert (model.name, model.config.floor) == ("learned-boosted-wide", 0.5)
+
+
 @pytest.mark.parametrize(("field", "value", "match"), [
     ("bins", 0, "bins=0 must be >= 1"),
     ("max_iter", 0, "max_iter=0 must be >= 1"),

@@ -35,8 +35,12 @@ demo: setup
 demo-cluster: setup
 	$(BIN)/python -m cli.demo_cluster
 
+# Two workers (pytest-xdist): the suite is mostly one process waiting on its own servers and subprocesses, so a
+# second worker halves its time on two cores; the tests that share the Slurm test bed or time wall-clock rounds
+# run in one worker, in order (tests/conftest.py). TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= 2
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 bench: setup
 	@echo 'benchmarks:'
@@ -71,7 +75,7 @@ upgrade:
 	.venv-upgrade/bin/python -m pip install -q --upgrade pip
 	.venv-upgrade/bin/python -m pip install -q -e '$(EXTRAS)'
 	.venv-upgrade/bin/python scripts/gen_proto.py
-	.venv-upgrade/bin/python -m pytest -q
+	.venv-upgrade/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 	.venv-upgrade/bin/ruff check $(LINTED)
 	.venv-upgrade/bin/mypy $(LINTED)
 	{ head -n 1 $(LOCK); .venv-upgrade/bin/python -m pip freeze --exclude-editable | grep -v '^-e '; } > $(LOCK).new

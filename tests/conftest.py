@@ -20,6 +20,22 @@ settings.register_profile("seeded", derandomize=True, database=None)
 settings.load_profile("seeded")
 
 
+# Modules whose tests share one machine-wide resource run in one xdist worker, one after another (`make test` runs
+# two workers with --dist loadgroup): the Slurm test bed (one controller, which one test restarts) and the wall-clock
+# demos and walkthroughs, whose rounds are timed.
+SERIAL_MODULES = {
+    "tests/benchmarks/test_agent.py", "tests/cli/commands/test_agent.py", "tests/cli/test_demo_cluster.py",
+    "tests/clients/test_agent.py", "tests/clients/test_agent_faults.py", "tests/clients/test_agent_state.py",
+    "tests/clients/test_executors.py", "tests/server/test_dependencies.py", "tests/server/test_executor_role.py",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.split("::", 1)[0] in SERIAL_MODULES:
+            item.add_marker(pytest.mark.xdist_group("cluster"))
+
+
 @pytest.fixture(autouse=True)
 def _restore_sowsched_logging() -> Iterator[None]:
     root = logging.getLogger("sowsched")

@@ -315,6 +315,7 @@ CAPACITY_RUNS = [  # docs/results/capacity-WORKLOAD-NAME.json and its table's ce
     ("overload", "reference", ()), ("pipelines", "reference", ()), ("overload", "default", ()),
     ("pipelines", "default", ()), ("overload", "q0.1", ("q = 0.1",)), ("pipelines", "q0.1", ("q = 0.1",)),
     ("overload", "floor-12", ("price floor",)), ("pipelines", "floor", ("price floor",)),
+    ("pipelines", "qfit", ("quantile fit",)),
 ]
 
 

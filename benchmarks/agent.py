@@ -31,8 +31,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="slurm: one sbatch per started job (as the agent does with --slots or --array-max 1) "
                         "instead of one sbatch --array per shape of a round's starts")
     p.add_argument("--server-payloads", action="store_true",
-                   help="fetch each started job's payload from the server (GetJob), as `sowsched agent` does, "
-                        "instead of a fixed one in the benchmark")
+                   help="launch each started job's payload as the server streams it in the start event, GetJob for "
+                        "a start without one, as `sowsched agent` does, instead of a fixed one in the benchmark")
+    p.add_argument("--get-job", action="store_true",
+                   help="with --server-payloads: fetch every start's payload with one GetJob, as the agent does "
+                        "against a server whose start events carry none")
     p.add_argument("--submissions", action="store_true",
                    help="slurm: also time the same number of bare jobs submitted without the agent, one sbatch each "
                         "(--workers at once) and all in one sbatch --array (the options for one round's starts)")
@@ -86,6 +89,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from server.config import parse_config
 
     no_arrays = bool(getattr(args, "no_arrays", False))
+    if getattr(args, "get_job", False) and not getattr(args, "server_payloads", False):
+        raise BenchInputError("--get-job needs --server-payloads (it says how the server's payloads are fetched)")
     if args.executor == "slurm" and shutil.which("sbatch") is None:
         raise BenchInputError("no sbatch on PATH: run scripts/slurm-up, or use --executor local")
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -96,11 +101,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         executor = TimedArrays(inner) if isinstance(inner, ArrayExecutor) and not no_arrays else Timed(inner)
         op = SchedulerClient(f"127.0.0.1:{srv.port}", TOKEN)
         agent_client = SchedulerClient(f"127.0.0.1:{srv.port}", TOKEN)
-        payloads = (server_payloads(agent_client, PLATFORM.D_m) if getattr(args, "server_payloads", False)
-                    else lambda t, j: Payload(("true",), 1, 2))
+        from_server = bool(getattr(args, "server_payloads", False))
+        source = server_payloads(agent_client, PLATFORM.D_m) if from_server else lambda t, j: Payload(("true",), 1, 2)
+        fetched: list[str] = []  # payloads asked of the source (GetJob with --server-payloads)
+
+        def payloads(tenant: str, job_id: str) -> Any:
+            fetched.append(job_id)
+            return source(tenant, job_id)
         agent = Agent(agent_client, executor, AgentState(tmp / "agent.db", inner.kind), payloads,
                       AgentOptions(poll=0.2, launch_workers=args.workers or LAUNCH_WORKERS,
-                                   array_max=1 if no_arrays else ARRAY_MAX))
+                                   array_max=1 if no_arrays else ARRAY_MAX,
+                                   event_payloads=from_server and not getattr(args, "get_job", False)))
         sow = {"concurrency": 1, "value_steps": [[2, 50.0]], "outcomes": [[0, 2, 1.0]], "signal_mode": "none",
                "command": ["true"]}
         for i in range(args.starts):
@@ -138,7 +149,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "started_in_round": started,
             "launched": len(latency),
             "arrays": isinstance(executor, TimedArrays), "launch_calls": executor.calls,
-            "server_payloads": bool(getattr(args, "server_payloads", False)),
+            "server_payloads": from_server, "get_job": from_server and bool(getattr(args, "get_job", False)),
+            "payload_fetches": len(fetched),
             "start_to_launch_p50_s": float(np.percentile(latency, 50)) if len(latency) else None,
             "start_to_launch_p99_s": float(np.percentile(latency, 99)) if len(latency) else None,
             "start_to_last_launch_s": float(latency.max()) if len(latency) else None,
@@ -220,12 +232,19 @@ def submissions(n: int, workers: int, restd: Path | None = None) -> dict[str, di
     return result
 
 
+def payload_source(r: dict[str, Any]) -> str:
+    if not r["server_payloads"]:
+        return "fixed in the benchmark"
+    return "one GetJob per start" if r["get_job"] else "carried by the start events (GetJob for a start without one)"
+
+
 def table(r: dict[str, Any]) -> str:
     def s(v: float | None) -> str:
         return "-" if v is None else f"{v:.3f}"
     return "\n".join([
         f"agent ({r['executor']}, {r['workers']} launches at once, arrays {'on' if r['arrays'] else 'off'}): "
         f"{r['started_in_round']} starts in one round, {r['launched']} launched in {r['launch_calls']} calls",
+        f"  payloads: {payload_source(r)}, {r['payload_fetches']} asked of the payload source",
         f"  round played -> launch returned: p50 {s(r['start_to_launch_p50_s'])} s, "
         f"p99 {s(r['start_to_launch_p99_s'])} s, last {s(r['start_to_last_launch_s'])} s",
         f"  CPU per launched job: agent thread {r['agent_cpu_ms_per_job']:.1f} ms, "

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from clients.agent_state import AgentState, LaunchRow, StateError
 from clients.client import RpcFailure, SchedulerClient, TenantEvent
@@ -28,6 +28,7 @@ from clients.executors import (
     handle,
 )
 from mechanism.executor import ExecutorInfo
+from mechanism.views import Payload
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 
 log = logging.getLogger("sowsched.agent")
@@ -40,17 +41,7 @@ COALESCE_MAX = 0.05  # seconds it waits so in all before it handles what it has
 CRASH_ENV = "SOWSCHED_AGENT_CRASH_AFTER_LAUNCH"  # fault injection: SIGKILL after the Nth launched job, unrecorded
 
 
-@dataclass(frozen=True)
-class Payload:
-    """What a started job runs: its argv (empty: nothing to launch), environment, nodes, longest declared duration."""
-
-    command: tuple[str, ...]
-    nodes: int
-    max_duration: int  # rounds
-    env: dict[str, str] = field(default_factory=dict)
-
-
-PayloadSource = Callable[[str, str], Payload]  # (tenant, job id) -> payload
+PayloadSource = Callable[[str, str], Payload]  # (tenant, job id) -> payload: for starts streamed without one
 
 
 @dataclass(frozen=True)
@@ -62,6 +53,7 @@ class AgentOptions:
     crash_after_launch: int = 0  # >0: SIGKILL itself once that many jobs are launched, before recording them (tests)
     launch_workers: int = LAUNCH_WORKERS
     array_max: int = ARRAY_MAX  # elements of one array (Slurm); 1: one launch call per job
+    event_payloads: bool = True  # launch what a start event carries; False: ask the payload source for every start
 
 
 @dataclass
@@ -216,7 +208,7 @@ class Agent:
         if not fresh:
             self.state.advance(run[-1].event.seq + 1)
             return
-        payloads = list(self._rpcs.map(lambda te: self.payloads(te.tenant, te.event.job), fresh.values()))
+        payloads = self._payloads(list(fresh.values()))
         units = self._units([self._spec(h, te.event.job, p)
                              for (h, te), p in zip(fresh.items(), payloads, strict=True) if p.command])
         where = {spec.handle: (u.key, i) for u in units if u.array for i, spec in u.elements.items()}
@@ -228,6 +220,14 @@ class Agent:
             self.state.advance(run[-1].event.seq + 1)
         for u in units:
             self._pending[u.key] = u
+
+    def _payloads(self, starts: list[TenantEvent]) -> list[Payload]:
+        """Each start's payload: the one its event carries, else (a server that streams none, or the option off)
+        one from the payload source, those fetched at once."""
+        given = [te.payload if self.options.event_payloads else None for te in starts]
+        fetched = iter(self._rpcs.map(lambda te: self.payloads(te.tenant, te.event.job),
+                                      [te for te, p in zip(starts, given, strict=True) if p is None]))
+        return [p if p is not None else next(fetched) for p in given]
 
     def _units(self, specs: list[Launch]) -> list[Unit]:
         """Launch calls for `specs`, in order: one each, or with arrays one array per shape, split where an array
@@ -459,9 +459,10 @@ class Agent:
 
 
 def server_payloads(client: SchedulerClient, fallback_duration: int) -> PayloadSource:
-    """Payloads as the server holds them: the job's command and env, its concurrency, and its longest declared
-    duration (GetJob's max_duration, set while the job runs; a job that no longer runs gets `fallback_duration`,
-    the platform's D_m: its work is stopped at the event that ended it)."""
+    """Payloads as the server holds them, one GetJob each: for a start streamed without its payload (an older
+    server) and a launch written before a restart. The job's command and env, its concurrency, and its longest
+    declared duration (GetJob's max_duration, set while the job runs; a job that no longer runs gets
+    `fallback_duration`, the platform's D_m: its work is stopped at the event that ended it)."""
     def fetch(tenant: str, job_id: str) -> Payload:
         msg = client._call(client.stub.GetJob, pb.GetJobRequest(job_id=job_id, tenant=tenant))
         longest = int(msg.max_duration) if msg.HasField("max_duration") else fallback_duration

@@ -18,7 +18,7 @@ import server.gen  # noqa: F401
 from mechanism.events import Event
 from mechanism.executor import ExecutorInfo
 from mechanism.ledger import Charge
-from mechanism.views import CapacityView, JobView, Quote, RoundReport
+from mechanism.views import CapacityView, JobView, Payload, Quote, RoundReport
 from server import convert
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.gen.sowsched.v1 import scheduler_pb2_grpc as pb_grpc
@@ -68,6 +68,7 @@ class TenantEvent:
 
     event: Event
     tenant: str
+    payload: Payload | None = None  # a start event's payload, as the server streams it (absent: ask GetJob)
 
 
 @dataclass(frozen=True)
@@ -396,7 +397,7 @@ class SchedulerClient:
                     event = convert.event_from_proto(msg)
                     seq = event.seq + 1
                     delays = self.retry.delays()
-                    yield TenantEvent(event, msg.tenant)
+                    yield TenantEvent(event, msg.tenant, convert.payload_from_proto(msg))
                 return
             except grpc.RpcError as exc:
                 if follow and time.monotonic() - opened >= self.retry.max_backoff:  # connected: a new outage

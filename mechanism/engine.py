@@ -28,7 +28,7 @@ from mechanism.ledger import Charge, Ledger
 from mechanism.platform import Bundle, Platform
 from mechanism.pricing import PriceBook, PriceMenu, plan_usage, unit_price
 from mechanism.sow import Signal, SoW
-from mechanism.views import BundlesView, CapacityView, JobView, Quote, RoundReport
+from mechanism.views import BundlesView, CapacityView, JobView, Payload, Quote, RoundReport
 
 OracleKind = Literal["mc", "exact"]
 MAX_JOB_KEY = 256  # characters of a job key; the server's keys are a tenant name, '/' and the tenant's own job id,
@@ -413,6 +413,7 @@ class Engine:
         for job in self._active:
             if job.state is JobState.WAITING and job.start == t:
                 job.move(JobState.RUNNING, t)
+                job.longest = job.max_duration
                 self._emit("start", job, start=t)
             if job.state is JobState.RUNNING:
                 running += job.sow.concurrency
@@ -528,6 +529,15 @@ class Engine:
         which it is evicted for overrun, and an executor's time limit. None for a job that is not running."""
         job = self._job(job_id)
         return job.max_duration if job.state is JobState.RUNNING else None
+
+    def payload(self, job_id: str) -> Payload | None:
+        """What an executor launches for a job that started: its payload, concurrency and the longest declared
+        duration of its observed group, the same however long after the start it is read. None for a job that
+        never started, or was archived by a server that did not keep that duration."""
+        job = self._job(job_id)
+        if job.longest is None:
+            return None
+        return Payload(job.command, job.concurrency, job.longest, dict(job.env))
 
     @staticmethod
     def view_of(j: Job) -> JobView:

@@ -76,6 +76,7 @@ class Job:
     after: tuple[str, ...] = ()
     parents_left: int = 0  # parents not completed yet; at 0 the server reports its arrival (docs/workloads-and-sows.md)
     executor: ExecutorInfo | None = None
+    longest: int | None = None  # max_duration, fixed when it starts and kept after it ends (the executor's limit)
 
     @property
     def sow(self) -> SoW:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mechanism.events import Event
@@ -78,6 +78,17 @@ class JobView:
 
 
 OPTIONAL_JOB_FIELDS = ("command", "env", "after", "executor")
+
+
+@dataclass(frozen=True)
+class Payload:
+    """What a started job runs: its argv (empty: nothing to launch), nodes, longest declared duration of its
+    observed group (rounds: the executor's time limit) and environment."""
+
+    command: tuple[str, ...]
+    nodes: int
+    max_duration: int
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

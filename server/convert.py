@@ -13,7 +13,7 @@ import server.gen  # noqa: F401  (puts the generated `sowsched.v1` package on th
 from mechanism.events import Event
 from mechanism.executor import ExecutorInfo
 from mechanism.plans import GroupPlan, LaunchPlan, OutcomeQuote
-from mechanism.views import CapacityView, JobView, Quote, RoundReport
+from mechanism.views import CapacityView, JobView, Payload, Quote, RoundReport
 from server.gen.sowsched.v1 import scheduler_pb2 as pb
 from server.namespace import split
 
@@ -158,14 +158,26 @@ def executor_from_proto(msg: pb.ExecutorInfo) -> ExecutorInfo:
 
 # ---- events and rounds ----
 
-def event_to_proto(e: Event) -> pb.Event:
+def event_to_proto(e: Event, payload: Payload | None = None) -> pb.Event:
+    """The event; with `payload` (a start event streamed to an executor) the started job's payload too."""
     tenant, job_id = split(e.job)
     data = {**e.data, "parent": split(e.data["parent"])[1]} if "parent" in e.data else e.data
     msg = pb.Event(seq=e.seq, round=e.round, type=e.type, job_id=job_id, tenant=tenant,
                    data_json=json.dumps(data, sort_keys=True))
     if "executor" in e.data:
         msg.executor.CopyFrom(executor_to_proto(ExecutorInfo.from_dict(e.data["executor"])))
+    if payload is not None:
+        msg.payload.CopyFrom(pb.JobPayload(command=payload.command, env=payload.env, concurrency=payload.nodes,
+                                           max_duration=payload.max_duration))
     return msg
+
+
+def payload_from_proto(msg: pb.Event) -> Payload | None:
+    """The start event's payload, or None: the event carries none, or none with a time limit (ask GetJob)."""
+    if not msg.HasField("payload") or not msg.payload.HasField("max_duration"):
+        return None
+    p = msg.payload
+    return Payload(tuple(p.command), int(p.concurrency), int(p.max_duration), dict(p.env))
 
 
 def event_from_proto(msg: pb.Event) -> Event:

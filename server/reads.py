@@ -15,6 +15,7 @@ from mechanism.engine import Engine, JobView
 from mechanism.events import Event
 from mechanism.jobs import Job, JobState
 from mechanism.ledger import Charge
+from mechanism.views import Payload
 from server.archive import Archive
 
 Owner = Callable[[str], str]  # job id -> tenant, for jobs the engine holds
@@ -84,3 +85,15 @@ def event_batch(engine: Engine, archive: Archive, owner: Owner, start: int, limi
         return events, (events[-1].seq + 1 if len(events) == limit else base)
     held = engine.events[start - base: start - base + limit]
     return [e for e in held if tenant is None or owner(e.job) == tenant], start + len(held)
+
+
+def start_payloads(engine: Engine, events: list[Event]) -> dict[int, Payload]:
+    """The payload of each start event's job, by event seq (a start whose job has none kept: left out, an executor
+    asks GetJob). Read from the job, not the clock: the same on every read of the event."""
+    out: dict[int, Payload] = {}
+    for e in events:
+        if e.type == "start":
+            payload = engine.payload(e.job)
+            if payload is not None:
+                out[e.seq] = payload
+    return out

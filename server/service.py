@@ -477,10 +477,11 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                     continue
                 batch, seq = reads.event_batch(sched.engine, sched.store.archive, namespace.tenant_of, seq,
                                                WATCH_BATCH, None if principal.acts_for_tenants else principal.name)
+                payloads = reads.start_payloads(sched.engine, batch)  # the reader sees these jobs' payloads
             for e in batch:
                 if not principal.holds(sched.config):  # revoked while the batch was on the wire: send no more of it
                     _revoked(context, principal, e.seq)
-                yield convert.event_to_proto(e)
+                yield convert.event_to_proto(e, payloads.get(e.seq))
         if self.stopping.is_set() or broken is not None:  # not the end of the events: resume elsewhere or later
             reason = "the server is shutting down" if self.stopping.is_set() else broken
             context.abort(*errors.status(Unavailable(f"{reason}; resume from_seq={seq}")))

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+import pytest
+
 from benchmarks import agent
+from cli.args import BenchInputError
 from tests.clients.executor_support import need_slurm
 
 
@@ -30,6 +33,17 @@ def test_bench_agent_on_slurm_launches_a_rounds_starts_in_one_array_unless_told_
     assert r["launched"] == 3 and (r["arrays"], r["launch_calls"]) == (False, 3)
 
 
-def test_bench_agent_with_server_payloads_fetches_each_started_jobs_payload_and_launches_it() -> None:
+def test_bench_agent_with_server_payloads_launches_the_start_events_payloads_without_a_get_job() -> None:
     r = agent.run(argparse.Namespace(starts=3, executor="local", workers=2, server_payloads=True))
     assert r["launched"] == r["started_in_round"] == 3 and r["server_payloads"] is True
+    assert r["payload_fetches"] == 0 and "carried by the start events" in agent.table(r)
+
+
+def test_bench_agent_with_get_job_fetches_each_started_jobs_payload_and_launches_it() -> None:
+    r = agent.run(argparse.Namespace(starts=3, executor="local", workers=2, server_payloads=True, get_job=True))
+    assert r["launched"] == r["started_in_round"] == 3 and (r["get_job"], r["payload_fetches"]) == (True, 3)
+
+
+def test_bench_agent_get_job_without_server_payloads_is_refused() -> None:
+    with pytest.raises(BenchInputError, match=r"--get-job needs --server-payloads"):
+        agent.run(argparse.Namespace(starts=3, executor="local", workers=2, get_job=True))

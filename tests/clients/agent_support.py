@@ -33,7 +33,7 @@ class Bed:
 
     def __init__(self, port: int, executor: Executor, tmp: Path, from_server: bool = False, **options: Any) -> None:
         self.port = port
-        self.from_server = from_server  # payloads fetched with GetJob (clients.agent.server_payloads)
+        self.from_server = from_server  # payloads the events lack fetched with GetJob (clients.agent.server_payloads)
         self.op = client(port)
         self.tmp = tmp
         self.ran = tmp / "ran.txt"
@@ -44,6 +44,7 @@ class Bed:
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
         self.agent: Agent | None = None
+        self.fetched: list[str] = []  # jobs whose payload the agent asked its payload source for (not the event)
 
     def payload(self, tenant: str, job_id: str) -> Payload:
         return Payload(self.commands.get(job_id, ()), 1, 3)
@@ -54,9 +55,13 @@ class Bed:
         self.stop = threading.Event()
         state = AgentState(self.state_path, self.executor.kind)
         agent_client = client(self.port, retry=PATIENT)
-        payloads: PayloadSource = (server_payloads(agent_client, PLATFORM["D_m"]) if self.from_server
-                                   else self.payload)
-        self.agent = Agent(agent_client, self.executor, state, payloads, self.options)
+        source: PayloadSource = (server_payloads(agent_client, PLATFORM["D_m"]) if self.from_server
+                                 else self.payload)
+
+        def counted(tenant: str, job_id: str) -> Payload:
+            self.fetched.append(job_id)
+            return source(tenant, job_id)
+        self.agent = Agent(agent_client, self.executor, state, counted, self.options)
         if first:
             self.agent.handle_events(first)
         self.thread = threading.Thread(target=self.agent.run, args=(self.stop,), daemon=True)

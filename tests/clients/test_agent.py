@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,45 @@ def test_started_jobs_run_once_and_complete_charged(kind: str, tmp_path: Path) -
             assert job.executor is not None and (job.executor.kind, job.executor.exit_code) == (kind, 0)
             assert job.executor.external_id == b.launch(j).external_id
         assert sorted(b.runs()) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_start_is_launched_from_the_payload_its_event_carries_without_a_get_job(kind: str, tmp_path: Path) -> None:
+    """The server streams each start with its job's command and env: the agent runs them and never asks its payload
+    source (GetJob here) for them."""
+    with bed(kind, tmp_path, from_server=True) as b:
+        for j in ("a", "b"):
+            b.submit(j, f'echo "$RUN" > {tmp_path}/{j}.env', env={"RUN": f"run-{j}"})
+        assert sorted(b.play(8)) == ["a", "b"]
+        assert sorted(b.runs()) == ["a", "b"]
+        assert [(tmp_path / f"{j}.env").read_text() for j in ("a", "b")] == ["run-a\n", "run-b\n"]
+        assert b.fetched == []
+
+
+def test_a_start_streamed_without_a_payload_is_fetched_with_get_job(tmp_path: Path) -> None:
+    """An older server streams starts without payloads: the agent fetches each such start's payload from its source
+    (GetJob) and launches it; a start that carries one in the same batch is not fetched."""
+    with bed("local", tmp_path, from_server=True, platform=BIG) as b:
+        b.stop_agent()
+        for j in ("old", "new"):
+            b.submit(j, "true", **now(2))
+        b.op.advance()
+        events = [replace(te, payload=None) if te.event.job == "old" else te
+                  for te in b.op.watch_tenants(0, follow=False)]
+        assert [te.event.job for te in events if te.event.type == "start" and te.payload is not None] == ["new"]
+        b.start_agent(first=events)
+        for j in ("old", "new"):
+            b.wait_reported(j)
+        assert sorted(b.runs()) == ["new", "old"] and b.fetched == ["old"]
+
+
+def test_with_event_payloads_off_the_agent_fetches_every_starts_payload_with_get_job(tmp_path: Path) -> None:
+    """AgentOptions(event_payloads=False): the agent as it was before the events carried payloads, one GetJob each."""
+    with bed("local", tmp_path, from_server=True, event_payloads=False) as b:
+        for j in ("a", "b"):
+            b.submit(j, "true")
+        assert sorted(b.play(8)) == ["a", "b"]
+        assert sorted(b.runs()) == ["a", "b"] and sorted(b.fetched) == ["a", "b"]
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -120,3 +120,52 @@ def test_get_job_gives_a_running_job_its_longest_declared_duration_for_its_obser
     acme.report_completion("j")
     client(srv, OP).advance()
     assert get().state == "COMPLETED" and not get().HasField("max_duration")
+
+
+def start_events(c: Any) -> list[Any]:
+    """The raw start events of a non-following stream from seq 0 (`c`'s view)."""
+    from server.gen.sowsched.v1 import scheduler_pb2 as pb
+
+    return [msg for msg in c.stub.WatchEvents(pb.WatchEventsRequest(from_seq=0, follow=False), metadata=c._metadata)
+            if msg.type == "start"]
+
+
+def test_a_start_event_carries_the_jobs_payload_the_same_after_it_ends_and_after_a_cold_restart(
+        tmp_path: Path) -> None:
+    """The executor needs no GetJob per start: the streamed start event carries the command, env, concurrency and
+    the longest declared duration of the arrived group (3 here, not D_m's 4 nor the other group's 4). It is read from
+    logged state: the same bytes while the job runs, after it completed and released its SoW, and from a server
+    replayed cold from its log, whose digest is the live one. Other events and the round's logged reply carry none."""
+    from mechanism.views import Payload
+    from server.gen.sowsched.v1 import scheduler_pb2 as pb
+
+    config = parse_config({**CONFIG, "executor": {"token": EXEC}})
+    store = str(tmp_path / "p.db")
+    outcomes = [[0, 2, 0.4], [0, 3, 0.3], [1, 4, 0.3]]
+    srv = start_server(config, ServerOptions(store=store, listen="127.0.0.1:0", snapshot_every=2))
+    try:
+        acme, ex = client(srv, ACME), client(srv, EXEC)
+        acme.submit("j", {**sow(signal_mode="none", outcomes=outcomes), **PAYLOAD})
+        acme.report_arrival("j")
+        op = client(srv, OP)
+        reply = op.stub.AdvanceRound(pb.AdvanceRoundRequest(request_id="r0"), metadata=op._metadata)
+        assert [(e.type, e.HasField("payload")) for e in reply.events] == [("arrive", False), ("start", False)]
+        running, = start_events(ex)
+        assert running.payload.command == ["sleep", "2"] and dict(running.payload.env) == {"RUN": "7"}
+        assert (running.payload.concurrency, running.payload.max_duration) == (2, 3)
+        assert [(te.event.type, te.payload) for te in ex.watch_tenants(0, follow=False)] == [
+            ("quote", None), ("arrive", None), ("start", Payload(("sleep", "2"), 2, 3, {"RUN": "7"}))]
+        assert start_events(acme) == [running]  # the job's tenant sees its own payload
+        acme.report_completion("j")
+        client(srv, OP).advance()
+        assert acme.get_job("j").view.state == "COMPLETED"
+        assert [m.SerializeToString() for m in start_events(ex)] == [running.SerializeToString()]
+        live = client(srv, OP).status().state_digest
+    finally:
+        srv.stop(0)
+    cold = start_server(config, ServerOptions(store=store, listen="127.0.0.1:0", snapshot_every=0))
+    try:
+        assert client(cold, OP).status().state_digest == live
+        assert [m.SerializeToString() for m in start_events(client(cold, EXEC))] == [running.SerializeToString()]
+    finally:
+        cold.stop(0)

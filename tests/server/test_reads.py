@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from mechanism.engine import Engine
 from mechanism.history import History, HistoryMarks
-from mechanism.jobs import JobState
+from mechanism.jobs import Job, JobState
 from mechanism.ledger import Charge
+from mechanism.views import Payload
 from server import namespace, reads
 from server.archive import SCHEMA as ARCHIVE_SCHEMA
 from server.archive import Archive, ArchiveError
@@ -79,7 +80,7 @@ def served(sched: DurableScheduler, size: int, start: int) -> dict[str, Any]:
         events, seq = [], start
         while seq < e.history_marks().events:
             batch, seq = reads.event_batch(e, archive, owner, seq, size, tenant)
-            events += [ev.to_dict() for ev in batch]
+            events += [(ev.to_dict(), reads.start_payloads(e, batch).get(ev.seq)) for ev in batch]
         out[f"events {tenant}"] = events
     return out
 
@@ -108,9 +109,17 @@ def brute_force(sched: DurableScheduler, size: int, start: int) -> dict[str, Any
                           and rounds[0] <= c.round and (rounds[1] is None or c.round < rounds[1])]
                 out[f"charges {tenant} {rounds}"] = pages(billed, size, lambda pair: pair[0])
                 out[f"period {tenant} {rounds}"] = (len(billed), math.fsum(c.amount for _, c in billed))
-        out[f"events {tenant}"] = [ev.to_dict() for ev in e.events[start:]
-                                   if tenant is None or owner(ev.job) == tenant]
+        out[f"events {tenant}"] = [(ev.to_dict(), start_payload(e.jobs[ev.job]) if ev.type == "start" else None)
+                                   for ev in e.events[start:] if tenant is None or owner(ev.job) == tenant]
     return out
+
+
+def start_payload(job: Job) -> Payload:
+    """A started job's payload as the start event carries it: the longest declared duration of its arrived group,
+    from its SoW while it holds it (the keeping scheduler releases the SoWs of ended jobs too)."""
+    longest = job.max_duration if job.held_sow is not None else job.longest
+    assert longest is not None
+    return Payload(job.command, job.concurrency, longest, dict(job.env))
 
 
 def lifecycle_commands(seed: int, n: int, engine: Engine) -> Iterator[tuple[str, str, dict[str, Any]]]:

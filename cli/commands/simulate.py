@@ -54,6 +54,9 @@ def register(sub: Any) -> None:
     p.add_argument("--cold-start", type=bounded_int(1), default=20,
                    help="with --trace --sows service in process: completions before learned laws (the server's "
                         "prediction_cold_start; default %(default)s)")
+    p.add_argument("--headroom", type=bounded_int(0), default=None, metavar="H",
+                   help="with --trace: the failure estimates assume H nodes fewer than C (a capacity model fixed at "
+                        "C - H, prices floored at C); prices and overload keep C (default 0; docs/prediction.md)")
     p.add_argument("--seed", type=_seed, default=None,
                    help="seed (named workloads: default 0; files: overrides platform.seed)")
     p.add_argument("--load", type=float, default=None,
@@ -189,6 +192,8 @@ def _seed(text: str) -> int:
 def load(args: argparse.Namespace) -> Workload:
     if getattr(args, "trace", None):
         return trace_workload(args)
+    if getattr(args, "headroom", None) is not None:
+        raise ValueError(f"--headroom {args.headroom} needs --trace")
     if args.workload_file:
         if args.load is not None:
             raise ValueError(f"--load {args.load} does not apply with --workload-file {args.workload_file}: "
@@ -207,10 +212,17 @@ def trace_workload(args: argparse.Namespace) -> Workload:
 
     if args.load is not None:
         raise ValueError(f"--load {args.load} does not apply with --trace {args.trace}: a trace's jobs are fixed")
+    headroom = getattr(args, "headroom", None) or 0
+    if headroom >= ExportConfig.nodes:
+        raise ValueError(f"--headroom {headroom} is above the bound {ExportConfig.nodes - 1} (C - 1: the trace's "
+                         f"platform has C = {ExportConfig.nodes} nodes)")
     trace, table = load_trace(args.trace, args.jobs)
     service = args.sows == "service"
-    config = ExportConfig(round_seconds=args.round_seconds, predictor="requested" if service else args.sows)
+    config = ExportConfig(round_seconds=args.round_seconds, predictor="requested" if service else args.sows,
+                          headroom=headroom)
     document, args.trace_report = trace_document(table, trace.nodes, config)
+    if headroom:
+        args.trace_report["headroom"] = headroom
     if service:  # the workload's SoWs only carry the jobs' terms: the port submits the features
         from models.predict.trace_workload import feature_submissions
 

@@ -8,7 +8,10 @@ Choices (documented in docs/prediction.md):
 - concurrency = ceil(processors * C / machine nodes), clipped to [1, C_m];
 - value template: V = concurrency * q90 (node-rounds of the predicted 0.9-quantile, at least 1) until the
   deadline 2 * q90 + 1 rounds after birth, then V / 4 until S_m (when V >= 4), then 0;
-- `realized` = (0, ceil(real runtime / round_seconds)) capped at D_m.
+- `realized` = (0, ceil(real runtime / round_seconds)) capped at D_m;
+- `headroom` H > 0 (optional, default 0): the platform's capacity model is a point at C - H nodes with the price
+  floor C, so the failure estimates assume H nodes fewer than C while the prices and the overload step keep C
+  (docs/prediction.md, "A failure oracle with headroom"; docs/model.md 10.4-10.5).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from mechanism.capacity import CapacityModel
 from models.predict.evaluate import make_predictor, replay
 from models.predict.jobs import JobTable
 from models.predictive import Discrete
@@ -37,6 +41,7 @@ class ExportConfig:
     predictor: str = "learned"
     samples: int = 1000  # Monte Carlo samples of the platform's failure oracle
     seed: int = 0
+    headroom: int = 0  # nodes the failure oracle leaves out of C (0: none, the platform has no capacity model)
 
     def __post_init__(self) -> None:
         if self.round_seconds < 1:
@@ -45,6 +50,8 @@ class ExportConfig:
             raise ValueError(f"nodes={self.nodes} must be >= 1")
         if self.max_concurrency is not None and not 1 <= self.max_concurrency <= self.nodes:
             raise ValueError(f"max_concurrency={self.max_concurrency} must lie in [1, nodes={self.nodes}]")
+        if not 0 <= self.headroom < self.nodes:
+            raise ValueError(f"headroom={self.headroom} must lie in [0, nodes - 1 = {self.nodes - 1}]")
 
 
 def rounds_law(law: Discrete, row: int, round_seconds: int, d_max: int) -> list[tuple[int, float]]:
@@ -90,10 +97,23 @@ def job_terms(table: JobTable, i: int, machine_nodes: int, config: ExportConfig,
 
 
 def trace_platform(config: ExportConfig, d_max: int, s_max: int, jobs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The W.json platform of a trace's jobs (H: the largest value)."""
-    return {"C": config.nodes, "C_m": config.max_concurrency or config.nodes, "D_m": d_max, "S_m": s_max,
-            "H": max(1.0, max(float(j["value_steps"][0][1]) for j in jobs)), "seed": config.seed,
-            "samples": config.samples}
+    """The W.json platform of a trace's jobs (H: the largest value), with the headroom's capacity model if any."""
+    platform: dict[str, Any] = {
+        "C": config.nodes, "C_m": config.max_concurrency or config.nodes, "D_m": d_max, "S_m": s_max,
+        "H": max(1.0, max(float(j["value_steps"][0][1]) for j in jobs)), "seed": config.seed,
+        "samples": config.samples}
+    if config.headroom:
+        platform["capacity"] = headroom_model(config.nodes, config.headroom).model_dump(mode="json")
+    return platform
+
+
+def headroom_model(nodes: int, headroom: int) -> CapacityModel:
+    """The capacity model of a failure oracle that leaves `headroom` of `nodes` out: every future round has
+    nodes - headroom (a point: low = high = mean, one error 0), prices floored at `nodes` (so they are fixed C's).
+    No feed reports a capacity, so the overload step evicts against `nodes`; a job wider than nodes - headroom fails
+    in every sample and is never scheduled."""
+    m = nodes - headroom
+    return CapacityModel(mean=m, phi=0.0, errors=(0.0,), weights=(1.0,), low=m, high=m, price_floor=float(nodes))
 
 
 def sow_document(table: JobTable, machine_nodes: int, config: ExportConfig, laws: dict[int, list[tuple[int, float]]],

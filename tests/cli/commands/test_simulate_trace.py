@@ -69,3 +69,35 @@ def test_feature_submissions_through_a_real_server_give_the_in_process_runs_welf
     assert local["learned_quotes"] > 20 and local["model_versions"] == 3
     for key in ("welfare", "revenue", "completed", "coverage", "learned_quotes", "model_versions", "rounds"):
         assert remote[key] == local[key], key
+
+
+def test_headroom_writes_its_capacity_model_and_reports_itself(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    out = tmp_path / "w.json"
+    assert main(["simulate", "--trace", str(trace), "--jobs", "30", "--sows", "learned", "--round-seconds", "60",
+                 "--headroom", "12", "--no-offline", "--write-workload", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    plain = _run(trace, "learned", tmp_path / "plain.json", capsys)
+    assert report["headroom"] == 12 and "headroom" not in plain
+    assert report["coverage"] == plain["coverage"]  # the same laws: the headroom is the platform's, not the SoWs'
+    capacity = json.loads(out.read_text())["platform"]["capacity"]
+    assert (capacity["low"], capacity["high"], capacity["price_floor"]) == (20, 20, 32.0)
+    assert "capacity" not in json.loads((tmp_path / "plain.json").read_text())["platform"]
+
+
+def test_a_trace_refuses_headroom_of_c_nodes_or_more(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    assert main(["simulate", "--trace", str(trace), "--headroom", "32", "--json"]) == 2
+    assert "--headroom 32 is above the bound 31 (C - 1" in capsys.readouterr().err
+
+
+def test_a_negative_headroom_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit, match="2"):
+        main(["simulate", "--trace", "t.swf", "--headroom", "-1", "--json"])
+    assert "argument --headroom: -1 is below the bound 0" in capsys.readouterr().err
+
+
+def test_headroom_needs_a_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--workload", "toy", "--headroom", "3", "--json"]) == 2
+    assert "--headroom 3 needs --trace" in capsys.readouterr().err

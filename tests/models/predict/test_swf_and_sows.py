@@ -12,7 +12,7 @@ import pytest
 from mechanism.platform import Platform
 from models.data import KTH_SP2
 from models.hpc.swf import PREDICTSIM_RULES, clean, load_workload, parse_swf, read_swf
-from models.predict.sows import ExportConfig, export_sows, rounds_law, sow_document, trace_bounds
+from models.predict.sows import ExportConfig, export_sows, headroom_model, rounds_law, sow_document, trace_bounds
 from models.predictive import Discrete
 from models.workloads import parse_workload, workload_document
 from tests.models.predict.conftest import make_table
@@ -108,3 +108,47 @@ def test_one_sow_document_serves_both_exports_with_the_value_on_the_given_rounds
     assert doc["platform"] == {"C": 4, "C_m": 4, "D_m": 9, "S_m": 29, "H": 6.0, "seed": 0, "samples": 1000}
     # without given rounds the value comes from the requested time: ceil(250 / 100) = 3 rounds for job 0
     assert sow_document(table, 16, config, laws, lambda i: None)["jobs"][0]["value_steps"] == [[7, 6.0], [29, 1.5]]
+
+
+def test_headroom_is_a_point_capacity_model_below_c_with_prices_floored_at_c() -> None:
+    table = make_table([0, 350], [120, 90], [250, 900], size=[8, 1])
+    laws = {0: [(2, 1.0)], 1: [(1, 1.0)]}
+    plain = sow_document(table, 16, ExportConfig(round_seconds=100, nodes=4), laws, lambda i: None)
+    room = sow_document(table, 16, ExportConfig(round_seconds=100, nodes=4, headroom=1), laws, lambda i: None)
+    assert "capacity" not in plain["platform"]  # no headroom: the platform (and its digests) as without the option
+    assert room["jobs"] == plain["jobs"]
+    assert room["platform"] == {**plain["platform"], "capacity": {
+        "kind": "ar1", "mean": 3.0, "phi": 0.0, "errors": [0.0], "weights": [1.0], "low": 3, "high": 3,
+        "quantile": 0.3, "price_floor": 4.0}}
+    assert Platform(**room["platform"]).sim_capacity == Platform(**plain["platform"]).sim_capacity
+
+
+@pytest.mark.parametrize("headroom", [-1, 4, 5])
+def test_headroom_outside_zero_to_c_minus_one_is_refused(headroom: int) -> None:
+    with pytest.raises(ValueError, match=rf"headroom={headroom} must lie in \[0, nodes - 1 = 3\]"):
+        ExportConfig(nodes=4, headroom=headroom)
+
+
+def test_headroom_fails_a_job_the_oracle_cannot_fit_in_c_minus_h_at_the_prices_of_fixed_c() -> None:
+    from mechanism.engine import Engine
+    from mechanism.sow import SoW
+
+    base = Platform(C=4, C_m=4, D_m=3, S_m=10, H=100.0, seed=0, samples=200)
+    quotes = {}
+    for name, platform in (("fixed", base), ("headroom", base.model_copy(update={"capacity": headroom_model(4, 1)}))):
+        engine = Engine(platform)
+
+        def sow(c: int, d: int, deadline: int, p: Platform = platform) -> SoW:
+            return SoW.parse({"concurrency": c, "value_steps": [[deadline, 50.0]], "outcomes": [[0, d, 1.0]]}, p)
+
+        # a: 2 nodes for 3 rounds from round 0; b: 2 nodes, 1 round, worth something only if it starts at once;
+        # c: all 4 nodes for 1 round
+        quotes[name] = [engine.submit("a", sow(2, 3, 10)).to_dict()["outcomes"][0],
+                        engine.submit("b", sow(2, 1, 1)).to_dict()["outcomes"][0],
+                        engine.submit("c", sow(4, 1, 10)).to_dict()["outcomes"][0]]
+    fixed, room = quotes["fixed"], quotes["headroom"]
+    assert room[0] == fixed[0] and fixed[0]["start"] == 0  # the first job: the same price, start and estimates
+    # with C = 4, b fits beside a (2 + 2 <= 4) at round 0; the oracle of C - H = 3 nodes fails it there (never)
+    assert fixed[1]["start"] == 0 and fixed[1]["failure"] == 0.0 and room[1]["start"] is None
+    # c needs all of C: it runs after a under fixed C, and never where the oracle has 3 nodes
+    assert fixed[2]["start"] == 3 and room[2]["start"] is None

@@ -139,12 +139,14 @@ class Agent:
                 return batch
 
     def _watch(self, stop: threading.Event, seq: int) -> None:
-        """Queue every event from `seq` on, reopening the stream from the last one received when it fails."""
+        """Queue every event from `seq` on, reopening the stream from the last one received when it fails. The events
+        come in the batches the server read them in (a round's in one message, not one message each)."""
         while not stop.is_set():
             try:
-                for te in self.client.watch_tenants(seq, follow=True):
-                    self.events.put(te)
-                    seq = te.event.seq + 1
+                for batch in self.client.watch_batches(seq, follow=True):
+                    for te in batch:
+                        self.events.put(te)
+                    seq = batch[-1].event.seq + 1
                     if stop.is_set():
                         return
             except ValueError:  # grpc's "Channel closed!": the agent stopped and closed its client

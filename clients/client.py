@@ -386,20 +386,36 @@ class SchedulerClient:
         Without `follow` each stream has the call deadline (a cut stream resumes like a disconnected one).
         The retry budget counts failed reopenings in a row: an event, or a following stream that stayed open for
         `max_backoff` seconds, restores it, so a follow survives any number of server restarts."""
+        for batch in self._watch(from_seq, follow, resume, batched=False):
+            yield from batch
+
+    def watch_batches(self, from_seq: int = 0, *, follow: bool = True,
+                      resume: bool = True) -> Generator[list[TenantEvent], None, None]:
+        """`watch_tenants`' events in the batches the server read them in (WatchEventBatches: a round's events in
+        one message); from a server without that call (UNIMPLEMENTED), one event a batch."""
+        yield from self._watch(from_seq, follow, resume, batched=True)
+
+    def _watch(self, from_seq: int, follow: bool, resume: bool,
+               batched: bool) -> Generator[list[TenantEvent], None, None]:
         seq = from_seq
         delays = self.retry.delays()
         while True:
-            stream = self.stub.WatchEvents(pb.WatchEventsRequest(from_seq=seq, follow=follow),
-                                           timeout=None if follow else self.timeout, metadata=self._metadata)
+            request = pb.WatchEventsRequest(from_seq=seq, follow=follow)
+            call = self.stub.WatchEventBatches if batched else self.stub.WatchEvents
+            stream = call(request, timeout=None if follow else self.timeout, metadata=self._metadata)
             opened = time.monotonic()
             try:
                 for msg in stream:
-                    event = convert.event_from_proto(msg)
-                    seq = event.seq + 1
+                    batch = [TenantEvent(convert.event_from_proto(m), m.tenant, convert.payload_from_proto(m))
+                             for m in (msg.events if batched else [msg])]
+                    seq = batch[-1].event.seq + 1
                     delays = self.retry.delays()
-                    yield TenantEvent(event, msg.tenant, convert.payload_from_proto(msg))
+                    yield batch
                 return
             except grpc.RpcError as exc:
+                if batched and exc.code() == grpc.StatusCode.UNIMPLEMENTED:  # an older server: one event a message
+                    batched = False
+                    continue
                 if follow and time.monotonic() - opened >= self.retry.max_backoff:  # connected: a new outage
                     delays = self.retry.delays()
                 delay = next(delays, None) if resume and exc.code() in RETRYABLE else None

@@ -41,7 +41,7 @@ from server.writer import Command
 # Calls whose token is checked again after a reload elsewhere: commands by the writer, streams before each event
 # (and a stream's slot is released only once it runs). Every other call only reads, and is checked as it returns.
 RECHECKED_ELSEWHERE = ("SubmitSoW", "SubmitSoWs", "ReportArrival", "ReportCompletion", "ReportLaunch", "AdvanceRound",
-                       "ReportCapacity", "WatchEvents")
+                       "ReportCapacity", "WatchEvents", "WatchEventBatches")
 WATCH_POLL_S = 0.5  # how often a following event stream re-checks its caller's token while no event comes
 log = logging.getLogger("sowsched.rpc")
 T = TypeVar("T")
@@ -442,6 +442,16 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         return self.max_watchers - self._watch_slots._value
 
     def WatchEvents(self, request: pb.WatchEventsRequest, context: grpc.ServicerContext) -> Iterator[pb.Event]:
+        for batch in self._stream("WatchEvents", request, context, batched=False):
+            yield from batch.events
+
+    def WatchEventBatches(self, request: pb.WatchEventsRequest,
+                          context: grpc.ServicerContext) -> Iterator[pb.EventBatch]:
+        yield from self._stream("WatchEventBatches", request, context, batched=True)
+
+    def _stream(self, method: str, request: pb.WatchEventsRequest, context: grpc.ServicerContext,
+                batched: bool) -> Iterator[pb.EventBatch]:
+        """An event stream's slot held while it runs; batches of one event each unless `batched`."""
         def open_stream(p: Principal) -> Principal:
             if request.from_seq < 0:
                 raise Refused(f"from_seq={request.from_seq} is below the bound 0")
@@ -450,15 +460,16 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                                 "close one or retry later")
             return p
 
-        principal = self._call(context, "WatchEvents", open_stream)
+        principal = self._call(context, method, open_stream)
         try:
-            yield from self._watch(principal, request.from_seq, request.follow, context)
+            yield from self._watch(principal, request.from_seq, request.follow, context, batched)
         finally:  # the stream ended, failed or was cancelled (gRPC drops the generator): free its slot
             self._watch_slots.release()
 
-    def _watch(self, principal: Principal, seq: int, follow: bool,
-               context: grpc.ServicerContext) -> Iterator[pb.Event]:
-        """Events from `seq` on, the caller's own only (tenants); with `follow`, wait for new ones."""
+    def _watch(self, principal: Principal, seq: int, follow: bool, context: grpc.ServicerContext,
+               batched: bool = False) -> Iterator[pb.EventBatch]:
+        """Events from `seq` on, the caller's own only (tenants); with `follow`, wait for new ones. Each read under the
+        lock is one batch if `batched`, else one batch per event (the token is checked again before each batch)."""
         sched = self.scheduler
         broken = None
         while context.is_active() and not self.stopping.is_set():
@@ -478,10 +489,10 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 batch, seq = reads.event_batch(sched.engine, sched.store.archive, namespace.tenant_of, seq,
                                                WATCH_BATCH, None if principal.acts_for_tenants else principal.name)
                 payloads = reads.start_payloads(sched.engine, batch)  # the reader sees these jobs' payloads
-            for e in batch:
+            for part in ([batch] if batched and batch else [[e] for e in batch]):
                 if not principal.holds(sched.config):  # revoked while the batch was on the wire: send no more of it
-                    _revoked(context, principal, e.seq)
-                yield convert.event_to_proto(e, payloads.get(e.seq))
+                    _revoked(context, principal, part[0].seq)
+                yield pb.EventBatch(events=[convert.event_to_proto(e, payloads.get(e.seq)) for e in part])
         if self.stopping.is_set() or broken is not None:  # not the end of the events: resume elsewhere or later
             reason = "the server is shutting down" if self.stopping.is_set() else broken
             context.abort(*errors.status(Unavailable(f"{reason}; resume from_seq={seq}")))

@@ -79,6 +79,7 @@ REQUESTS: dict[str, st.SearchStrategy[Any]] = {
                             TENANT, INT32, TEXT, st.one_of(st.none(), INT64), st.one_of(st.none(), INT64)),
     "GetPlatform": st.just(pb.GetPlatformRequest()),
     "WatchEvents": st.builds(pb.WatchEventsRequest, from_seq=INT64, follow=st.just(False)),
+    "WatchEventBatches": st.builds(pb.WatchEventsRequest, from_seq=INT64, follow=st.just(False)),
     "Echo": st.builds(pb.EchoRequest, payload=st.binary(max_size=64)),
 }
 
@@ -105,7 +106,7 @@ def digest(stub: pb_grpc.SchedulerStub) -> str:
 
 def call(stub: pb_grpc.SchedulerStub, method: str, request: Any, token: str | None) -> None:
     rpc: Callable[..., Any] = getattr(stub, method)
-    if method == "WatchEvents":
+    if method in ("WatchEvents", "WatchEventBatches"):
         for _ in rpc(request, metadata=metadata(token), timeout=10):
             pass
     else:

@@ -314,22 +314,36 @@ def test_forecasting_md_autopilot_table_is_its_json() -> None:
 CAPACITY_RUNS = [  # docs/results/capacity-WORKLOAD-NAME.json and its table's cells before the workload's
     ("overload", "reference", ()), ("pipelines", "reference", ()), ("overload", "default", ()),
     ("pipelines", "default", ()), ("overload", "q0.1", ("q = 0.1",)), ("pipelines", "q0.1", ("q = 0.1",)),
-    ("overload", "floor-12", ("price floor",)), ("pipelines", "floor", ("price floor",)),
+    ("overload", "floor", ("price floor",)), ("pipelines", "floor", ("price floor",)),
     ("pipelines", "qfit", ("quantile fit",)),
 ]
+
+
+CAPACITY_QFIT = ["pipelines"]  # docs/results/capacity-WORKLOAD-qfit.json
 
 
 def _paired(x: float, se: float, digits: int) -> str:
     return f"{x:+.{digits}f} ({se:.{digits}f})"
 
 
+def _capacity_section(title: str) -> str:
+    """The text of docs/capacity-model.md's section `### title`, up to the next section."""
+    return _doc("capacity-model.md").split(f"\n### {title}\n", 1)[1].split("\n### ", 1)[0]
+
+
+def _series(key: str) -> str:
+    """'capacity_azure2017.csv:t7str' as the tables name it: '2017 t7str'."""
+    path, vm_type = key.split(":")
+    return f"{path.removeprefix('capacity_azure').removesuffix('.csv')} {vm_type}"
+
+
 @pytest.mark.parametrize(("workload", "name", "setting"), CAPACITY_RUNS)
-def test_capacity_model_md_centred_rows_are_their_json(workload: str, name: str, setting: tuple[str, ...]) -> None:
-    """The "Re-run with the centred fit" rows: pooled gaps and forecast - fixed, 2017 t7str's forecast - fixed
-    (paired over the seeds), and with a base, this - base of welfare."""
+def test_capacity_model_md_run_rows_are_their_json(workload: str, name: str, setting: tuple[str, ...]) -> None:
+    """The "The runs" rows: pooled gaps and forecast - fixed, 2017 t7str's forecast - fixed (paired over the
+    seeds), and with a base, this - base of welfare."""
     from benchmarks.paired import paired_mean
 
-    section = _doc("capacity-model.md").split("### Re-run with the centred fit", 1)[1].split("\n### ", 1)[0]
+    section = _capacity_section("The runs")
     run = _json(f"capacity-{workload}-{name}.json")
     fixed, forecast = (next(p for p in run["pooled"] if p["model"] == m) for m in ("fixed", "forecast"))
     seeds = f"{workload} {run['first_seed']}-{run['first_seed'] + run['seeds'] - 1}"
@@ -347,6 +361,45 @@ def test_capacity_model_md_centred_rows_are_their_json(workload: str, name: str,
         if setting:  # the table of the other settings adds this - base of e + c
             cell += f"; {_paired(base['d_failed'], base['d_failed_se'], 2)}"
         assert f"| {cell} |" in row, row
+
+
+@pytest.mark.parametrize("workload", ["overload", "pipelines"])
+def test_capacity_model_md_per_series_rows_are_the_references_json(workload: str) -> None:
+    """Each series of the reference: played mean, both gaps, forecast - fixed of e + c and welfare (paired)."""
+    from benchmarks.paired import paired_mean
+
+    section = _capacity_section("The reference per series")
+    run = _json(f"capacity-{workload}-reference.json")
+    fixed = {r["series"]: r for r in run["rows"] if r["model"] == "fixed"}
+    forecast = [r for r in run["rows"] if r["model"] == "forecast"]
+    assert forecast
+    for r in forecast:
+        f = fixed[r["series"]]
+        _row(section, workload, _series(r["series"]), f"{r['played_mean']:.2f}", _paired(f["gap"], f["gap_se"], 3),
+             _paired(r["gap"], r["gap_se"], 3), _paired(*paired_mean(r["d_failed"]), 2),
+             _paired(*paired_mean(r["d_welfare"]), 1))
+
+
+@pytest.mark.parametrize("workload", CAPACITY_QFIT)
+def test_capacity_model_md_quantile_fit_rows_are_their_json(workload: str) -> None:
+    """The q `--quantile fit` chose per series and its replays' mean welfare at each q of the grid."""
+    section = _capacity_section("The quantile chosen on the fit rows (`--quantile fit`)")
+    forecast = [r for r in _json(f"capacity-{workload}-qfit.json")["rows"] if r["model"] == "forecast"]
+    assert forecast
+    for r in forecast:
+        grid = {g["quantile"]: g["welfare"] for g in r["tuning"]["grid"]}
+        _row(section, workload, _series(r["series"]), f"{r['quantile']:g}",
+             " / ".join(f"{grid[q]:.1f}" for q in (0.1, 0.3, 0.5)))
+
+
+@pytest.mark.parametrize("workload", ["overload", "pipelines"])
+def test_capacity_model_md_ratio_rows_are_their_json(workload: str) -> None:
+    """The clairvoyant ratio of fixed C and of the forecast, pooled over the series' first seeds."""
+    run = _json(f"capacity-{workload}-ratio.json")
+    assert run["offline_seeds"] == run["seeds"]
+    fixed, forecast = (next(p for p in run["pooled"] if p["model"] == m) for m in ("fixed", "forecast"))
+    seeds = f"{workload} {run['first_seed']}-{run['first_seed'] + run['seeds'] - 1}"
+    _row(_capacity_section("The runs"), seeds, f"{fixed['ratio']:.3f}", f"{forecast['ratio']:.3f}")
 
 
 CUC_STUDIES = {"the paper's 2019 series": ("cuc-paper-2019", "mixed_azure2019"),

@@ -487,3 +487,30 @@ def test_prediction_md_oracle_mix_and_boosted_rows_are_their_json(trace: str) ->
     ]
     for row in rows:
         assert row in lines, row
+
+
+@pytest.mark.parametrize("trace", SIX)
+def test_prediction_md_headroom_rows_are_their_json(trace: str) -> None:
+    lines = _lines(_doc("prediction.md"))
+    ln, q, e = (_sim(trace, f"{s}-headroom-12") for s in ("learned", "requested", "exact"))
+    default_ln, default_e = _sim(trace, "learned"), _sim(trace, "exact")
+    assert all(x["jobs"] == 2000 and x["offline"] is None and x["headroom"] == 12 for x in (ln, q, e))
+    assert all(x["cancelled"] + x["evicted"] == 0 for x in (q, e))  # as the text says
+    assert ln["coverage"] == default_ln["coverage"]  # the same laws
+    role = "tuning" if trace in ("CTC-SP2", "SDSC-SP2") else "held out"
+    row = (f"| {trace} | {role} | {ln['welfare']:,.0f} / {q['welfare']:,.0f} / {e['welfare']:,.0f} | "
+           f"{ln['welfare'] / q['welfare']:.2f} | {ln['welfare'] / e['welfare']:.2f} | "
+           f"{ln['welfare'] / default_ln['welfare']:.2f} | {e['welfare'] / default_e['welfare']:.2f} | "
+           f"{ln['coverage']['0.9']:.2f} | {ln['cancelled']} + {ln['evicted']} "
+           f"({default_ln['cancelled']} + {default_ln['evicted']}) | {ln['completed']} / {e['completed']} |")
+    assert row in lines, row
+
+
+@pytest.mark.parametrize(("h", "suffix"), [(0, ""), (12, "-headroom-12")])
+def test_prediction_md_headroom_tuning_rows_that_are_pinned_are_their_json(h: int, suffix: str) -> None:
+    cells = []
+    for trace in ("CTC-SP2", "SDSC-SP2"):
+        ln, q, e = (_sim(trace, f"{s}{suffix}") for s in ("learned", "requested", "exact"))
+        cells.append(f"{ln['welfare']:,.0f} | {ln['welfare'] / q['welfare']:.2f} | {ln['welfare'] / e['welfare']:.2f}")
+    row = f"| {h} | " + " | ".join(cells) + " |"
+    assert row in _lines(_doc("prediction.md")), row

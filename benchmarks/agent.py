@@ -4,6 +4,7 @@ bed, or a local process group), with many starts in one round, and the agent's C
 from __future__ import annotations
 
 import argparse
+import queue
 import resource
 import shutil
 import tempfile
@@ -36,12 +37,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--get-job", action="store_true",
                    help="with --server-payloads: fetch every start's payload with one GetJob, as the agent does "
                         "against a server whose start events carry none")
+    p.add_argument("--per-event", action="store_true",
+                   help="the agent follows WatchEvents, one message per event (as against a server without "
+                        "WatchEventBatches), instead of a round's events in one message")
     p.add_argument("--submissions", action="store_true",
                    help="slurm: also time the same number of bare jobs submitted without the agent, one sbatch each "
                         "(--workers at once) and all in one sbatch --array (the options for one round's starts)")
     p.add_argument("--slurmrestd", type=Path, metavar="SOCKET",
                    help="with --submissions: also submit them through a running slurmrestd's unix socket "
                         "(rest_auth/local, OpenAPI v0.0.38), --workers at once")
+
+
+class QueueTimes(queue.Queue[Any]):
+    """The agent's event queue, noting when each start event is put in it (monotonic seconds)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts: list[float] = []
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        if item.event.type == "start":
+            self.starts.append(time.monotonic())
+        super().put(item, block, timeout)
 
 
 class Timed:
@@ -111,7 +128,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         agent = Agent(agent_client, executor, AgentState(tmp / "agent.db", inner.kind), payloads,
                       AgentOptions(poll=0.2, launch_workers=args.workers or LAUNCH_WORKERS,
                                    array_max=1 if no_arrays else ARRAY_MAX,
-                                   event_payloads=from_server and not getattr(args, "get_job", False)))
+                                   event_payloads=from_server and not getattr(args, "get_job", False),
+                                   event_batches=not getattr(args, "per_event", False)))
+        agent.events = queued = QueueTimes()
         sow = {"concurrency": 1, "value_steps": [[2, 50.0]], "outcomes": [[0, 2, 1.0]], "signal_mode": "none",
                "command": ["true"]}
         for i in range(args.starts):
@@ -155,6 +174,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "start_to_launch_p99_s": float(np.percentile(latency, 99)) if len(latency) else None,
             "start_to_last_launch_s": float(latency.max()) if len(latency) else None,
             "round_play_s": t_reply - t_round,
+            "starts_queued_s": max(queued.starts) - t_round if queued.starts else None,  # the round's last start
+            "per_event": bool(getattr(args, "per_event", False)),
             "reply_to_launch_p50_s": float(np.percentile(latency, 50)) - (t_reply - t_round) if len(latency) else None,
             "agent_cpu_ms_per_job": 1000 * cpu.get("agent", 0.0) / launched,
             "launcher_cpu_ms_per_job": 1000 * child_cpu / launched,
@@ -245,6 +266,8 @@ def table(r: dict[str, Any]) -> str:
         f"agent ({r['executor']}, {r['workers']} launches at once, arrays {'on' if r['arrays'] else 'off'}): "
         f"{r['started_in_round']} starts in one round, {r['launched']} launched in {r['launch_calls']} calls",
         f"  payloads: {payload_source(r)}, {r['payload_fetches']} asked of the payload source",
+        f"  round played in {s(r['round_play_s'])} s, its last start in the agent's queue at "
+        f"{s(r['starts_queued_s'])} s ({'one message per event' if r['per_event'] else 'a round in one message'})",
         f"  round played -> launch returned: p50 {s(r['start_to_launch_p50_s'])} s, "
         f"p99 {s(r['start_to_launch_p99_s'])} s, last {s(r['start_to_last_launch_s'])} s",
         f"  CPU per launched job: agent thread {r['agent_cpu_ms_per_job']:.1f} ms, "

@@ -54,6 +54,7 @@ class AgentOptions:
     launch_workers: int = LAUNCH_WORKERS
     array_max: int = ARRAY_MAX  # elements of one array (Slurm); 1: one launch call per job
     event_payloads: bool = True  # launch what a start event carries; False: ask the payload source for every start
+    event_batches: bool = True  # follow WatchEventBatches; False: WatchEvents, one message per event
 
 
 @dataclass
@@ -143,7 +144,9 @@ class Agent:
         come in the batches the server read them in (a round's in one message, not one message each)."""
         while not stop.is_set():
             try:
-                for batch in self.client.watch_batches(seq, follow=True):
+                batches = (self.client.watch_batches(seq, follow=True) if self.options.event_batches
+                           else ([te] for te in self.client.watch_tenants(seq, follow=True)))
+                for batch in batches:
                     for te in batch:
                         self.events.put(te)
                     seq = batch[-1].event.seq + 1

@@ -47,3 +47,11 @@ def test_bench_agent_with_get_job_fetches_each_started_jobs_payload_and_launches
 def test_bench_agent_get_job_without_server_payloads_is_refused() -> None:
     with pytest.raises(BenchInputError, match=r"--get-job needs --server-payloads"):
         agent.run(argparse.Namespace(starts=3, executor="local", workers=2, get_job=True))
+
+
+def test_bench_agent_per_event_follows_one_message_per_event_and_times_the_starts_reaching_the_agent() -> None:
+    for per_event in (False, True):
+        r = agent.run(argparse.Namespace(starts=3, executor="local", workers=2, per_event=per_event))
+        assert r["launched"] == 3 and r["per_event"] is per_event
+        assert r["start_to_last_launch_s"] >= r["starts_queued_s"] > 0
+        assert ("one message per event" if per_event else "a round in one message") in agent.table(r)

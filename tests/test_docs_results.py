@@ -514,3 +514,16 @@ def test_prediction_md_headroom_tuning_rows_that_are_pinned_are_their_json(h: in
         cells.append(f"{ln['welfare']:,.0f} | {ln['welfare'] / q['welfare']:.2f} | {ln['welfare'] / e['welfare']:.2f}")
     row = f"| {h} | " + " | ".join(cells) + " |"
     assert row in _lines(_doc("prediction.md")), row
+
+
+@pytest.mark.parametrize(("h", "suffix"), [(0, ""), (12, "-headroom-12")])
+def test_prediction_md_headroom_grid_rows_that_are_pinned_are_their_json(h: int, suffix: str) -> None:
+    cells, met = [], 0
+    for trace in SIX:
+        ln, q, e = (_sim(trace, f"{s}{suffix}")["welfare"] for s in ("learned", "requested", "exact"))
+        both = ln / q >= 1.5 and ln / e >= 0.70
+        met += both
+        cell = f"{ln / q:.2f} / {ln / e:.2f}"
+        cells.append(f"**{cell}**" if both else cell)
+    row = f"| {h} | " + " | ".join(cells) + f" | {met} |"
+    assert row in _lines(_doc("prediction.md")), row

@@ -315,11 +315,11 @@ CAPACITY_RUNS = [  # docs/results/capacity-WORKLOAD-NAME.json and its table's ce
     ("overload", "reference", ()), ("pipelines", "reference", ()), ("overload", "default", ()),
     ("pipelines", "default", ()), ("overload", "q0.1", ("q = 0.1",)), ("pipelines", "q0.1", ("q = 0.1",)),
     ("overload", "floor", ("price floor",)), ("pipelines", "floor", ("price floor",)),
-    ("pipelines", "qfit", ("quantile fit",)),
+    ("pipelines", "qfit", ("quantile fit",)), ("overload", "qfit", ("quantile fit",)),
 ]
 
 
-CAPACITY_QFIT = ["pipelines"]  # docs/results/capacity-WORKLOAD-qfit.json
+CAPACITY_QFIT = ["pipelines", "overload"]  # docs/results/capacity-WORKLOAD-qfit.json
 
 
 def _paired(x: float, se: float, digits: int) -> str:

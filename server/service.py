@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, NoReturn, TypeVar
 
 import grpc
@@ -442,15 +443,16 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         return self.max_watchers - self._watch_slots._value
 
     def WatchEvents(self, request: pb.WatchEventsRequest, context: grpc.ServicerContext) -> Iterator[pb.Event]:
-        for batch in self._stream("WatchEvents", request, context, batched=False):
-            yield from batch.events
+        with contextlib.closing(self._stream("WatchEvents", request, context, batched=False)) as batches:
+            for batch in batches:  # closed with this stream, which frees its slot at once
+                yield from batch.events
 
     def WatchEventBatches(self, request: pb.WatchEventsRequest,
                           context: grpc.ServicerContext) -> Iterator[pb.EventBatch]:
         yield from self._stream("WatchEventBatches", request, context, batched=True)
 
     def _stream(self, method: str, request: pb.WatchEventsRequest, context: grpc.ServicerContext,
-                batched: bool) -> Iterator[pb.EventBatch]:
+                batched: bool) -> Generator[pb.EventBatch, None, None]:
         """An event stream's slot held while it runs; batches of one event each unless `batched`."""
         def open_stream(p: Principal) -> Principal:
             if request.from_seq < 0:

@@ -91,3 +91,16 @@ def test_a_client_follows_a_server_without_batches_one_event_a_batch(tmp_path: P
         assert all(len(b) == 1 for b in batches)
         assert flat(batches) == flat([[te] for te in client(s, OP).watch_tenants(follow=False)])
         assert "start" in [te.event.type for b in batches for te in b]
+
+
+def test_a_batch_stream_holds_a_watcher_slot_until_it_is_closed(tmp_path: Path) -> None:
+    with running(tmp_path / "w.db", max_workers=3, max_watchers=1) as s:
+        op = client(s, OP)
+        client(s, ACME).submit("a1", NOW)
+        stream = op.watch_batches(0, follow=True, resume=False)
+        assert [te.event.seq for te in next(stream)] == [0]  # this stream now holds the only slot
+        with pytest.raises(RpcFailure, match=r"^RESOURCE_EXHAUSTED: 1 event streams are open"):
+            next(op.watch_batches(0, follow=False, resume=False))
+        stream.close()  # the client cancels: the server drops the stream and frees its slot
+        wait_until(lambda: s.service.open_streams == 0, what="the closed stream's slot freed")
+        assert [te.event.seq for b in op.watch_batches(0, follow=False, resume=False) for te in b] == [0]

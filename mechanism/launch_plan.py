@@ -35,12 +35,11 @@ def _utility_and_price(sow: SoW, birth: int, menu: PriceMenu,
                        est: FailureEstimates) -> tuple[np.ndarray, np.ndarray]:
     """`utility_matrix` and the prices pi_b(s, c, d_i) it used, [s, i] (a price is a function of (s, d) alone)."""
     t = sow.table
-    n_starts = est.raw.shape[0]
-    s = np.arange(n_starts, dtype=np.int64)[:, None]
+    s = np.arange(est.raw.shape[0], dtype=np.int64)[:, None]
     d = t.duration[None, :]
     value = sow.value(s + d)
     price = menu.price(birth + s, sow.concurrency, d)
-    keep = 1.0 - est.announced[s, d - 1]
+    keep = 1.0 - est.announced[:, t.duration - 1]  # column d_i - 1 of every start: announced[s, d_i - 1]
     return keep * (value - price), price
 
 
@@ -48,20 +47,23 @@ def choose_plan(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates) ->
     """argmax_s U(s) per group over s in [a, b + S_m - 1]; never when the best U <= 0; ties to the earliest."""
     t = sow.table
     u, price = _utility_and_price(sow, birth, menu, est)  # (S, n)
-    n_starts = u.shape[0]
-    weighted = u * t.probability[None, :]
-    order = np.argsort(t.group, kind="stable")
-    bounds = np.searchsorted(t.group[order], np.arange(len(t.groups)))
-    group_u = np.add.reduceat(weighted[:, order], bounds, axis=1)  # U(s) per group (eq. 1)
-    s_idx = np.arange(n_starts)[:, None]
-    arrival = np.array([a for a, _ in t.groups], dtype=np.int64)[None, :]
-    group_u = np.where(s_idx >= arrival, group_u, -np.inf)
+    n_groups = len(t.groups)
+    weighted = u * t.probability
+    if n_groups == t.group.size:  # one outcome per group: U(s) of group g is its outcome's P u, nothing to add
+        group_u = np.empty_like(weighted)
+        group_u[:, t.group] = weighted
+    else:
+        order = np.argsort(t.group, kind="stable")
+        bounds = np.searchsorted(t.group[order], np.arange(n_groups))
+        group_u = np.add.reduceat(weighted[:, order], bounds, axis=1)  # U(s) per group (eq. 1), left to right
+    arrival = np.fromiter((a for a, _ in t.groups), dtype=np.int64, count=n_groups)
+    group_u[np.arange(group_u.shape[0])[:, None] < arrival] = -np.inf  # no start before the group's arrival
     best = np.argmax(group_u, axis=0)  # first maximum = earliest start
-    best_u = group_u[best, np.arange(len(t.groups))]
+    best_u = group_u[best, np.arange(n_groups)]
     chosen = np.where(best_u > 0.0, best, -1)
 
     groups = tuple(
-        GroupPlan(arrival=birth + a, signal=sig, start=None if s < 0 else birth + s, utility=u if s >= 0 else 0.0)
+        GroupPlan(birth + a, sig, birth + s, u) if s >= 0 else GroupPlan(birth + a, sig, None, 0.0)
         for (a, sig), s, u in zip(t.groups, chosen.tolist(), best_u.tolist(), strict=True)
     )
     outcomes = _outcome_quotes(sow, birth, price, est, u, chosen)
@@ -73,25 +75,21 @@ def choose_plan(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates) ->
 def _outcome_quotes(sow: SoW, birth: int, prices: np.ndarray, est: FailureEstimates, u: np.ndarray,
                     chosen: np.ndarray) -> tuple[OutcomeQuote, ...]:
     """Price, failure estimates and utility of every outcome at its group's chosen start (vectorised; `prices` and
-    `u` as `_utility_and_price` gives them)."""
+    `u` as `_utility_and_price` gives them): each column gathered at once and read back as Python numbers."""
     t = sow.table
     s = chosen[t.group]
-    runs = s >= 0
     s0 = np.maximum(s, 0)
     column = np.arange(t.group.size)
-    price = prices[s0, column].tolist()
-    raw = est.raw[s0, t.duration - 1].tolist()
-    announced = est.announced[s0, t.duration - 1].tolist()
-    util = u[s0, column].tolist()
-    out = []
-    for i, (o, sig) in enumerate(zip(sow.outcomes, sow.signals, strict=True)):
-        if runs[i]:
-            out.append(OutcomeQuote(birth + o.arrival_offset, o.duration, sig, o.probability, birth + int(s[i]),
-                                    price[i], raw[i], announced[i], util[i]))
-        else:
-            out.append(OutcomeQuote(birth + o.arrival_offset, o.duration, sig, o.probability,
-                                    None, None, None, None, 0.0))
-    return tuple(out)
+    cell = (s0, t.duration - 1)
+    return tuple(
+        OutcomeQuote(birth + o.arrival_offset, o.duration, sig, o.probability, birth + start, price, raw, announced,
+                     util)
+        if start >= 0 else OutcomeQuote(birth + o.arrival_offset, o.duration, sig, o.probability,
+                                        None, None, None, None, 0.0)
+        for o, sig, start, price, raw, announced, util in zip(
+            sow.outcomes, sow.signals, s.tolist(), prices[s0, column].tolist(), est.raw[cell].tolist(),
+            est.announced[cell].tolist(), u[s0, column].tolist(), strict=True)
+    )
 
 
 __all__ = ["FailureEstimates", "GroupPlan", "LaunchPlan", "OutcomeQuote", "_plan_from_rows", "choose_plan",

@@ -114,12 +114,15 @@ def plan_usage(concurrency: int, probability: np.ndarray, start_offset: np.ndarr
                duration: np.ndarray, length: int) -> np.ndarray:
     """c * sum over outcomes of P * [start <= tau < start + d], for tau in [0, length); start < 0 means never."""
     run = start_offset >= 0
-    diff = np.zeros(length + 1, dtype=np.float64)
-    np.add.at(diff, start_offset[run], probability[run])
-    np.add.at(diff, start_offset[run] + duration[run], -probability[run])
-    inc = np.cumsum(diff[:-1]) * concurrency
-    cover = np.zeros(length + 1, dtype=np.int64)  # how many outcomes run in each round, counted exactly
-    np.add.at(cover, start_offset[run], 1)
-    np.add.at(cover, start_offset[run] + duration[run], -1)
+    begin, prob = start_offset[run], probability[run]
+    end = begin + duration[run]
+    if end.size and int(end.max()) > length:
+        raise ValueError(f"an outcome runs until offset {int(end.max())}, past the {length} rounds of the usage")
+    # +P at each start then -P at each end, added into each round in that order (bincount adds its weights in input
+    # order, as np.add.at would)
+    diff = np.bincount(np.concatenate((begin, end)), np.concatenate((prob, -prob)), minlength=length + 1)
+    inc = np.cumsum(diff[:length]) * concurrency
+    # how many outcomes run in each round, counted exactly
+    cover = np.bincount(begin, minlength=length + 1) - np.bincount(end, minlength=length + 1)
     # Rounding in the running sum can leave +-1e-16 where no outcome runs; there the increment is exactly 0.
-    return np.where(np.cumsum(cover[:-1]) > 0, np.maximum(inc, 0.0), 0.0)
+    return np.where(np.cumsum(cover[:length]) > 0, np.maximum(inc, 0.0), 0.0)

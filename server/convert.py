@@ -96,15 +96,30 @@ def prediction_from_proto(msg: pb.Prediction) -> dict[str, Any]:
 
 
 def quote_to_proto(q: Quote) -> pb.Quote:
+    """The quote's message; an optional field is set only where the plan holds a value (None leaves it absent)."""
     p = q.plan
     tenant, job_id = split(q.job)
     msg = pb.Quote(job_id=job_id, birth=p.birth, utility=p.utility, tenant=tenant)
+    add_group = msg.groups.add
     for g in p.groups:
-        msg.groups.add(arrival=g.arrival, utility=g.utility, **_present(signal=g.signal, start=g.start))
-    for o in p.outcomes:
-        msg.outcomes.add(arrival=o.arrival, duration=o.duration, probability=o.probability, utility=o.utility,
-                         **_present(signal=o.signal, start=o.start, price=o.price, failure_raw=o.failure_raw,
-                                    failure=o.failure))
+        row = add_group(arrival=g.arrival, utility=g.utility)
+        if g.signal is not None:
+            row.signal = g.signal
+        if g.start is not None:
+            row.start = g.start
+    add_outcome = msg.outcomes.add
+    for o in p.outcomes:  # field by field on the added row: no keyword dict per outcome
+        out = add_outcome(arrival=o.arrival, duration=o.duration, probability=o.probability, utility=o.utility)
+        if o.signal is not None:
+            out.signal = o.signal
+        if o.start is not None:
+            out.start = o.start
+        if o.price is not None:
+            out.price = o.price
+        if o.failure_raw is not None:
+            out.failure_raw = o.failure_raw
+        if o.failure is not None:
+            out.failure = o.failure
     return msg
 
 

@@ -314,6 +314,7 @@ def test_forecasting_md_autopilot_table_is_its_json() -> None:
 CAPACITY_RUNS = [  # docs/results/capacity-WORKLOAD-NAME.json and its table's cells before the workload's
     ("overload", "reference", ()), ("pipelines", "reference", ()), ("overload", "default", ()),
     ("pipelines", "default", ()), ("overload", "q0.1", ("q = 0.1",)), ("pipelines", "q0.1", ("q = 0.1",)),
+    ("overload", "q0.5", ("q = 0.5",)), ("pipelines", "q0.5", ("q = 0.5",)),
     ("overload", "floor", ("price floor",)), ("pipelines", "floor", ("price floor",)),
     ("pipelines", "qfit", ("quantile fit",)), ("overload", "qfit", ("quantile fit",)),
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 # What a plan is lives in plans.py (a client reading a quote needs no numpy); it is named here too, where older
@@ -46,50 +47,95 @@ def _utility_and_price(sow: SoW, birth: int, menu: PriceMenu,
 def choose_plan(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates) -> LaunchPlan:
     """argmax_s U(s) per group over s in [a, b + S_m - 1]; never when the best U <= 0; ties to the earliest."""
     t = sow.table
-    u, price = _utility_and_price(sow, birth, menu, est)  # (S, n)
-    n_groups = len(t.groups)
-    weighted = u * t.probability
-    if n_groups == t.group.size:  # one outcome per group: U(s) of group g is its outcome's P u, nothing to add
-        group_u = np.empty_like(weighted)
-        group_u[:, t.group] = weighted
-    else:
-        order = np.argsort(t.group, kind="stable")
-        bounds = np.searchsorted(t.group[order], np.arange(n_groups))
-        group_u = np.add.reduceat(weighted[:, order], bounds, axis=1)  # U(s) per group (eq. 1), left to right
-    arrival = np.fromiter((a for a, _ in t.groups), dtype=np.int64, count=n_groups)
-    group_u[np.arange(group_u.shape[0])[:, None] < arrival] = -np.inf  # no start before the group's arrival
-    best = np.argmax(group_u, axis=0)  # first maximum = earliest start
-    best_u = group_u[best, np.arange(n_groups)]
-    chosen = np.where(best_u > 0.0, best, -1)
+    offset = np.arange(est.raw.shape[0], dtype=np.int64)[:, None]  # start offsets s, one row each
+    d = t.duration[None, :]
+    price = menu.price(birth + offset, sow.concurrency, d)
+    u, weighted = _utilities(price, sow.value(offset + d), est.announced, t.duration, t.probability)
+    singleton = len(t.groups) == t.group.size  # one outcome per group: U(s) of a group is its outcome's P u
+    # U(s) per group (eq. 1), each group's terms added as numpy adds them
+    group_u = weighted if singleton else _group_sums(weighted, t.group, len(t.groups))
+    arrival = np.fromiter((a for a, _ in t.groups), dtype=np.int64, count=len(t.groups))
+    chosen, best_u, start, o_price, o_raw, o_announced, o_util = _best_starts(
+        group_u, singleton, t.group, arrival, u, price, est.raw, est.announced, t.duration)
 
     groups = tuple(
         GroupPlan(birth + a, sig, birth + s, u) if s >= 0 else GroupPlan(birth + a, sig, None, 0.0)
         for (a, sig), s, u in zip(t.groups, chosen.tolist(), best_u.tolist(), strict=True)
     )
-    outcomes = _outcome_quotes(sow, birth, price, est, u, chosen)
+    outcomes = tuple(
+        OutcomeQuote(birth + o.arrival_offset, o.duration, sig, o.probability, birth + s, pr, raw, announced, util)
+        if s >= 0 else OutcomeQuote(birth + o.arrival_offset, o.duration, sig, o.probability, None, None, None, None,
+                                    0.0)
+        for o, sig, s, pr, raw, announced, util in zip(
+            sow.outcomes, sow.signals, start.tolist(), o_price.tolist(), o_raw.tolist(), o_announced.tolist(),
+            o_util.tolist(), strict=True)
+    )
     # fsum is exactly rounded: the total cannot depend on summation order, BLAS or CPU.
     total = math.fsum(o.probability * o.utility for o in outcomes)
     return LaunchPlan(birth=birth, groups=groups, outcomes=outcomes, utility=total)
 
 
-def _outcome_quotes(sow: SoW, birth: int, prices: np.ndarray, est: FailureEstimates, u: np.ndarray,
-                    chosen: np.ndarray) -> tuple[OutcomeQuote, ...]:
-    """Price, failure estimates and utility of every outcome at its group's chosen start (vectorised; `prices` and
-    `u` as `_utility_and_price` gives them): each column gathered at once and read back as Python numbers."""
-    t = sow.table
-    s = chosen[t.group]
-    s0 = np.maximum(s, 0)
-    column = np.arange(t.group.size)
-    cell = (s0, t.duration - 1)
-    return tuple(
-        OutcomeQuote(birth + o.arrival_offset, o.duration, sig, o.probability, birth + start, price, raw, announced,
-                     util)
-        if start >= 0 else OutcomeQuote(birth + o.arrival_offset, o.duration, sig, o.probability,
-                                        None, None, None, None, 0.0)
-        for o, sig, start, price, raw, announced, util in zip(
-            sow.outcomes, sow.signals, s.tolist(), prices[s0, column].tolist(), est.raw[cell].tolist(),
-            est.announced[cell].tolist(), u[s0, column].tolist(), strict=True)
-    )
+def _group_sums(weighted: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+    """[s, g] = the sum of column s of the outcomes of group g, in outcome order, as np.add.reduceat adds them."""
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(n_groups))
+    return np.add.reduceat(weighted[:, order], bounds, axis=1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _utilities(price: np.ndarray, value: np.ndarray, announced: np.ndarray, duration: np.ndarray,
+               probability: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover (compiled)
+    """u[s, i] = (1 - announced[s, d_i - 1]) (value - price)[s, i] and u[s, i] P_i: numpy's operations, one by one
+    (no fused multiply-add, no reordering: the same IEEE results)."""
+    n_starts, n = price.shape
+    u = np.empty((n_starts, n))
+    weighted = np.empty((n_starts, n))
+    for s in range(n_starts):
+        for i in range(n):
+            x = (1.0 - announced[s, duration[i] - 1]) * (value[s, i] - price[s, i])
+            u[s, i] = x
+            weighted[s, i] = x * probability[i]
+    return u, weighted
+
+
+@numba.njit(cache=True, nogil=True)
+def _best_starts(group_u: np.ndarray, singleton: bool, group: np.ndarray, arrival: np.ndarray, u: np.ndarray,
+                 price: np.ndarray, raw: np.ndarray, announced: np.ndarray,
+                 duration: np.ndarray) -> tuple[np.ndarray, ...]:  # pragma: no cover (compiled)
+    """Per group the first start of greatest U(s) from its arrival on (-inf before it, NaN greatest, as np.argmax),
+    -1 for never (that U not > 0), and that U; per outcome its group's start and the price, raw and announced
+    estimates and utility there (row 0 for never). `group_u` has a column per group, or per outcome if `singleton`."""
+    n_starts = group_u.shape[0]
+    n_groups, n = arrival.size, group.size
+    column = np.arange(n_groups)
+    if singleton:
+        for i in range(n):
+            column[group[i]] = i
+    chosen = np.empty(n_groups, dtype=np.int64)
+    best_u = np.empty(n_groups)
+    for g in range(n_groups):
+        c, a = column[g], arrival[g]
+        best, top = 0, -np.inf if a > 0 else group_u[0, c]
+        if not np.isnan(top):
+            for s in range(1, n_starts):
+                x = -np.inf if s < a else group_u[s, c]
+                if not x <= top:  # greater, or NaN (the first NaN wins, as in np.argmax)
+                    best, top = s, x
+                    if np.isnan(x):
+                        break
+        chosen[g] = best if top > 0.0 else -1
+        best_u[g] = top
+    start = np.empty(n, dtype=np.int64)
+    o_price, o_raw, o_announced, o_util = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    for i in range(n):
+        s = chosen[group[i]]
+        start[i] = s
+        r = max(s, 0)
+        o_price[i] = price[r, i]
+        o_raw[i] = raw[r, duration[i] - 1]
+        o_announced[i] = announced[r, duration[i] - 1]
+        o_util[i] = u[r, i]
+    return chosen, best_u, start, o_price, o_raw, o_announced, o_util
 
 
 __all__ = ["FailureEstimates", "GroupPlan", "LaunchPlan", "OutcomeQuote", "_plan_from_rows", "choose_plan",

@@ -138,6 +138,29 @@ def test_choose_plan_equals_the_reference_form_bit_for_bit(sow: SoW, birth: int,
     assert pickle.dumps(plan) == pickle.dumps(expected)
 
 
+class TableMenu:
+    """Any prices per (start offset, duration), infinite ones too: pi(s, c, d) = c * table[s - birth, d - 1]."""
+
+    def __init__(self, birth: int, table: np.ndarray) -> None:
+        self.birth, self.table = birth, table
+
+    def price(self, start: np.ndarray | int, concurrency: int, duration: np.ndarray | int) -> np.ndarray:
+        return concurrency * self.table[np.asarray(start) - self.birth, np.asarray(duration) - 1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(sows(), st.integers(0, 2**32 - 1))
+def test_choose_plan_equals_the_reference_form_where_utilities_are_infinite_or_nan(sow: SoW, seed: int) -> None:
+    # an infinite price where the job surely fails (announced 1) makes 0 * -inf = NaN: argmax takes the first NaN
+    rng = np.random.default_rng(seed)
+    menu = TableMenu(3, rng.choice([0.0, 1.0, 40.0, 1e300, np.inf], size=(P.S_m, P.D_m)))
+    est = FailureEstimates.from_raw(rng.choice([0.0, 0.3, 1.0], size=(P.S_m, P.D_m)), P.failure_threshold)
+    with np.errstate(invalid="ignore", over="ignore"):
+        plan = choose_plan(sow, 3, menu, est)
+        expected = reference_choose_plan(sow, 3, menu, est)
+    assert bits(plan) == bits(expected)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(-1, 9), st.integers(1, 6), st.floats(1e-6, 1.0)), min_size=0, max_size=20),
        st.integers(1, 8))

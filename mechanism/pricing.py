@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
+import numba
 import numpy as np
 
 from mechanism.platform import Platform
@@ -113,16 +114,40 @@ class PriceBook:
 def plan_usage(concurrency: int, probability: np.ndarray, start_offset: np.ndarray,
                duration: np.ndarray, length: int) -> np.ndarray:
     """c * sum over outcomes of P * [start <= tau < start + d], for tau in [0, length); start < 0 means never."""
-    run = start_offset >= 0
-    begin, prob = start_offset[run], probability[run]
-    end = begin + duration[run]
-    if end.size and int(end.max()) > length:
-        raise ValueError(f"an outcome runs until offset {int(end.max())}, past the {length} rounds of the usage")
-    # +P at each start then -P at each end, added into each round in that order (bincount adds its weights in input
-    # order, as np.add.at would)
-    diff = np.bincount(np.concatenate((begin, end)), np.concatenate((prob, -prob)), minlength=length + 1)
-    inc = np.cumsum(diff[:length]) * concurrency
-    # how many outcomes run in each round, counted exactly
-    cover = np.bincount(begin, minlength=length + 1) - np.bincount(end, minlength=length + 1)
-    # Rounding in the running sum can leave +-1e-16 where no outcome runs; there the increment is exactly 0.
-    return np.where(np.cumsum(cover[:length]) > 0, np.maximum(inc, 0.0), 0.0)
+    inc, end = _usage(concurrency, probability, start_offset, duration, length)
+    if end > length:
+        raise ValueError(f"an outcome runs until offset {end}, past the {length} rounds of the usage")
+    return inc
+
+
+@numba.njit(cache=True, nogil=True)
+def _usage(concurrency: int, probability: np.ndarray, start: np.ndarray, duration: np.ndarray,
+           length: int) -> tuple[np.ndarray, int]:  # pragma: no cover (compiled)
+    """`plan_usage` and the last end of a run (nothing added if it is past `length`): +P at each start, then -P at
+    each end, added into each round in outcome order; their running sum left to right, times c. Rounding in the
+    running sum can leave +-1e-16 where no outcome runs (counted exactly, in `cover`); there the increment is 0."""
+    n = start.size
+    last = 0
+    for i in range(n):
+        if start[i] >= 0:
+            last = max(last, start[i] + duration[i])
+    inc = np.zeros(length)
+    if last > length:
+        return inc, last
+    diff = np.zeros(length + 1)
+    cover = np.zeros(length + 1, dtype=np.int64)
+    for i in range(n):
+        if start[i] >= 0:
+            diff[start[i]] += probability[i]
+            cover[start[i]] += 1
+    for i in range(n):
+        if start[i] >= 0:
+            diff[start[i] + duration[i]] += -probability[i]
+            cover[start[i] + duration[i]] -= 1
+    running, covered = 0.0, 0
+    for k in range(length):
+        running = diff[0] if k == 0 else running + diff[k]
+        covered += cover[k]
+        x = running * concurrency
+        inc[k] = (x if x >= 0.0 or np.isnan(x) else 0.0) if covered > 0 else 0.0  # np.maximum(x, 0) where covered
+    return inc, last

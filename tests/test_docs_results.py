@@ -317,6 +317,8 @@ CAPACITY_RUNS = [  # docs/results/capacity-WORKLOAD-NAME.json and its table's ce
     ("overload", "q0.5", ("q = 0.5",)), ("pipelines", "q0.5", ("q = 0.5",)),
     ("overload", "floor", ("price floor",)), ("pipelines", "floor", ("price floor",)),
     ("pipelines", "qfit", ("quantile fit",)), ("overload", "qfit", ("quantile fit",)),
+    ("overload", "reference-50-99", ()), ("overload", "reference-0-99", ()),
+    ("overload", "q0.1-50-99", ("q = 0.1",)), ("overload", "q0.1-0-99", ("q = 0.1",)),
 ]
 
 

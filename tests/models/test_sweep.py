@@ -97,7 +97,9 @@ def _sleep_or_fail(task: tuple[str, str]) -> int:
     """('sleep', PIDFILE): write this worker's pid and sleep; ('fail', PIDFILE): once the sleeper runs, raise."""
     kind, pidfile = task
     if kind == "sleep":
-        Path(pidfile).write_text(str(os.getpid()))
+        staged = Path(f"{pidfile}.{os.getpid()}")  # written whole, then renamed: a reader never sees it empty
+        staged.write_text(str(os.getpid()))
+        os.replace(staged, pidfile)
         time.sleep(300)
         return 0
     deadline = time.monotonic() + 60

@@ -319,6 +319,7 @@ CAPACITY_RUNS = [  # docs/results/capacity-WORKLOAD-NAME.json and its table's ce
     ("pipelines", "qfit", ("quantile fit",)), ("overload", "qfit", ("quantile fit",)),
     ("overload", "reference-50-99", ()), ("overload", "reference-0-99", ()),
     ("overload", "q0.1-50-99", ("q = 0.1",)), ("overload", "q0.1-0-99", ("q = 0.1",)),
+    ("overload", "floor-50-99", ("price floor",)), ("overload", "floor-0-99", ("price floor",)),
 ]
 
 

@@ -531,3 +531,16 @@ def test_prediction_md_headroom_grid_rows_that_are_pinned_are_their_json(h: int,
         cells.append(f"**{cell}**" if both else cell)
     row = f"| {h} | " + " | ".join(cells) + f" | {met} |"
     assert row in _lines(_doc("prediction.md")), row
+
+
+@pytest.mark.parametrize("trace", ["KTH", "CTC"])
+def test_prediction_md_predict_sows_rows_are_their_json(trace: str) -> None:
+    text = _doc("prediction.md")
+    sim, cal = (_json(f"predict-sows-{trace}-{kind}.json") for kind in ("simulate", "calibrate"))
+    assert sim["jobs"] == 200 and sim["offline"]["status"] == "optimal" and cal["runs"] == 3
+    _row(text, f"{trace}-SP2", str(sim["rounds"]), *(str(sim[k]) for k in ("completed", "evicted", "cancelled")),
+         str(sim["not_scheduled"]), f"{sim['welfare']:,.2f}", f"{sim['offline']['value']:,.1f}",
+         f"{sim['offline']['ratio']:.3f}")
+    se = f"{cal['gap_se']:.3f}" if cal["gap_se"] >= 0.001 else f"{cal['gap_se']:.5f}"
+    _row(text, f"{trace}-SP2", str(cal["jobs"]), f"{cal['estimate']:.3f}", f"{cal['realized']:.3f}",
+         f"{cal['gap']:+.3f} ({se})")

@@ -544,3 +544,15 @@ def test_prediction_md_predict_sows_rows_are_their_json(trace: str) -> None:
     se = f"{cal['gap_se']:.3f}" if cal["gap_se"] >= 0.001 else f"{cal['gap_se']:.5f}"
     _row(text, f"{trace}-SP2", str(cal["jobs"]), f"{cal['estimate']:.3f}", f"{cal['realized']:.3f}",
          f"{cal['gap']:+.3f} ({se})")
+
+
+@pytest.mark.parametrize("trace", SIX)
+def test_prediction_md_prefix_score_rows_are_their_json(trace: str) -> None:
+    run = _json(f"predict-evaluate-{trace}-15000.json")
+    assert run["jobs"] == 15000 and run["window"] is None
+    learned, tsafrir = run["predictors"]["learned"], run["predictors"]["tsafrir"]
+    levels = ("0.5", "0.9", "0.95")
+    assert len({tsafrir["coverage"][q] for q in levels}) == 1  # "any level"
+    _row(_doc("prediction.md"), trace, " / ".join(f"{learned['coverage'][q]:.3f}" for q in levels),
+         " / ".join(_thousands(learned["pinball_loss"][q]) for q in levels), f"{learned['log_score']:.2f}",
+         f"{tsafrir['coverage']['0.5']:.3f}", " / ".join(_thousands(tsafrir["pinball_loss"][q]) for q in levels))

@@ -556,3 +556,16 @@ def test_prediction_md_prefix_score_rows_are_their_json(trace: str) -> None:
     _row(_doc("prediction.md"), trace, " / ".join(f"{learned['coverage'][q]:.3f}" for q in levels),
          " / ".join(_thousands(learned["pinball_loss"][q]) for q in levels), f"{learned['log_score']:.2f}",
          f"{tsafrir['coverage']['0.5']:.3f}", " / ".join(_thousands(tsafrir["pinball_loss"][q]) for q in levels))
+
+
+def test_prediction_md_speed_table_prints_its_json_timings() -> None:
+    """A timing: the table is this committed run's CPU seconds (a rerun differs)."""
+    text = _doc("prediction.md")
+    rows = {next(t for t in SIX if r["trace"].rsplit("/", 1)[-1].startswith(t)): r
+            for r in _json("bench-predict-six.json")["schedulers"]}
+    assert sorted(rows) == sorted(SIX)
+    for trace, r in rows.items():
+        assert r["easy-requested_same_starts"] and r["easy-pp_same_starts"]  # as the text says
+        cpu = [r[f"{k}_cpu_s"] for k in ("easy", "easy-requested", "easy-requested_reference", "easy-pp",
+                                          "easy-pp_reference", "easy-learned")]
+        _row(text, trace, f"{r['jobs']:,}", *(f"{s:.2f}" for s in cpu), f"{cpu[-1] / cpu[0]:.1f}")

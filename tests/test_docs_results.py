@@ -569,3 +569,16 @@ def test_prediction_md_speed_table_prints_its_json_timings() -> None:
         cpu = [r[f"{k}_cpu_s"] for k in ("easy", "easy-requested", "easy-requested_reference", "easy-pp",
                                           "easy-pp_reference", "easy-learned")]
         _row(text, trace, f"{r['jobs']:,}", *(f"{s:.2f}" for s in cpu), f"{cpu[-1] / cpu[0]:.1f}")
+
+
+def test_prediction_md_writer_cost_table_prints_its_json_timings() -> None:
+    """A timing: the table is this committed run's p50s (a rerun differs)."""
+    text = _doc("prediction.md")
+    for name, label in (("sow", "SoW submissions"), ("features", "feature submissions")):
+        run = _json(f"bench-writer-prediction-{name}.json")
+        assert run["features"] == (name == "features") and run["active_jobs"] == 100 and run["submits"] == 300
+        p50 = {stage: s["p50_ms"] for stage, s in run["stages"].items()}
+        row = _row(text, label if name == "sow" else label + " (`--features`, engine trained on 2,000 completions)")
+        cells = (f"| {p50['servicer: parse + validate the SoW']:.3f} ms | "
+                 f"{p50['writer: one command (_apply)']:.2f} ms | {p50['writer_ms (as logged)']:.2f} ms |")
+        assert row.endswith(cells), row

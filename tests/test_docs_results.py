@@ -582,3 +582,22 @@ def test_prediction_md_writer_cost_table_prints_its_json_timings() -> None:
         cells = (f"| {p50['servicer: parse + validate the SoW']:.3f} ms | "
                  f"{p50['writer: one command (_apply)']:.2f} ms | {p50['writer_ms (as logged)']:.2f} ms |")
         assert row.endswith(cells), row
+
+
+def _gain(x: float) -> str:
+    return f"{x:.1f}" if x < 1 else _thousands(x)
+
+
+@pytest.mark.parametrize("trace", SIX)
+def test_prediction_md_misreport_rows_are_their_json(trace: str) -> None:
+    run = _json(f"predict-misreport-{trace}.json")
+    n, share = run["jobs"], run["gain_share_of_honest"]
+    assert run["audited"] == n == (500 if trace == "Sandia-Ross" else 2000)
+    shorter = run["by_kind"].get("shorter request", {"jobs": 0, "gain": 0.0})
+    others = [k for name, k in run["by_kind"].items() if name != "shorter request"]
+    cells = [f"{run['jobs_gaining']} of {n} ({100 * run['share_gaining']:.1f} %)", _thousands(run["gain_total"]),
+             _thousands(run["honest_utility"]), f"{share:.2f}" if share >= 0.01 else f"{share:.3f}",
+             *(f"{k['jobs']}, {_gain(k['gain'])}" for k in (run["truncating"], run["covering"], shorter)),
+             f"{sum(k['jobs'] for k in others)}, {_gain(sum(k['gain'] for k in others))}",
+             _thousands(run["exact_gain_total"]), f"{run['tried_mean']:.0f}"]
+    _row(_doc("prediction.md"), trace if n == 2000 else f"{trace} (N = {n})", *cells)

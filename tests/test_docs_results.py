@@ -601,3 +601,20 @@ def test_prediction_md_misreport_rows_are_their_json(trace: str) -> None:
              f"{sum(k['jobs'] for k in others)}, {_gain(sum(k['gain'] for k in others))}",
              _thousands(run["exact_gain_total"]), f"{run['tried_mean']:.0f}"]
     _row(_doc("prediction.md"), trace if n == 2000 else f"{trace} (N = {n})", *cells)
+
+
+FORECASTERS = {"ar1": "ar1 (statsmodels ARIMA, exact ML)", "ar1x": "ar1x (ARIMA with exog)",
+               "ari11": "ari11 (ARIMA(1,1,0))", "var1": "var1 (statsmodels VAR)", "markov": "markov",
+               "markovx": "markovx", "tsdec": "tsdec (STL + AutoReg)", "autopilot": "autopilot"}
+
+
+def test_forecasting_md_performance_table_prints_its_json_timings() -> None:
+    """A timing: the table is this committed run's ms per VM, elapsed (CPU) (a rerun differs)."""
+    run = _json("bench-forecast.json")
+    assert (run["window_minutes"], run["train_samples"]) == (60, 840)
+    assert [r["model"] for r in run["rows"]] == list(FORECASTERS)
+    text = _doc("forecasting.md")
+    for r in run["rows"]:
+        assert r["vms"] == 70
+        _row(text, FORECASTERS[r["model"]], f"{1e3 * r['fit_s_per_vm']:.1f} ({1e3 * r['fit_cpu_s_per_vm']:.1f})",
+             f"{1e3 * r['predict_s_per_vm']:.1f} ({1e3 * r['predict_cpu_s_per_vm']:.1f})")

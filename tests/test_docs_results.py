@@ -618,3 +618,19 @@ def test_forecasting_md_performance_table_prints_its_json_timings() -> None:
         assert r["vms"] == 70
         _row(text, FORECASTERS[r["model"]], f"{1e3 * r['fit_s_per_vm']:.1f} ({1e3 * r['fit_cpu_s_per_vm']:.1f})",
              f"{1e3 * r['predict_s_per_vm']:.1f} ({1e3 * r['predict_cpu_s_per_vm']:.1f})")
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f} %"
+
+
+@pytest.mark.parametrize(("year", "series"), [("2019", "2019, 0.06 x m3str"), ("2017", "2017, 0.02 x m2str")])
+def test_cuc_md_fill_table_is_its_json(year: str, series: str) -> None:
+    """The rows of "Jobs that fill the capacity": jobs, the rounded LP's fill and the LP bound, Alg. 3's share."""
+    run = _json(f"bench-cuc-jobs-{year}.json")
+    assert [r["demand_multiple"] for r in run["rows"]] == [1.5, 3.0, 5.0]
+    for r in run["rows"]:
+        assert (r["max_share"], r["samples"]) == (0.002, 25)
+        _row(_doc("cuc.md"), series, f"{r['demand_multiple']:g}", _thousands(r["jobs"]),
+             f"{_pct(r['rounded_fill'])} ({_pct(r['rounded_fill_min'])}) .. {_pct(r['lp_fill'])}",
+             _pct(r["ratio"]), _pct(r["value"]))

@@ -634,3 +634,28 @@ def test_cuc_md_fill_table_is_its_json(year: str, series: str) -> None:
         _row(_doc("cuc.md"), series, f"{r['demand_multiple']:g}", _thousands(r["jobs"]),
              f"{_pct(r['rounded_fill'])} ({_pct(r['rounded_fill_min'])}) .. {_pct(r['lp_fill'])}",
              _pct(r["ratio"]), _pct(r["value"]))
+
+
+def _span(values: list[float], fmt: str) -> str:
+    """'lo-hi' of the formatted values, one value where both ends print alike."""
+    lo, hi = format(min(values), fmt), format(max(values), fmt)
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+@pytest.mark.parametrize("share", [0.05, 0.01, 0.005, 0.002])
+def test_cuc_md_holdout_job_size_rows_are_their_json(share: float) -> None:
+    """A row of the hold-out's job-size table: ranges over Azure 2017 and 2019; its timings are this run's."""
+    run = _json("bench-cuc-jobs-holdout.json")
+    assert (run["hours"], run["train_hours"]) == (264, 72)
+    rows = [r for r in run["rows"] if r["max_share"] == share]
+    assert sorted(r["dataset"] for r in rows) == ["capacity_azure2017", "capacity_azure2019"]
+    assert all(r["demand_multiple"] == 1.5 and r["samples"] == 150 for r in rows)
+
+    def span(key: str, fmt: str, scale: float = 1.0) -> str:
+        return _span([scale * r[key] for r in rows], fmt)
+
+    _row(_doc("cuc.md"), f"{share:g}", span("jobs", ",.0f"),
+         _span([float(f"{r['cols']:.3g}") for r in rows], ",.0f"), span("lp_job_s", ".3f"), span("lp_s", ".3f"),
+         span("greedy_ms", ".2f"), f"{span('ratio', '.2f', 100)} %; {span('value', '.2f', 100)} %",
+         f"{span('rounded', '.2f', 100)} % ({100 * min(r['rounded_min'] for r in rows):.2f} %)",
+         f"{100 * max(r['certified_gap_max'] for r in rows):.1f} %")

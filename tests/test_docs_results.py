@@ -659,3 +659,17 @@ def test_cuc_md_holdout_job_size_rows_are_their_json(share: float) -> None:
          span("greedy_ms", ".2f"), f"{span('ratio', '.2f', 100)} %; {span('value', '.2f', 100)} %",
          f"{span('rounded', '.2f', 100)} % ({100 * min(r['rounded_min'] for r in rows):.2f} %)",
          f"{100 * max(r['certified_gap_max'] for r in rows):.1f} %")
+
+
+@pytest.mark.parametrize(("name", "title"), [("2017-t1str", "Azure 2017: problem (1)"),
+                                             ("2019-t3str", "Azure 2019: problem (1)")])
+def test_cuc_md_exact_solver_rows_are_their_json(name: str, title: str) -> None:
+    """Problem (1) under the true capacity at max_share 0.05: each origin's ratios to the LP bound."""
+    run = _json(f"bench-cuc-bound-{name}.json")
+    assert (run["max_share"], run["time_limit_s"]) == (0.05, 20.0)
+    section = _doc("cuc.md").split(title, 1)[1].split("\n\n", 2)[1]  # the table after the title line
+    assert [r["origin"] for r in run["rows"]] == [288, 300, 312]
+    for r in run["rows"]:
+        _row(section, str(r["origin"]), str(r["jobs"]),
+             *(f"{r[k]:.4f}" for k in ("milp_over_lp", "dual_over_lp")), _yes(r["optimal"]),
+             *(f"{r[k]:.4f}" for k in ("rounded_over_lp", "greedy_ratio_over_lp", "greedy_value_over_lp")))

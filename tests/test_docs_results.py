@@ -432,12 +432,6 @@ def test_cuc_md_law_choice_table_is_its_json(study: str) -> None:
     assert row[3:5] == list(_cuc_levels(f"{stem}-select.json", dataset)), row
 
 
-    if (RESULTS / f"{stem}-select.json").exists():
-        assert row[3:5] == list(_cuc_levels(f"{stem}-select.json", dataset)), row
-    else:
-        assert row[3:5] == ["not run", "-"], row
-
-
 SIX = ("KTH-SP2", "CTC-SP2", "SDSC-SP2", "LANL-CM5", "SDSC-DS", "Sandia-Ross")
 
 

@@ -684,3 +684,24 @@ def test_offline_benchmark_md_welfare_offline_columns_are_their_json(workload: s
         offline = f"{r['offline']:.1f} ({r['offline_bound']:.1f})"
         proven = (f"{r['optimal']} of {r['seeds']}",) if workload == "pipelines" else ()
         _row(text, f"{r['load']:g}", f"{r['welfare']:.1f}", f"{r['revenue']:.1f}", offline, *proven, _ratio(r, digits))
+
+
+def test_performance_md_core_table_prints_its_json_timings() -> None:
+    """A timing: the `bench core` table and its figures are this committed run's (a rerun differs)."""
+    run = _json("bench-core.json")
+    text = _doc("performance.md").split("## The mechanism core", 1)[1].split("\n## ", 1)[0]
+    rows = [(r, "fixed C") for r in run["runs"]] + [(run["capacity_run"], "forecast (AR(1), 24 error points)")]
+    for r, capacity in rows:
+        advance = f"{r['round_advance_ms']:.0f} ms"
+        _row(text, f"{r['active_jobs']:,}", capacity, f"{r['quote_p50_ms']:.2f} ms", f"{r['quote_p99_ms']:.2f} ms",
+             f"{r['oracle_prepare_ms']:.0f} ms", f"**{advance}**" if r is run["runs"][-1] else advance)
+    big = run["runs"][-1]
+    assert f"`earlier_jobs_that_run` {big['earlier_jobs_that_run']} of {big['earlier_jobs']}" in text
+    assert f"takes {run['literal_per_candidate_s']:.1f} s per candidate" in text
+    assert f"{run['fast_all_candidates_s']:.3f} s for the oracle's one pass" in text
+    assert f"a speed-up of {run['speedup_vs_literal'] / 1e6:.1f} million" in text
+    assert f"{run['history_bytes_per_ended_job']:,.0f} bytes in the run above" in text
+    small = run["runs"][0]
+    assert (f"{small['state_pickle_ms']:.1f} ms and\n  {small['state_pickle_bytes'] / 1024:.0f} KiB for "
+            f"{small['active_after']} active jobs, {big['state_pickle_ms']:.0f} ms and "
+            f"{big['state_pickle_bytes'] / 1024:,.0f} KiB for {big['active_after']}") in text

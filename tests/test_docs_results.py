@@ -705,3 +705,16 @@ def test_performance_md_core_table_prints_its_json_timings() -> None:
     assert (f"{small['state_pickle_ms']:.1f} ms and\n  {small['state_pickle_bytes'] / 1024:.0f} KiB for "
             f"{small['active_after']} active jobs, {big['state_pickle_ms']:.0f} ms and "
             f"{big['state_pickle_bytes'] / 1024:,.0f} KiB for {big['active_after']}") in text
+
+
+def test_performance_md_prediction_cost_table_prints_its_json_timings() -> None:
+    """A timing: each row of the prediction's cost per submission is one committed `bench grpc` run."""
+    text = _doc("performance.md")
+    added = []
+    for run in (1, 2):
+        cost = _json(f"bench-grpc-prediction-{run}.json")["prediction"]
+        assert cost["pairs"] == 300
+        _row(text, str(run), f"{cost['trained']} completions",
+             *(f"{cost[k]:.2f}" for k in ("features_p50_ms", "explicit_p50_ms", "added_ms_p50")))
+        added.append(cost["added_ms_p50"])
+    assert f"is met: {_span(added, '.2f')} ms" in text

@@ -22,6 +22,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 import server.gen  # noqa: F401
+from mechanism.warmup import warm
 from models.predict.online import EngineConfig
 from server import snapshot
 from server.config import ConfigError, ServerConfig
@@ -233,6 +234,9 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     log.info("replayed", extra={"fields": {"snapshot_seq": scheduler.restored_from, "commands": scheduler.replayed,
                                            "round": scheduler.engine.now,
                                            "s": round(time.perf_counter() - started, 3)}})
+    warming = time.perf_counter()
+    warm(config.platform, config.oracle)  # loads the kernels before any client's first quote
+    log.info("warmed", extra={"fields": {"s": round(time.perf_counter() - warming, 3)}})
     predictions = Predictions(EngineConfig(cold_start=config.prediction_cold_start), options.round_seconds)
     with scheduler.reading() as engine:
         predictions.rebuild(scheduler.store, engine)

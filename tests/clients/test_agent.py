@@ -188,6 +188,7 @@ def test_slurm_time_limit_is_the_jobs_longest_declared_duration_times_the_round(
         assert external is not None
         limit = subprocess.run(["squeue", "-h", "-j", external, "-O", "TimeLimit"], check=True,
                                capture_output=True, text=True).stdout.strip()
+        subprocess.run(["scancel", external], check=True)  # not left holding the test cluster's node for 3 minutes
         assert limit == "3:00"
 
 

@@ -718,3 +718,33 @@ def test_performance_md_prediction_cost_table_prints_its_json_timings() -> None:
              *(f"{cost[k]:.2f}" for k in ("features_p50_ms", "explicit_p50_ms", "added_ms_p50")))
         added.append(cost["added_ms_p50"])
     assert f"is met: {_span(added, '.2f')} ms" in text
+
+
+def _seconds(x: float) -> str:
+    return f"{x:.2f}" if x < 10 else f"{x:.1f}"
+
+
+def _solved(r: dict[str, Any], solver: str) -> str:
+    status = r[f"{solver}_status"]
+    return status if status == "optimal" else f"{status}, gap {100 * r[f'{solver}_gap']:.2f} %"
+
+
+def test_offline_benchmark_md_solvers_table_is_its_json() -> None:
+    """Wall-clock limits on a shared machine: the `bench solvers` table is this committed run's (a rerun differs)."""
+    run = _json("bench-solvers.json")
+    assert (run["time_limit"], run["cpsat_workers"], run["seed"]) == (60.0, 8, 0)
+    text = _doc("offline-benchmark.md").split("## CP-SAT against HiGHS", 1)[1]
+    for r in run["instances"]:
+        _row(text, str(r["jobs"]), f"{r['load']:.2f}", _seconds(r["cpsat_s"]), _solved(r, "cpsat"),
+             f"{r['cpsat_value']:.2f}", _seconds(r["milp_s"]), _solved(r, "milp"), f"{r['milp_value']:.2f}",
+             f"{r['lp_bound']:.2f}", f"{r['hint_value']:.2f}")
+    small, medium, two, four = run["instances"]
+    assert all(r["cpsat_status"] == r["milp_status"] == "optimal" for r in (small, medium))
+    assert f"CP-SAT is {small['milp_over_cpsat']:.0f}x and {medium['milp_over_cpsat']:.0f}x faster" in text
+    assert two["cpsat_value"] > two["milp_value"] and 1.5 < two["milp_gap"] / two["cpsat_gap"] < 2.5  # "half"
+    assert f"(bounds {two['cpsat_bound']:.2f} and {two['milp_bound']:.2f})" in text
+    assert four["milp_value"] == four["hint_value"] and four["cpsat_bound"] > four["lp_bound"]
+    assert f"CP-SAT {100 * (four['cpsat_value'] / four['hint_value'] - 1):.1f} % above it" in text
+    assert f"CP-SAT's bound ({four['cpsat_bound']:.2f})" in text
+    lp_gap = [f"{100 * (1 - four[f'{s}_value'] / four['lp_bound']):.1f} %" for s in ("cpsat", "milp")]
+    assert f"the gaps are {lp_gap[0]} (CP-SAT) and {lp_gap[1]} (HiGHS)" in text

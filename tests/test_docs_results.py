@@ -748,3 +748,24 @@ def test_offline_benchmark_md_solvers_table_is_its_json() -> None:
     assert f"CP-SAT's bound ({four['cpsat_bound']:.2f})" in text
     lp_gap = [f"{100 * (1 - four[f'{s}_value'] / four['lp_bound']):.1f} %" for s in ("cpsat", "milp")]
     assert f"the gaps are {lp_gap[0]} (CP-SAT) and {lp_gap[1]} (HiGHS)" in text
+
+
+def test_capacity_model_md_performance_table_prints_its_json_timings() -> None:
+    """A timing: each pair of rows is one committed `bench core` run, fixed C then the forecast model in one process."""
+    text = _doc("capacity-model.md").split("\n## Performance\n", 1)[1].split("\n## ", 1)[0]
+    ratios, prepares = [], []
+    for name, label, lam in (("capacity-core", "first", 0.0), ("capacity-core-level-0.3", "second", 0.3)):
+        run = _json(f"{name}.json")
+        assert (run["capacity_level_weight"], run["capacity_run"]["active_jobs"], run["capacity_run"]["quotes"]) == (
+            lam, 1000, 40)
+        fixed, model = run["runs"][-1], run["capacity_run"]
+        ratio = f"{run['capacity_p50_ratio']:.2f}x"
+        for r, cells in ((fixed, (f"fixed C ({label} run)",)), (model, (f"forecast, lam = {lam:g}",))):
+            _row(text, *cells, f"{r['quote_p50_ms']:.2f}", f"{r['quote_p99_ms']:.2f}", f"{r['oracle_prepare_ms']:.0f}",
+                 f"{r['round_advance_ms']:.0f}", "-" if r is fixed else ratio)
+        assert run["capacity_p50_ratio"] < 2  # the target
+        ratios.append(ratio)
+        prepares.append(f"{model['oracle_prepare_ms'] / fixed['oracle_prepare_ms']:.2f}x")
+    prose = " ".join(text.split())
+    assert f"is {ratios[0]} the fixed-capacity figure with the fixed mean and {ratios[1]} with the" in prose
+    assert f"quantiles, {prepares[0]} the fixed-C oracle prepare with the fixed mean and {prepares[1]} with" in prose

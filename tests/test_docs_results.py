@@ -769,3 +769,40 @@ def test_capacity_model_md_performance_table_prints_its_json_timings() -> None:
     prose = " ".join(text.split())
     assert f"is {ratios[0]} the fixed-capacity figure with the fixed mean and {ratios[1]} with the" in prose
     assert f"quantiles, {prepares[0]} the fixed-C oracle prepare with the fixed mean and {prepares[1]} with" in prose
+
+
+HPC_BENCH = {"easy": "EASY", "fcfs-conservative": "List-REG (FCFS conservative)",
+             "saf-conservative": "List-SAF (conservative)", "laf-conservative": "List-LAF (conservative)"}
+
+
+def _spaced(n: int) -> str:
+    """28481 as docs/hpc-study.md prints it: 28 481."""
+    return f"{n:,}".replace(",", " ")
+
+
+def test_hpc_study_md_performance_tables_print_their_json_timings() -> None:
+    """A timing: the list schedulers' speed and the CP-SAT round solves are this committed `bench hpc` run's."""
+    run = _json("bench-hpc.json")
+    assert (run["cp_jobs"], run["cp_time_limit"]) == (3000, 1.0)
+    text = _doc("hpc-study.md").split("\n## Performance\n", 1)[1]
+    for r in run["throughput"]:
+        _row(text, HPC_BENCH[r["scheduler"]], _spaced(r["jobs"]), _spaced(r["rounds"]), f"{r['seconds']:.2f}",
+             _spaced(r["jobs_per_second"]))
+    bins: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in run["cp_rounds"]:
+        assert r["rounds"] == 3
+        bins.setdefault(r["queue"], {})[r["objective"]] = r
+    for queue, cells in bins.items():
+        _row(text, queue, *(f"{c['median_seconds']:.3f} / {c['max_seconds']:.3f}; {c['optimal']}, {c['found_plan']}"
+                            for c in (cells[k] for k in ("af", "awf", "bsld", "p2sf"))))
+    small = list(bins["2-5"].values())
+    large = [c for q in ("11-20", "21-40", "41+") for c in bins[q].values()]
+    prose = " ".join(text.split())
+    assert (f"takes {_span([c['median_seconds'] for c in small], '.3f')} s and {sum(c['optimal'] for c in small)} "
+            f"of the {3 * len(small)} solves are proven optimal") in prose
+    assert f"on {sum(c['optimal'] for c in large)} of the {3 * len(large)} solves is proven optimal" in prose
+    without = [c for c in large if c["found_plan"] < c["rounds"]]
+    assert [(c["queue"], c["objective"], c["found_plan"]) for c in without] == [("21-40", "p2sf", 0)]
+    assert all(c["found_plan"] == c["rounds"] for q in bins.values() for c in q.values() if c not in without)
+    medians = [c["median_seconds"] for c in large if c not in without]
+    assert f"the medians are {min(medians):.2f}-{max(medians):.2f} s" in prose

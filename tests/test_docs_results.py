@@ -806,3 +806,88 @@ def test_hpc_study_md_performance_tables_print_their_json_timings() -> None:
     assert all(c["found_plan"] == c["rounds"] for q in bins.values() for c in q.values() if c not in without)
     medians = [c["median_seconds"] for c in large if c not in without]
     assert f"the medians are {min(medians):.2f}-{max(medians):.2f} s" in prose
+
+
+GRPC_CLIENTS = ("1", "8", "32")
+
+
+def _grpc(name: str) -> dict[str, dict[str, float]]:
+    """A committed `bench grpc` run's measurements by client count."""
+    run = _json(f"bench-grpc-{name}.json")
+    assert sorted(run["clients"], key=int) == list(GRPC_CLIENTS)
+    return dict(run["clients"])
+
+
+def test_performance_md_grpc_tables_print_their_json_timings() -> None:
+    """A timing: the single-RPC and streamed tables are the two committed runs, the free-oracle one its own run."""
+    text = _doc("performance.md").split("## Submissions through the server", 1)[1].split("\n## ", 1)[0]
+    runs = {n: _grpc(str(n)) for n in (1, 2)}
+    for n, clients in runs.items():
+        for c, r in clients.items():
+            _row(text, str(n), c, f"{r['submit_per_s']:.1f}", f"{r['echo_per_s']:.1f}", f"{r['ratio']:.3f}",
+                 f"{r['p50_ms']:.1f}", f"{r['p99_ms']:.1f}",
+                 *(f"{r[k]:.2f}" for k in ("writer_ms_mean", "writer_ms_p50", "apply_ms_p50", "commit_ms_mean",
+                                           "settle_ms_mean")))
+            _row(text, str(n), c, f"{r['submit_per_s']:.1f}", f"{r['stream_per_s']:.1f}", f"{r['stream_ratio']:.2f}",
+                 f"{r['stream_writer_ms_mean']:.2f}", f"{r['stream_commit_ms_mean']:.2f}",
+                 f"{r['stream_batch_items_mean']:.1f}")
+    free = _grpc("samples-16")
+    for c, r in free.items():
+        _row(text, c, f"{r['submit_per_s']:.1f}", f"{r['echo_per_s']:.1f}", f"{r['ratio']:.3f}",
+             f"{r['writer_ms_mean']:.2f}", f"{r['apply_ms_p50']:.2f}")
+    every = [r for clients in runs.values() for r in clients.values()]
+    at32 = [clients["32"] for clients in runs.values()]
+    prose = " ".join(text.split())
+    assert all(r["ratio"] < 0.3 for r in [*every, *free.values()])  # "not met"
+    assert (f"the ratio is {_span([r['ratio'] for r in at32], '.3f')} at 32 clients in the runs above "
+            f"({_span([r['ratio'] for r in every], '.3f')} over the client counts), and a free oracle leaves it at "
+            f"{free['32']['ratio']:.3f} ({_span([r['ratio'] for r in free.values()], '.3f')} over") in prose
+    assert f"streamed is {_span([r['stream_ratio'] for r in every], '.2f')}x single-RPC" in prose
+    one = [clients["1"] for clients in runs.values()]
+    assert f"applies a submission in {_span([r['apply_ms_p50'] for r in one], '.2f')} ms p50" in prose
+    assert f"wire ({_span([r['settle_ms_mean'] for r in one], '.2f')} ms per submission)" in prose
+    ceiling = [r["submit_per_s"] / r["writer_per_s"] for r in every if r not in one]
+    assert f"Submit/s is then {_span([100 * x for x in ceiling], '.0f')} % of the writer's ceiling" in prose
+    r = runs[2]["32"]
+    echo, writer = r["echo_per_s"], r["writer_ms_mean"] + r["settle_ms_mean"]
+    assert (f"Echo {echo:,.1f}/s, writer {r['writer_ms_mean']:.2f} ms + settle {r['settle_ms_mean']:.2f} ms" in prose
+            and f"the {writer:.2f} ms measured bounds the ratio at 1000 / {writer:.2f} / {echo:,.1f} = "
+            f"{1000 / writer / echo:.2f}" in prose)
+    added = f"{_span([r['p50_ms'] for r in one], '.1f')} ms p50 of a single client's `SubmitSoW`"
+    assert added in " ".join(_doc("performance.md").split())
+
+
+WRITER_STAGES = {  # docs/performance.md's stage cell -> the `bench writer` stage and its p50 and mean formats
+    "servicer: parse + validate the SoW": ("servicer: parse + validate the SoW", ".3f", ".2f"),
+    "writer: one command (`_apply`": ("writer: one command (_apply)", ".2f", ".2f"),
+    "&nbsp;&nbsp;engine.submit": ("engine.submit", ".2f", ".2f"),
+    "&nbsp;&nbsp;&nbsp;&nbsp;oracle: estimates": ("oracle: estimates", ".3f", ".2f"),
+    "&nbsp;&nbsp;&nbsp;&nbsp;launch plan": ("launch plan (choose_plan)", ".3f", ".2f"),
+    "&nbsp;&nbsp;&nbsp;&nbsp;oracle: append the new job": ("oracle: append the new job", ".3f", ".2f"),
+    "&nbsp;&nbsp;&nbsp;&nbsp;event + hash chain": ("event + hash chain", ".3f", ".2f"),
+    "&nbsp;&nbsp;&nbsp;&nbsp;price book commit": ("price book commit", ".3f", ".2f"),
+    "&nbsp;&nbsp;encode the quote": ("encode the quote", ".3f", ".2f"),
+    "&nbsp;&nbsp;log insert": ("log insert (store.append)", ".3f", ".2f"),
+    "settler: oracle settle": ("settler: oracle settle", ".3f", ".2f"),
+    "`writer_ms` as logged": ("writer_ms (as logged)", ".1f", ".1f"),
+    "`commit_ms` as logged": ("commit_ms (as logged)", ".1f", ".1f"),
+}
+
+
+def test_performance_md_writer_table_prints_its_json_timings() -> None:
+    """A timing: each cell of the `bench writer` table is the range over the five committed runs."""
+    runs = [_json(f"bench-writer-{i}.json") for i in range(1, 6)]
+    assert all(r["submits"] == 300 and r["active_jobs"] == 100 and not r["features"] for r in runs)
+    text = _doc("performance.md").split("## One submission by stage", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip() for line in text.splitlines() if line.startswith("| ")]
+    for start, (stage, p50, mean) in WRITER_STAGES.items():
+        (row,) = [r for r in rows if r.startswith(f"| {start}")]
+        cells = [c.strip().strip("*") for c in row.strip("|").split("|")]
+        assert cells[1:] == [_span([r["stages"][stage]["p50_ms"] for r in runs], p50),
+                             _span([r["stages"][stage]["mean_ms"] for r in runs], mean)], row
+    prose = " ".join(text.split())
+    assert all(r["stages"]["writer: one command (_apply)"]["p50_ms"] > 0.5 for r in runs)  # "not met"
+    settle = _span([r["stages"]["settler: oracle settle"]["ms_per_submission"] for r in runs], ".2f")
+    estimates = _span([r["stages"]["oracle: estimates"]["ms_per_submission"] for r in runs], ".2f")
+    assert f"{settle} ms per submission in these runs, against {estimates} ms for the estimates" in prose
+    assert f"(`bench writer` below: {settle} ms per submission under load)" in " ".join(_doc("performance.md").split())

@@ -96,9 +96,12 @@ class Engine:
         self.ledger = Ledger()
         self.events: list[Event] = []
         self.oracle_kind: OracleKind = oracle
-        self._oracle: MonteCarloOracle | ExactOracle = (
-            MonteCarloOracle(platform) if oracle == "mc" else ExactOracle(platform, max_exact_combinations))
+        self._max_exact_combinations = max_exact_combinations
+        self._oracle: MonteCarloOracle | ExactOracle = self._new_oracle(platform)
         self._oracle_round = -1
+        # The reserve H_t when the platform sets one (docs/model.md 10.9), else None; the oracle holds floor(H_t).
+        self.reserve: float | None = 0.0 if platform.reserve is not None else None
+        self._oracle_held = 0
         # The capacity feed: reported capacities of rounds not played yet, and the capacity of the last round
         # played (C until a report says otherwise; a round without a report keeps the last one).
         self.capacity_feed: dict[int, int] = {}
@@ -344,7 +347,7 @@ class Engine:
         priced = self.price_capacities(t, 1)  # C' of this round as its quotes saw it (before the feed moves on)
         capacity = self.capacity_feed.pop(t, self.capacity_last)
         self._arrivals(t)
-        self._overload(t, capacity)
+        overloaded = self._overload(t, capacity)
         running = self._starts(t)
         self._completions(t)
         self._cancel_orphans(t)
@@ -354,6 +357,8 @@ class Engine:
         self.capacity_last = capacity
         if self.capacity_level is not None and self.platform.capacity is not None:
             self.capacity_level = self.platform.capacity.next_level(self.capacity_level, capacity)  # mu_{t+1}
+        if self.reserve is not None and self.platform.reserve is not None:
+            self.reserve = self.platform.reserve.next(self.reserve, overloaded)  # H_{t+1}
         self.now = t + 1
         self.prices.forget_before(self.now)
         return RoundReport(round=t, events=tuple(self.events[first:]), running=running, expected_usage=usage,
@@ -385,10 +390,11 @@ class Engine:
                 else:
                     self._emit("expire", job)
 
-    def _overload(self, t: int, capacity: int) -> None:
+    def _overload(self, t: int, capacity: int) -> bool:
         """While the committed load exceeds the round's capacity (C, or as reported), the newest active job goes
-        (Remark 2: contributing or not)."""
+        (Remark 2: contributing or not). True if a job went."""
         load = sum(j.sow.concurrency for j in self._active if self._demands(j, t))
+        removed = False
         for job in reversed(self._active):
             if load <= capacity:
                 break
@@ -403,6 +409,8 @@ class Engine:
                 job.move(JobState.CANCELLED, t)
                 self._emit("cancel", job, reason="overload")
             job.pending_completion = None
+            removed = True
+        return removed
 
     @staticmethod
     def _demands(job: Job, t: int) -> bool:
@@ -467,8 +475,19 @@ class Engine:
         """What is still random about every active job at the start of the current round, oldest first."""
         return [self._residual(j) for j in self._active if j.state.active]
 
+    def _new_oracle(self, platform: Platform) -> MonteCarloOracle | ExactOracle:
+        if self.oracle_kind == "mc":
+            return MonteCarloOracle(platform)
+        return ExactOracle(platform, self._max_exact_combinations)
+
     def _current_oracle(self) -> MonteCarloOracle | ExactOracle:
         if self._oracle_round != self.now:
+            rule = self.platform.reserve
+            if rule is not None and self.reserve is not None and rule.held(self.reserve) != self._oracle_held:
+                # The reserve moved by a whole node: the oracle assumes C - floor(H_t) from this round on.
+                self._oracle_held = rule.held(self.reserve)
+                self._oracle = self._new_oracle(self.platform.model_copy(
+                    update={"capacity": rule.oracle_model(self.platform.C, self.reserve), "reserve": None}))
             # A capacity model conditions on the capacity realized last, or on this round's if already reported.
             self._oracle.reset(self.now, self.residuals(), self.capacity_last, self.capacity_feed.get(self.now),
                                self.capacity_level)
@@ -627,6 +646,8 @@ class Engine:
                                  "capacity_feed": sorted(self.capacity_feed.items())}).encode())
         if self.capacity_level is not None:  # only with a level that tracks the feed
             h.update(json.dumps({"capacity_level": self.capacity_level}).encode())
+        if self.reserve is not None:  # only when the platform sets a reserve
+            h.update(json.dumps({"reserve": self.reserve}).encode())
         h.update(self._retired_chain)
         h.update(self._event_chain)
         return h.hexdigest()

@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from mechanism.capacity import CapacityModel
+from mechanism.reserve import Reserve
 from mechanism.validation import number
 
 MAX_OUTCOMES = 10_000
@@ -69,6 +70,8 @@ class Platform(BaseModel):
         "rounds' submissions (a rolling horizon, docs/stochastic.md)"))
     capacity: CapacityModel | None = Field(
         default=None, description="capacity of future rounds: None = fixed C; else a stochastic process")
+    reserve: Reserve | None = Field(default=None, description=(
+        "None: the failure oracle assumes C; else nodes it leaves out, raised after overloads (docs/model.md 10.9)"))
 
     # `C = "32"` or `true` in a file is refused
     _numbers = field_validator("C", "C_m", "D_m", "S_m", "H", "epsilon", "eps0", "delta0", "seed", "samples",
@@ -84,6 +87,8 @@ class Platform(BaseModel):
             data.pop("bundles", None)
         if self.capacity is None:
             data.pop("capacity", None)
+        if self.reserve is None:
+            data.pop("reserve", None)
         if self.bundle_window == 0:
             data.pop("bundle_window", None)
         return data
@@ -98,6 +103,11 @@ class Platform(BaseModel):
             raise ValueError(f"bundles ({len(self.bundles)}) are given but pricing is 'exponential'")
         if self.pricing == "exponential" and self.bundle_window:
             raise ValueError(f"bundle_window={self.bundle_window} is given but pricing is 'exponential'")
+        if self.reserve is not None and self.capacity is not None:
+            raise ValueError("reserve needs a fixed capacity: capacity is a model (its failure estimates already "
+                             "follow the model's capacity)")
+        if self.reserve is not None and self.reserve.most > self.C - 1:
+            raise ValueError(f"reserve.most={self.reserve.most} exceeds the bound C - 1 = {self.C - 1}")
         return self
 
     @property

@@ -16,6 +16,7 @@ from typing import Any
 from cli.args import (
     add_output_arguments,
     bounded_int,
+    comma_list,
     level_weight,
     nonempty,
     positive_float,
@@ -57,6 +58,10 @@ def register(sub: Any) -> None:
     p.add_argument("--headroom", type=bounded_int(0), default=None, metavar="H",
                    help="with --trace: the failure estimates assume H nodes fewer than C (a capacity model fixed at "
                         "C - H, prices floored at C); prices and overload keep C (default 0; docs/prediction.md)")
+    p.add_argument("--reserve", type=comma_list(positive_float), default=None, metavar="UP,DOWN",
+                   help="with --trace: the failure estimates hold back a reserve the platform sets itself, UP nodes "
+                        "more after a round whose overload step removed a job, DOWN fewer after any other, within "
+                        "[0, C - 1]; prices and overload keep C (docs/model.md 10.9, docs/prediction.md)")
     p.add_argument("--seed", type=_seed, default=None,
                    help="seed (named workloads: default 0; files: overrides platform.seed)")
     p.add_argument("--load", type=float, default=None,
@@ -194,6 +199,8 @@ def load(args: argparse.Namespace) -> Workload:
         return trace_workload(args)
     if getattr(args, "headroom", None) is not None:
         raise ValueError(f"--headroom {args.headroom} needs --trace")
+    if getattr(args, "reserve", None) is not None:
+        raise ValueError(f"--reserve {_reserve_text(args.reserve)} needs --trace")
     if args.workload_file:
         if args.load is not None:
             raise ValueError(f"--load {args.load} does not apply with --workload-file {args.workload_file}: "
@@ -216,19 +223,31 @@ def trace_workload(args: argparse.Namespace) -> Workload:
     if headroom >= ExportConfig.nodes:
         raise ValueError(f"--headroom {headroom} is above the bound {ExportConfig.nodes - 1} (C - 1: the trace's "
                          f"platform has C = {ExportConfig.nodes} nodes)")
+    reserve = getattr(args, "reserve", None)
+    if reserve is not None and len(reserve) != 2:
+        raise ValueError(f"--reserve {_reserve_text(reserve)} must be two numbers, UP,DOWN")
+    if reserve is not None and headroom:
+        raise ValueError(f"--reserve {_reserve_text(reserve)} and --headroom {headroom} exclude each other: both "
+                         "set the nodes the failure estimates leave out")
     trace, table = load_trace(args.trace, args.jobs)
     service = args.sows == "service"
     config = ExportConfig(round_seconds=args.round_seconds, predictor="requested" if service else args.sows,
-                          headroom=headroom)
+                          headroom=headroom, reserve=None if reserve is None else (reserve[0], reserve[1]))
     document, args.trace_report = trace_document(table, trace.nodes, config)
     if headroom:
         args.trace_report["headroom"] = headroom
+    if reserve is not None:
+        args.trace_report["reserve"] = document["platform"]["reserve"]
     if service:  # the workload's SoWs only carry the jobs' terms: the port submits the features
         from models.predict.trace_workload import feature_submissions
 
         args.trace_features = feature_submissions(table, document)
         args.trace_table = table
     return parse_workload_file(Path(args.trace), document, name=Path(args.trace).stem, seed=args.seed)
+
+
+def _reserve_text(values: list[float]) -> str:
+    return ",".join(f"{v:g}" for v in values)
 
 
 def check_outputs(args: argparse.Namespace) -> None:

@@ -11,7 +11,10 @@ Choices (documented in docs/prediction.md):
 - `realized` = (0, ceil(real runtime / round_seconds)) capped at D_m;
 - `headroom` H > 0 (optional, default 0): the platform's capacity model is a point at C - H nodes with the price
   floor C, so the failure estimates assume H nodes fewer than C while the prices and the overload step keep C
-  (docs/prediction.md, "A failure oracle with headroom"; docs/model.md 10.4-10.5).
+  (docs/prediction.md, "A failure oracle with headroom"; docs/model.md 10.4-10.5);
+- `reserve` (UP, DOWN) (optional, not with a headroom): the platform sets the failure oracle's reserve itself, UP
+  nodes more after a round whose overload step removed a job, DOWN fewer after any other, within [0, C - 1]
+  (docs/model.md 10.9; docs/prediction.md, "A reserve the platform sets itself").
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from mechanism.capacity import CapacityModel
+from mechanism.reserve import Reserve
 from models.predict.evaluate import make_predictor, replay
 from models.predict.jobs import JobTable
 from models.predictive import Discrete
@@ -42,6 +46,7 @@ class ExportConfig:
     samples: int = 1000  # Monte Carlo samples of the platform's failure oracle
     seed: int = 0
     headroom: int = 0  # nodes the failure oracle leaves out of C (0: none, the platform has no capacity model)
+    reserve: tuple[float, float] | None = None  # (up, down) of the platform's own reserve (mechanism/reserve.py)
 
     def __post_init__(self) -> None:
         if self.round_seconds < 1:
@@ -52,6 +57,10 @@ class ExportConfig:
             raise ValueError(f"max_concurrency={self.max_concurrency} must lie in [1, nodes={self.nodes}]")
         if not 0 <= self.headroom < self.nodes:
             raise ValueError(f"headroom={self.headroom} must lie in [0, nodes - 1 = {self.nodes - 1}]")
+        if self.reserve is not None and self.headroom:
+            raise ValueError(f"reserve={self.reserve} and headroom={self.headroom} exclude each other")
+        if self.reserve is not None and self.nodes < 2:
+            raise ValueError(f"reserve={self.reserve} needs nodes >= 2 (it holds back at most nodes - 1)")
 
 
 def rounds_law(law: Discrete, row: int, round_seconds: int, d_max: int) -> list[tuple[int, float]]:
@@ -104,6 +113,9 @@ def trace_platform(config: ExportConfig, d_max: int, s_max: int, jobs: Sequence[
         "samples": config.samples}
     if config.headroom:
         platform["capacity"] = headroom_model(config.nodes, config.headroom).model_dump(mode="json")
+    if config.reserve is not None:
+        up, down = config.reserve
+        platform["reserve"] = Reserve(up=up, down=down, most=config.nodes - 1).model_dump(mode="json")
     return platform
 
 

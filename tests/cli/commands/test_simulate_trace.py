@@ -101,3 +101,41 @@ def test_a_negative_headroom_is_refused(capsys: pytest.CaptureFixture[str]) -> N
 def test_headroom_needs_a_trace(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--workload", "toy", "--headroom", "3", "--json"]) == 2
     assert "--headroom 3 needs --trace" in capsys.readouterr().err
+
+
+def test_reserve_writes_its_rule_into_the_platform_and_reports_itself(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    out = tmp_path / "w.json"
+    assert main(["simulate", "--trace", str(trace), "--jobs", "30", "--sows", "learned", "--round-seconds", "60",
+                 "--reserve", "4,0.25", "--no-offline", "--write-workload", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    plain = _run(trace, "learned", tmp_path / "plain.json", capsys)
+    assert report["reserve"] == {"up": 4.0, "down": 0.25, "most": 31} and "reserve" not in plain
+    assert report["coverage"] == plain["coverage"]  # the same laws: the reserve is the platform's
+    platform = json.loads(out.read_text())["platform"]
+    assert platform["reserve"] == report["reserve"] and "capacity" not in platform
+    assert "reserve" not in json.loads((tmp_path / "plain.json").read_text())["platform"]
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--reserve", "4"], "--reserve 4 must be two numbers, UP,DOWN"),
+    (["--reserve", "4,1,2"], "--reserve 4,1,2 must be two numbers, UP,DOWN"),
+    (["--reserve", "4,1", "--headroom", "12"], "--reserve 4,1 and --headroom 12 exclude each other"),
+])
+def test_a_trace_refuses_a_reserve_that_is_not_up_and_down_or_comes_with_a_headroom(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str) -> None:
+    trace = write_trace(tmp_path)
+    assert main(["simulate", "--trace", str(trace), *flags, "--json"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_reserve_step_of_zero_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit, match="2"):
+        main(["simulate", "--trace", "t.swf", "--reserve", "4,0", "--json"])
+    assert "argument --reserve: 0.0 must be positive and finite" in capsys.readouterr().err
+
+
+def test_reserve_needs_a_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--workload", "toy", "--reserve", "4,0.25", "--json"]) == 2
+    assert "--reserve 4,0.25 needs --trace" in capsys.readouterr().err

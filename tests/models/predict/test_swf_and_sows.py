@@ -152,3 +152,19 @@ def test_headroom_fails_a_job_the_oracle_cannot_fit_in_c_minus_h_at_the_prices_o
     assert fixed[1]["start"] == 0 and fixed[1]["failure"] == 0.0 and room[1]["start"] is None
     # c needs all of C: it runs after a under fixed C, and never where the oracle has 3 nodes
     assert fixed[2]["start"] == 3 and room[2]["start"] is None
+
+
+@pytest.mark.parametrize(("settings", "match"), [
+    ({"nodes": 4, "headroom": 1, "reserve": (2.0, 0.5)},
+     r"reserve=\(2.0, 0.5\) and headroom=1 exclude each other"),
+    ({"nodes": 1, "reserve": (2.0, 0.5)}, r"reserve=\(2.0, 0.5\) needs nodes >= 2"),
+])
+def test_a_reserve_beside_a_headroom_or_on_one_node_is_refused(settings: dict[str, object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        ExportConfig(**settings)  # type: ignore[arg-type]
+
+
+def test_a_reserve_is_the_platforms_rule_with_at_most_c_minus_one_nodes() -> None:
+    table, laws = make_table([0, 350], [120, 90], [250, 900], size=[8, 1]), {0: [(2, 1.0)], 1: [(1, 1.0)]}
+    doc = sow_document(table, 16, ExportConfig(round_seconds=100, nodes=4, reserve=(2.0, 0.5)), laws, lambda i: None)
+    assert doc["platform"]["reserve"] == {"up": 2.0, "down": 0.5, "most": 3} and "capacity" not in doc["platform"]

@@ -891,3 +891,24 @@ def test_performance_md_writer_table_prints_its_json_timings() -> None:
     estimates = _span([r["stages"]["oracle: estimates"]["ms_per_submission"] for r in runs], ".2f")
     assert f"{settle} ms per submission in these runs, against {estimates} ms for the estimates" in prose
     assert f"(`bench writer` below: {settle} ms per submission under load)" in " ".join(_doc("performance.md").split())
+
+
+def test_performance_md_scale_table_prints_its_json_timings() -> None:
+    """A timing: the `bench scale` table is this committed run's (memory and sizes aside, a rerun differs)."""
+    from itertools import pairwise
+
+    sizes = _json("bench-scale.json")["sizes"]
+    text = _doc("performance.md").split("## Scale: active jobs and C", 1)[1].split("\n## ", 1)[0]
+    for r in sizes:
+        assert r["C"] == r["active_loaded"]
+        _row(text, f"{r['active_loaded']:,}", f"{r['C']:,}", f"{r['submit_per_s']:.1f}", f"{r['stream_per_s']:.1f}",
+             f"{r['advance_ms']:.1f}", f"{r['first_quote_ms']:,.1f}", f"{r['round_ms']:,.1f}",
+             f"{r['rss_mb_loaded']:.1f}", f"{r['snapshot_bytes'] / 1024:,.1f}")
+    by = {r["active_loaded"]: r for r in sizes}
+    prose = " ".join(text.split())
+    assert (f"holds about {by[250]['rss_mb_loaded']:.0f} MB at 250 active jobs, {by[1000]['rss_mb_loaded']:.0f} MB "
+            f"at 1,000 and {by[10000]['rss_mb_loaded']:.0f} MB at 10,000") in prose
+    assert f"At 10,000 it is {by[10000]['round_ms'] / 1000:.1f} s in this loaded run" in prose
+    steps = [max(a[k], b[k]) / min(a[k], b[k]) for k in ("submit_per_s", "stream_per_s")
+             for a, b in pairwise(sizes)]
+    assert f"up to a factor of {max(steps):.1f} between neighbouring rows" in prose

@@ -912,3 +912,24 @@ def test_performance_md_scale_table_prints_its_json_timings() -> None:
     steps = [max(a[k], b[k]) / min(a[k], b[k]) for k in ("submit_per_s", "stream_per_s")
              for a, b in pairwise(sizes)]
     assert f"up to a factor of {max(steps):.1f} between neighbouring rows" in prose
+
+
+def test_performance_md_history_table_prints_its_json() -> None:
+    """The `bench history` table is this committed run's: its memory and sizes, and its restart times (a timing)."""
+    run = _json("bench-history.json")
+    text = _doc("performance.md").split("## Server memory and restarts", 1)[1].split("\n## ", 1)[0]
+    mib = 2**20
+    labels = {"archive": f"archived (snapshot every {run['snapshot_every']})", "memory": "kept in memory"}
+    for name, label in labels.items():
+        m = run[name]
+        assert m["commands"] == 4312
+        _row(text, label, f"{m['grown_bytes_first_half'] / mib:.2f}", f"{m['grown_bytes_second_half'] / mib:.2f}",
+             f"{m['bytes_per_ended_job']:.0f}", str(m["ended_jobs"]), str(m["held_ended_jobs"]), str(m["held_events"]),
+             f"{m['store_bytes'] / mib:.1f}", f"{m['restart_s']:.2f}", str(m["restart_replayed"]))
+    archive, memory = run["archive"], run["memory"]
+    prose = " ".join(text.split())
+    assert f"the second half grows by {archive['grown_bytes_second_half'] / mib:.2f} MB" in prose
+    assert f"about {memory['bytes_per_ended_job'] / 1000:.1f} KB per ended job" in prose
+    assert f"({archive['store_bytes'] / mib:.1f} against {memory['store_bytes'] / mib:.1f} MB here" in prose
+    assert (f"from its last snapshot ({archive['restart_s']:.2f} s here), the other by replaying all 4,312 commands "
+            f"({memory['restart_s']:.2f} s here)") in prose

@@ -933,3 +933,19 @@ def test_performance_md_history_table_prints_its_json() -> None:
     assert f"({archive['store_bytes'] / mib:.1f} against {memory['store_bytes'] / mib:.1f} MB here" in prose
     assert (f"from its last snapshot ({archive['restart_s']:.2f} s here), the other by replaying all 4,312 commands "
             f"({memory['restart_s']:.2f} s here)") in prose
+
+
+def test_performance_md_cli_table_prints_its_json_timings() -> None:
+    """A timing: the `bench cli` table is this committed run's medians (a rerun differs)."""
+    from benchmarks.cli import VERBS
+
+    run = _json("bench-cli.json")
+    assert run["runs"] == 9 and sorted(run["call"]) == sorted(VERBS)
+    text = _doc("performance.md").split("## Client start-up", 1)[1].split("\n## ", 1)[0]
+    for verb in VERBS:
+        _row(text, verb, f"{run['help'][verb]:.3f}", f"{run['call'][verb]:.3f}")
+    prose = " ".join(text.split())
+    assert f"`python -c pass` took {run['python']:.3f} s, `sowsched --help` {run['help']['(top)']:.3f} s" in prose
+    others = [s for verb, s in run["call"].items() if verb != "audit"]
+    assert max(others) < run["call"]["audit"]  # "the longest call"
+    assert f"here ({run['call']['audit']:.2f} s); the others take {_span(others, '.2f')} s" in prose

@@ -70,6 +70,7 @@ def test_capacity_planning_md_rows_are_their_json_but_the_solve_time(workload: s
     assert f"| {plan['peak_observed_mean']:.1f} |" in row
 
 
+
 LABELS = {"spf-conservative": "List-SPF", "saf-conservative": "List-SAF", "sjf-conservative": "List-SJF",
           "laf-conservative": "List-LAF", "easy": "EASY"}
 
@@ -430,6 +431,88 @@ def test_cuc_md_law_choice_table_is_its_json(study: str) -> None:
     assert row[1] == _cuc_levels(f"{stem}.json", dataset)[0], row
     assert row[2] == _cuc_levels(f"{stem}-moments.json", dataset)[0], row
     assert row[3:5] == list(_cuc_levels(f"{stem}-select.json", dataset)), row
+
+
+CUC_PROTOCOLS = {  # the rows of "The published protocol as published" -> their `sowsched cuc` JSON's suffix
+    "published protocol (split, law, in-sample BO)": ("-published", "published", "moments", 0),
+    "ours on the published split (`--split published`, the other options default)":
+        ("-published-split", "published", "newest", 48),
+    "ours on the clean split (the default)": ("", "clean", "newest", 48)}
+
+
+@pytest.mark.parametrize("label", list(CUC_PROTOCOLS))
+def test_cuc_md_published_protocol_rows_are_their_json(label: str) -> None:
+    suffix, split, errors, validation = CUC_PROTOCOLS[label]
+    runs = [_json(f"cuc-paper-{year}{suffix}-p0.001.json") for year in ("2019", "2017")]
+    for r in runs:
+        assert (r["split"], r["errors"], r["validation_hours"], r["bo_steps"], r["p"]) == (split, errors, validation,
+                                                                                          50, 0.001), r
+        assert r["test"]["samples"] == (49 if split == "published" else 25)
+    _row(_doc("cuc.md"), label, *(f"{100 * r['test']['util']:.2f} / {100 * r['test']['violation']:.2f}" for r in runs))
+
+
+@pytest.mark.parametrize(("year", "series"), [("2019", "2019 (0.06 x m3str)"), ("2017", "2017 (0.02 x m2str)")])
+def test_cuc_md_paper_series_targets_are_their_json(year: str, series: str) -> None:
+    """The first rows of "The targets on the paper's series": `sowsched cuc` at p = 0.1 % on the clean split."""
+    test = _json(f"cuc-paper-{year}-p0.001.json")["test"]
+    row = _row(_doc("cuc.md"), f"`sowsched cuc` on {series} at p = 0.1 %: test Vio <= 0.1 %, Util >= "
+               f"{90 if year == '2019' else 93} %")
+    vio = "0" if test["violation"] == 0 else f"{100 * test['violation']:.2f} %"
+    assert f"| **yes:** {100 * test['util']:.2f} % at Vio {vio} (" in row and test["violation"] <= 0.001, row
+
+
+CUC_TYPES = ("t1str", "t2str", "t3str", "t5str", "t6str", "t7str")
+
+
+def _cuc_holdout(runs: list[dict[str, Any]], p: float) -> list[str]:
+    """A dataset's cells of a hold-out row: mean Util / Vio over the types, types meeting p, the worst type's Vio
+    and the mean exceedance of Ã on the hold-out's test samples, in percent."""
+    vio = {r["vm_type"]: 100 * r["test"]["violation"] for r in runs}
+    worst = max(vio, key=lambda t: vio[t])
+    mean = {k: sum(100 * r["test"][k] for r in runs) / len(runs) for k in ("util", "violation")}
+    return [f"{mean['util']:.2f} / {mean['violation']:.2f}", f"{sum(v <= 100 * p for v in vio.values())}/6",
+            f"{worst} {vio[worst]:.2f}" if vio[worst] > 100 * p else "-",
+            f"{sum(100 * r['exceedance']['test'] for r in runs) / len(runs):.2f}"]
+
+
+def _cuc_holdout_runs(year: str, name: str) -> list[dict[str, Any]]:
+    """The six types' `sowsched cuc` hold-out runs docs/results/cuc-holdout-YEAR-TYPE-NAME.json."""
+    runs = [_json(f"cuc-holdout-{year}-{t}-{name}.json") for t in CUC_TYPES]
+    assert all((r["hours"], r["train_hours"], r["validation_hours"], r["seed"]) == (264, 72, 0, 0) for r in runs)
+    assert all(r["generator"]["demand_multiple"] == 1.5 and r["test"]["samples"] == 25 for r in runs)
+    assert [r["vm_type"] for r in runs] == list(CUC_TYPES)
+    return runs
+
+
+@pytest.mark.parametrize("share", [0.05, 0.01, 0.005, 0.002])
+def test_cuc_md_holdout_job_size_util_rows_are_their_json(share: float) -> None:
+    """The hold-out's Util / Vio by max_share (p = 0.1 %, 10 BO steps, the default law): 6 runs per dataset."""
+    section = _doc("cuc.md").split("Hold-out Util / Vio (%) at p = 0.1 %", 1)[1].split("\n\n", 2)[1]
+    cells = []
+    for year in ("2017", "2019"):
+        runs = _cuc_holdout_runs(year, f"{share:g}")
+        assert all((r["p"], r["bo_steps"], r["generator"]["max_share"], r["errors"], r["refit_every"])
+                   == (0.001, 10, share, "newest", 1) for r in runs)
+        cells += _cuc_holdout(runs, 0.001)
+    _row(section.replace("**", ""), f"{share:g}", *cells)
+
+
+def test_cuc_md_holdout_job_size_gains_are_their_json() -> None:
+    """The prose under the hold-out's Util / Vio table: Util gained from max_share 0.05 to 0.002, mean and per type."""
+    text = " ".join(_doc("cuc.md").split())
+    gains = {}
+    for year in ("2017", "2019"):
+        small, large = _cuc_holdout_runs(year, "0.002"), _cuc_holdout_runs(year, "0.05")
+        gains[year] = [100 * (a["test"]["util"] - b["test"]["util"]) for a, b in zip(small, large, strict=True)]
+    assert (f"the mean by {sum(gains['2017']) / 6:.1f} points on Azure 2017 and {sum(gains['2019']) / 6:.1f} on "
+            f"Azure 2019 from 0.05 to 0.002; per type by {_span(gains['2017'] + gains['2019'], '.1f')} points") in text
+
+
+def test_cuc_md_error_law_default_row_is_the_holdout_json() -> None:
+    """"Choosing the error law": the default law's row at p = 0.1 % is the hold-out's max_share 0.05 runs."""
+    cells = [c for year in ("2017", "2019") for c in _cuc_holdout(_cuc_holdout_runs(year, "0.05"), 0.001)]
+    _row(_doc("cuc.md"), "0.1 %", "per sample, newest errors (`-R 1 -E newest`)", *cells)
+
 
 
 SIX = ("KTH-SP2", "CTC-SP2", "SDSC-SP2", "LANL-CM5", "SDSC-DS", "Sandia-Ross")

@@ -610,6 +610,40 @@ def test_prediction_md_headroom_grid_rows_that_are_pinned_are_their_json(h: int,
     assert row in _lines(_doc("prediction.md")), row
 
 
+RESERVE = "reserve-8-0.25"  # the (UP, DOWN) chosen on CTC-SP2 and SDSC-SP2 in "A reserve the platform sets itself"
+
+
+@pytest.mark.parametrize("trace", SIX)
+def test_prediction_md_reserve_rows_are_their_json(trace: str) -> None:
+    lines = _lines(_doc("prediction.md"))
+    ln, q, e = (_sim(trace, f"{s}-{RESERVE}") for s in ("learned", "requested", "exact"))
+    default_ln, default_q, default_e = (_sim(trace, s) for s in ("learned", "requested", "exact"))
+    assert all(x["jobs"] == 2000 and x["offline"] is None and x["reserve"] == {"up": 8.0, "down": 0.25, "most": 31}
+               for x in (ln, q, e))
+    # as the text says: point laws never overload, so the baselines are the default's runs
+    assert all(x["cancelled"] + x["evicted"] == 0 for x in (q, e))
+    assert (q["welfare"], e["welfare"]) == (default_q["welfare"], default_e["welfare"])
+    assert ln["coverage"] == default_ln["coverage"]  # the same laws
+    role = "tuning" if trace in ("CTC-SP2", "SDSC-SP2") else "held out"
+    row = (f"| {trace} | {role} | {ln['welfare']:,.0f} / {q['welfare']:,.0f} / {e['welfare']:,.0f} | "
+           f"{ln['welfare'] / q['welfare']:.2f} | {ln['welfare'] / e['welfare']:.3f} | "
+           f"{ln['welfare'] / default_ln['welfare']:.2f} | {ln['coverage']['0.9']:.2f} | "
+           f"{ln['cancelled']} + {ln['evicted']} ({default_ln['cancelled']} + {default_ln['evicted']}) | "
+           f"{ln['completed']} / {e['completed']} |")
+    assert row in lines, row
+
+
+def test_prediction_md_reserve_tuning_row_that_is_pinned_is_its_json() -> None:
+    cells, ratios = [], []
+    for trace in ("CTC-SP2", "SDSC-SP2"):
+        ln = _sim(trace, f"learned-{RESERVE}")["welfare"]
+        q, e = (_sim(trace, s)["welfare"] for s in ("requested", "exact"))
+        cells.append(f"{ln:,.0f} | {ln / q:.2f} | {ln / e:.3f}")
+        ratios.append(ln / e)
+    row = "| 8, 0.25 | " + " | ".join(cells) + f" | {min(ratios):.3f} |"
+    assert any(line.startswith(row) for line in _lines(_doc("prediction.md"))), row
+
+
 @pytest.mark.parametrize("trace", ["KTH", "CTC"])
 def test_prediction_md_predict_sows_rows_are_their_json(trace: str) -> None:
     text = _doc("prediction.md")

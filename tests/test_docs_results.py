@@ -1066,3 +1066,70 @@ def test_performance_md_cli_table_prints_its_json_timings() -> None:
     others = [s for verb, s in run["call"].items() if verb != "audit"]
     assert max(others) < run["call"]["audit"]  # "the longest call"
     assert f"here ({run['call']['audit']:.2f} s); the others take {_span(others, '.2f')} s" in prose
+
+
+AGENT_RUNS = {  # the command cell's start in docs/performance.md's agent table -> its runs' JSON (bench-agent-NAME)
+    "--starts 100 --json` (three runs)": ["100-1", "100-2", "100-3"],
+    "--starts 100 --server-payloads --json`": ["100-payloads-1", "100-payloads-2", "100-payloads-3"],
+    "--starts 100 --server-payloads --per-event --json`": ["100-per-event-1", "100-per-event-2", "100-per-event-3"],
+    "--starts 100 --server-payloads --get-job --json`": ["100-get-job-1", "100-get-job-2", "100-get-job-3"],
+    "--starts 100 --submissions --json`": ["100-submissions-1", "100-submissions-2"],
+    "--starts 100 --no-arrays --json`": ["100-no-arrays"],
+    "--starts 500 --json`": ["500"],
+    "--starts 500 --server-payloads --json`": ["500-payloads"],
+    "--starts 100 --executor local --json`": ["100-local"],
+}
+
+
+def _agent(name: str) -> dict[str, Any]:
+    return dict(_json(f"bench-agent-{name}.json"))
+
+
+def test_performance_md_agent_tables_print_their_json_timings() -> None:
+    """A timing: each row of the agent's tables is its committed runs' (p50 and last per run, CPU ranges)."""
+    text = _doc("performance.md").split("## Executor agent", 1)[1]
+    lines = [line.strip() for line in text.splitlines()]
+    for start, names in AGENT_RUNS.items():
+        runs = [_agent(n) for n in names]
+        (row,) = [line for line in lines if line.startswith(f"| `sowsched bench agent {start}")]
+        files = names[0] if len(names) == 1 else names[0].rsplit("-", 1)[0] + "-{" + ",".join(
+            n.rsplit("-", 1)[1] for n in names) + "}"
+        p50 = ", ".join(f"{r['start_to_launch_p50_s']:.3f}" for r in runs)
+        last = ", ".join(f"{r['start_to_last_launch_s']:.3f}" for r in runs)
+        calls = ", ".join(dict.fromkeys(str(r["launch_calls"]) for r in runs))
+        cells = (f"| `bench-agent-{files}.json` | {calls} | {p50} | {'the same' if last == p50 else last} | "
+                 f"{_span([r['agent_cpu_ms_per_job'] for r in runs], '.2f')} | "
+                 f"{_span([r['launcher_cpu_ms_per_job'] for r in runs], '.2f')} |")
+        assert row.endswith(cells), (row, cells)
+    prose = " ".join(text.split())
+    served = [_agent(f"100-payloads-{i}") for i in (1, 2, 3)]
+    worst = max(r["start_to_launch_p50_s"] for r in served)
+    assert worst * 4 <= 0.2  # "under the 0.2 s target in all three by 4x or more"
+    assert f"p50 is {_span([r['start_to_launch_p50_s'] for r in served], '.3f')} s** with the payloads" in prose
+    assert f"(`round_play_s` {_span([1000 * r['round_play_s'] for r in served], '.0f')} ms in those runs)" in prose
+    executors = " ".join(_doc("executors.md").split())
+    assert f"(`--server-payloads`), p50 {_span([r['start_to_launch_p50_s'] for r in served], '.3f')} s" in executors
+    assert f"the round's last start there: {_span([1000 * r['starts_queued_s'] for r in served], '.0f')} ms" in prose
+    streamed = [_agent(f"100-per-event-{i}") for i in (1, 2, 3)]
+    assert (f"queue {_span([1000 * r['starts_queued_s'] for r in streamed], '.0f')} ms after the round is asked for, "
+            f"and the p50 is {_span([r['start_to_launch_p50_s'] for r in streamed], '.3f')} s") in prose
+    submissions = [_agent(f"100-submissions-{i}") for i in (1, 2)]
+    rest = [_agent(f"100-slurmrestd-{i}") for i in (1, 2, 3)]
+
+    def times(runs: list[dict[str, Any]], way: str, key: str, fmt: str) -> str:
+        return ", ".join(format(r["submissions"][way][key], fmt) for r in runs)
+
+    _row(text, "the agent: round to `sbatch --array` returning (the same two runs)",
+         ", ".join(f"{r['start_to_launch_p50_s']:.3f}" for r in submissions), "the same")
+    _row(text, "one `sbatch` each, 8 at once", times(submissions, "sbatch_each", "p50_s", ".2f"),
+         times(submissions, "sbatch_each", "last_s", ".2f"))
+    _row(text, "one `sbatch --array=0-99`", times(submissions, "sbatch_array", "p50_s", ".3f"), "the same")
+    _row(text, "one `slurmrestd` POST each, 8 at once", times(rest, "slurmrestd_each", "p50_s", ".2f"),
+         times(rest, "slurmrestd_each", "last_s", ".2f"))
+    one_each, local = _agent("100-no-arrays"), _agent("100-local")
+    assert f"One `sbatch` per job takes {one_each['start_to_launch_p50_s']:.2f} s p50" in prose
+    assert f"(8 at once), at {local['start_to_launch_p50_s']:.2f} s p50" in prose
+    each = [r["submissions"]["sbatch_each"]["p50_s"] for r in submissions + rest]
+    assert min(each) > 0.2 and f"p50 is {_span(each, '.3f')} s in the five runs" in prose
+    posts = [r["submissions"]["slurmrestd_each"]["p50_s"] for r in rest]
+    assert max(posts) < 0.2 and f"meets the target per job ({_span(posts, '.2f')} s p50)" in prose

@@ -70,6 +70,71 @@ def test_capacity_planning_md_rows_are_their_json_but_the_solve_time(workload: s
     assert f"| {plan['peak_observed_mean']:.1f} |" in row
 
 
+PLANNERS = {"manual": "manual", "det-p50": "Det:P50", "det-p75": "Det:P75", "det-p100": "Det:P100",
+            "det-mode": "Det:mode", "cospis": "COSPiS", "milp-p50": "MILP:P50 pairwise",
+            "milp-indexed": "MILP:P50 time-indexed", "soru-p50": "SORU^Pk:P50"}
+
+
+def _planning_section(title: str) -> str:
+    """The text of docs/capacity-planning.md's section `## title`, up to the next section."""
+    return _doc("capacity-planning.md").split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _study_cells(mean: dict[str, float]) -> list[str]:
+    """A method's means as "Seed vs ours" prints them: peak reduction, under-/over-estimation, deadline violation
+    free and on C = p_est, runs with a miss on C = p_est."""
+    return [f"{100 * mean['peak_reduction']:.2f} %", f"{100 * mean['under_estimation']:.1f} %",
+            f"{100 * mean['over_estimation']:.1f} %", f"{mean['deadline_violation']:.3f}",
+            f"{mean['deadline_violation_capped']:.3f}", f"{100 * mean['missed_capped']:.0f} %"]
+
+
+def _by_n(rows: list[dict[str, Any]], method: str, metric: str) -> dict[int, float]:
+    sizes = sorted({r["n"] for r in rows})
+    return {n: sum(r[metric] for r in rows if r["n"] == n and r["method"] == method)
+            / sum(r["n"] == n and r["method"] == method for r in rows) for n in sizes}
+
+
+def _grid(grid: dict[str, list[dict[str, float]]], metric: str, axis: int) -> dict[str, float]:
+    """Fig. 11: a metric's mean over the grid's problems, then over the other axis (0: per K, 1: per alpha)."""
+    cells: dict[str, list[float]] = {}
+    for key, runs in grid.items():
+        cells.setdefault(key.split(",")[axis], []).append(sum(r[metric] for r in runs) / len(runs))
+    return {k: sum(v) / len(v) for k, v in cells.items()}
+
+
+def test_capacity_planning_md_study_tables_are_their_json() -> None:
+    """`capacity-study`'s means per method and per size (Fig. 14) and the Fig. 11 grid, as "Seed vs ours" says."""
+    run = _json("capacity-study.json")
+    section = _planning_section("Seed vs ours")
+    summary, rows = run["summary"], run["rows"]
+    assert sorted(summary) == ["cospis", "det-p50", "manual"] and len(rows) == 3 * 6 * 5
+    for method, label in (("manual", "manual"), ("det-p50", "Det:P50"), ("cospis", "COSPiS (K 25, alpha 0.4)")):
+        _row(section, label, *_study_cells(summary[method]))
+    under, capped, peak = ({m: _by_n(rows, m, k) for m in ("det-p50", "cospis")}
+                           for k in ("under_estimation", "deadline_violation_capped", "peak_reduction"))
+    for n in under["cospis"]:
+        _row(section, str(n), *(f"{100 * under[m][n]:.1f} %" for m in ("det-p50", "cospis")),
+             *(f"{capped[m][n]:.3f}" for m in ("det-p50", "cospis")),
+             *(f"{100 * peak[m][n]:.1f} %" for m in ("det-p50", "cospis")))
+    det, cos = summary["det-p50"], summary["cospis"]
+    text = " ".join(section.split())
+    assert all(under["det-p50"][n] > under["cospis"][n] for n in under["cospis"])  # "above at every size"
+    assert f"| {100 * det['peak_reduction']:.2f} % | `sowsched capacity-study` |" in text
+    assert f"| {100 * cos['peak_reduction']:.2f} % | same |" in text
+    assert f"{100 * det['under_estimation']:.1f} % vs {100 * cos['under_estimation']:.1f} %, above at every" in text
+    assert (f"Det:P50 grows from {capped['det-p50'][10]:.3f} (n 10) to {capped['det-p50'][60]:.3f} s/job (n 60), "
+            f"COSPiS stays <= {max(capped['cospis'].values()):.3f}") in text
+    u, o = (_grid(run["grid"], k, 0) for k in ("under_estimation", "over_estimation"))
+    large = [k for k in u if int(k) >= 35]
+    assert (f"under-estimation {100 * u['5']:.1f} % (K 5) to {_span([100 * u[k] for k in large], '.1f')} % "
+            f"(K >= 35); over-estimation {100 * o['5']:.1f} % (K 5) to {_span([100 * o[k] for k in large], '.1f')} "
+            "% (K >= 35)") in text
+    assert f"(K >= 35 brings it to {_span([100 * u[k] for k in large], '.1f')} %, Fig. 11 grid)" in text
+    peak_alpha, capped_alpha = (_grid(run["grid"], k, 1) for k in ("peak_reduction", "deadline_violation_capped"))
+    assert (f"flat in alpha: {_span([100 * v for v in peak_alpha.values()], '.1f')} % and "
+            f"{_span(list(capped_alpha.values()), '.3f')} s/job at every alpha") in text
+
+
 
 LABELS = {"spf-conservative": "List-SPF", "saf-conservative": "List-SAF", "sjf-conservative": "List-SJF",
           "laf-conservative": "List-LAF", "easy": "EASY"}

@@ -150,8 +150,7 @@ def capacity_study(args: argparse.Namespace) -> int:
            "grid": {f"{k},{a}": [x.evaluation.as_dict() for x in runs] for (k, a), runs in result.grid.items()}}
     (out_dir / "study.json").write_text(json.dumps(doc, sort_keys=True, indent=1) + "\n", encoding="utf-8")
     if args.json:
-        print(json.dumps({"summary": doc["summary"], "figures": doc["figures"], "table": str(out_dir / "table.md")},
-                         sort_keys=True))
+        print(json.dumps({**doc, "table": str(out_dir / "table.md")}, sort_keys=True))  # study.json's document
     else:
         print(text)
     return 0

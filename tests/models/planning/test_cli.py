@@ -129,6 +129,8 @@ def test_study_writes_figures_and_table(tmp_path: Path, capsys: pytest.CaptureFi
     )
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and set(out["summary"]) == {"manual", "det-p50", "cospis"}
+    written = json.loads((tmp_path / "study.json").read_text(encoding="utf-8"))
+    assert all(out[key] == written[key] for key in ("summary", "rows", "grid", "figures"))  # stdout is study.json
     for name in ("fig15_peaks.png", "fig14_errors.png", "fig11_grid.png", "table.md", "study.json"):
         assert (tmp_path / name).stat().st_size > 0
     for bad in (["--sizes", "0"], ["--grid-alphas", "0.5,2"]):

@@ -135,6 +135,23 @@ def test_capacity_planning_md_study_tables_are_their_json() -> None:
             f"{_span(list(capped_alpha.values()), '.3f')} s/job at every alpha") in text
 
 
+def test_capacity_planning_md_scale_table_prints_its_json() -> None:
+    """`bench planning` under a wall-clock limit per solve: the table is this committed run's (a rerun differs)."""
+    run = _json("bench-planning.json")
+    assert (run["time_limit"], run["workers"], run["alpha"], run["seed"]) == (60.0, 2, 0.4, 0)
+    section = _planning_section("Scale (Sec. 7)")
+    for r in run["rows"]:
+        _row(section, PLANNERS[r["method"]], str(r["jobs"]), "-" if r["samples"] is None else str(r["samples"]),
+             r["status"], f"{r['peak']:g}", f"{r['bound']:g}", f"{100 * r['gap']:.1f} %", f"{r['solve_s']:.1f}")
+    eight = _json("bench-planning-workers-8.json")
+    assert (eight["time_limit"], eight["workers"]) == (60.0, 8)
+    cospis, det = [r for r in eight["rows"] if r["method"] == "cospis"], eight["rows"][-1]
+    assert [(r["jobs"], r["status"]) for r in cospis] == [(200, "feasible"), (400, "feasible")]
+    assert (det["method"], det["jobs"]) == ("det-p50", 400)
+    assert (f"COSPiS 200 jobs {cospis[0]['peak']:g} / {cospis[0]['bound']:g}, 400 jobs {cospis[1]['peak']:g} / "
+            f"{cospis[1]['bound']:g} (feasible), Det:P50 400 jobs {det['peak']:g} / {det['bound']:g} (gap "
+            f"{100 * det['gap']:.1f} %)") in " ".join(section.split())
+
 
 LABELS = {"spf-conservative": "List-SPF", "saf-conservative": "List-SAF", "sjf-conservative": "List-SJF",
           "laf-conservative": "List-LAF", "easy": "EASY"}

@@ -596,6 +596,23 @@ def test_cuc_md_error_law_default_row_is_the_holdout_json() -> None:
     _row(_doc("cuc.md"), "0.1 %", "per sample, newest errors (`-R 1 -E newest`)", *cells)
 
 
+def _theta(theta: dict[str, Any]) -> str:
+    """θ as the tables print it: (fit, windows, components, kappa)."""
+    return f"({theta['fit_window']}, {theta['error_windows']}, {theta['components']}, {theta['inflation']:.2f})"
+
+
+@pytest.mark.parametrize("vm_type", ["t2str", "t7str"])
+def test_cuc_md_once_a_day_law_rows_are_their_json(vm_type: str) -> None:
+    """"What still misses p": the same θ under the once-a-day law and the default law (max_share 0.05)."""
+    for name, law in (("once-a-day", "once a day, whole windows"), ("default", "default")):
+        r = _json(f"cuc-law-2017-{vm_type}-{name}.json")
+        assert (r["refit_every"], r["errors"]) == ((24, "full") if name == "once-a-day" else (1, "newest"))
+        assert (r["p"], r["bo_steps"], r["generator"]["max_share"], r["validation_hours"]) == (0.001, 10, 0.05, 0)
+        _row(_doc("cuc.md"), vm_type, law, _theta(r["theta"]),
+             *(f"{100 * r['exceedance'][phase]:.2f} %" for phase in ("train", "test")),
+             f"{100 * r['test']['violation']:.2f} %")
+
+
 
 SIX = ("KTH-SP2", "CTC-SP2", "SDSC-SP2", "LANL-CM5", "SDSC-DS", "Sandia-Ross")
 

@@ -743,6 +743,20 @@ def test_prediction_md_reserve_tuning_row_that_is_pinned_is_its_json() -> None:
     assert any(line.startswith(row) for line in _lines(_doc("prediction.md"))), row
 
 
+@pytest.mark.parametrize("trace", SIX)
+def test_prediction_md_seed_spread_rows_are_their_json(trace: str) -> None:
+    q, e = (_sim(trace, s)["welfare"] for s in ("requested", "exact"))
+    assert _sim(trace, "exact-seed-1")["welfare"] == e  # as the text says: the exact runs ignore the seed
+    cells, met = [], []
+    for sows in ("learned", f"learned-{RESERVE}"):
+        runs = [_sim(trace, sows)] + [_sim(trace, f"{sows}-seed-{k}") for k in (1, 2, 3)]
+        assert all(x["jobs"] == 2000 for x in runs) and all(x["offline"] is None for x in runs[1:])
+        cells.append(" / ".join(f"{x['welfare'] / e:.2f}" for x in runs))
+        met.append(sum(x["welfare"] / q >= 1.5 and x["welfare"] / e >= 0.70 for x in runs))
+    row = f"| {trace} | {cells[0]} | {cells[1]} | {met[0]} / {met[1]} |"
+    assert row in _lines(_doc("prediction.md")), row
+
+
 @pytest.mark.parametrize("trace", ["KTH", "CTC"])
 def test_prediction_md_predict_sows_rows_are_their_json(trace: str) -> None:
     text = _doc("prediction.md")

@@ -139,3 +139,32 @@ def test_a_reserve_step_of_zero_is_refused(capsys: pytest.CaptureFixture[str]) -
 def test_reserve_needs_a_trace(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--workload", "toy", "--reserve", "4,0.25", "--json"]) == 2
     assert "--reserve 4,0.25 needs --trace" in capsys.readouterr().err
+
+
+def test_a_reserve_run_through_a_real_server_gives_the_in_process_runs_welfare(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from server.app import ServerOptions, start_server
+    from server.config import parse_config
+    from tests.grpc_support import OP
+
+    # 60 half-machine jobs 30 s apart, 60-300 s of a 600 s request: the learned laws overload the platform, so the
+    # reserve moves during the run
+    lines = [f"{i + 1} {30 * i} 0 {60 + 120 * (i % 3)} 16 -1 -1 16 600 -1 1 {i % 3} 1 {i % 2} 1 -1 -1 -1"
+             for i in range(60)]
+    trace, workload, events = tmp_path / "half.swf", tmp_path / "w.json", tmp_path / "events.jsonl"
+    trace.write_text("\n".join(["; MaxProcs: 32", *lines]) + "\n")
+    args = ["simulate", "--trace", str(trace), "--jobs", "60", "--sows", "learned", "--round-seconds", "60",
+            "--reserve", "8,0.25", "--no-offline", "--json"]
+    assert main([*args, "--write-workload", str(workload), "--events", str(events)]) == 0
+    local = json.loads(capsys.readouterr().out)
+    assert '"reason": "overload"' in events.read_text()
+    config = parse_config({"platform": json.loads(workload.read_text())["platform"], "operator": {"token": OP}})
+    srv = start_server(config, ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0", round_seconds=60))
+    try:
+        assert main([*args, "--server", f"127.0.0.1:{srv.port}", "--token", OP]) == 0
+        remote = json.loads(capsys.readouterr().out)
+        assert srv.scheduler.engine.reserve is not None
+    finally:
+        srv.stop(0)
+    for key in ("welfare", "revenue", "completed", "cancelled", "evicted", "coverage", "rounds"):
+        assert remote[key] == local[key], key

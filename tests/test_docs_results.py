@@ -757,6 +757,19 @@ def test_prediction_md_seed_spread_rows_are_their_json(trace: str) -> None:
     assert row in _lines(_doc("prediction.md")), row
 
 
+@pytest.mark.parametrize("trace", SIX)
+def test_prediction_md_learned_doubling_rows_are_their_json(trace: str) -> None:
+    q, e, ln = (_sim(trace, s)["welfare"] for s in ("requested", "exact", "learned"))
+    d, r = _sim(trace, "learned-doubling"), _sim(trace, f"learned-doubling-{RESERVE}")
+    assert all(x["jobs"] == 2000 and x["offline"] is None for x in (d, r)) and "reserve" in r and "reserve" not in d
+    assert r["coverage"] == d["coverage"]
+    row = (f"| {trace} | {d['welfare']:,.0f} | {d['welfare'] / q:.2f} | {d['welfare'] / e:.3f} | "
+           f"{d['welfare'] / ln:.2f} | {d['coverage']['0.5']:.2f} / {d['coverage']['0.9']:.2f} | "
+           f"{d['cancelled']} + {d['evicted']} | {r['welfare']:,.0f} | {r['welfare'] / q:.2f} | "
+           f"{r['welfare'] / e:.3f} | {r['cancelled']} + {r['evicted']} |")
+    assert row in _lines(_doc("prediction.md")), row
+
+
 @pytest.mark.parametrize("trace", ["KTH", "CTC"])
 def test_prediction_md_predict_sows_rows_are_their_json(trace: str) -> None:
     text = _doc("prediction.md")

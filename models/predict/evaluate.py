@@ -34,6 +34,8 @@ PREDICTORS: dict[str, Callable[[], Predictor]] = {
     "exact": Exact,
     "learned": LearnedPredictor,
     "learned-gmm": lambda: LearnedPredictor(LearnedConfig(clustering="gmm"), name="learned-gmm"),
+    # the clusters also regrown each time the completions double (docs/prediction.md, "An earlier tree")
+    "learned-doubling": lambda: LearnedPredictor(LearnedConfig(refit_growth=2.0), name="learned-doubling"),
     "learned-calibrated": lambda: Recalibrated(LearnedPredictor(), name="learned-calibrated"),
     "learned-boosted": BoostedPredictor,
     # half the global histogram: the floor chosen on KTH-SP2 and LANL-CM5 (docs/prediction.md, "A sharper model")

@@ -47,6 +47,7 @@ class LearnedConfig:
     window: int = 8000  # completed jobs the model trains on (the most recent)
     min_train: int = 100  # below this many completed jobs: the global histogram only
     refit_every: int = 1000  # completions between regrowths of the clusters
+    refit_growth: float | None = None  # also regrow once the completions reach this multiple of the last fit's
     drift_every: int = 200  # completions between drift checks (eq. 3)
     drift_factor: float = 2.0  # drift when eq. 3 exceeds this multiple of its no-drift sampling noise
     seed: int = 0
@@ -66,6 +67,8 @@ class LearnedConfig:
             raise ValueError(f"clustering={self.clustering!r} must be 'tree' or 'gmm'")
         if self.edges is not None:
             check_edges(self.edges)
+        if self.refit_growth is not None and not self.refit_growth > 1.0:
+            raise ValueError(f"refit_growth={self.refit_growth} must be > 1 (or None)")
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,7 @@ class LearnedPredictor:
         self._train: list[int] = []
         self._test: list[int] = []
         self._since_refit = 0
+        self._fitted_on = 0  # completions when the model was last fitted
         self._rng = np.random.default_rng(self.config.seed)
         self.stats = {"refits": 0, "drift_checks": 0, "drift_updates": 0, "fit_s": 0.0}
         return self
@@ -234,8 +238,10 @@ class LearnedPredictor:
             self._store(index, features(hist, index))
         hist.observe(index)
         self._since_refit += 1
-        due = len(hist.completed) >= self.config.min_train and (
-            self._clusters is None or self._clusters.model is None or self._since_refit >= self.config.refit_every)
+        cfg = self.config
+        grown = cfg.refit_growth is not None and len(hist.completed) >= cfg.refit_growth * self._fitted_on
+        due = len(hist.completed) >= cfg.min_train and (
+            self._clusters is None or self._clusters.model is None or self._since_refit >= cfg.refit_every or grown)
         if due or (len(hist.completed) < self.config.min_train and len(hist.completed) % 10 == 0):
             self.refit()
             return
@@ -261,6 +267,7 @@ class LearnedPredictor:
         self._train = list(self._hist.completed[-cfg.window:])
         self._test = []
         self._since_refit = 0
+        self._fitted_on = len(self._hist.completed)
         x, y = self._xy(self._train)
         edges = check_edges(cfg.edges) if cfg.edges is not None else quantile_edges(y, cfg.bins)
         model: Any = None

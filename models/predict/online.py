@@ -54,7 +54,10 @@ class EngineConfig:
             raise ValueError(f"cold_start={self.cold_start} must be >= 1")
 
     def to_dict(self) -> dict[str, object]:
-        return {"cold_start": self.cold_start, "learned": asdict(self.learned)}
+        learned = asdict(self.learned)
+        if learned["refit_growth"] is None:  # the default: versions hash as before the option existed
+            del learned["refit_growth"]
+        return {"cold_start": self.cold_start, "learned": learned}
 
 
 @dataclass(frozen=True)

@@ -208,3 +208,37 @@ def test_bic_picks_several_components_for_two_kinds_of_jobs() -> None:
     replay(table, predictor, lambda batch, law: None)
     assert predictor._clusters is not None
     assert predictor._clusters.model[2].n_components >= 2
+
+
+def _refit_points(growth: float | None, n: int = 400) -> list[int]:
+    """The completion counts at which the predictor fitted, observing n jobs one by one."""
+    table = make_table(list(range(n)), [1 + i % 50 for i in range(n)], [100] * n)
+    predictor = LearnedPredictor(LearnedConfig(min_train=20, refit_every=300, drift_every=10_000, min_leaf=5,
+                                               refit_growth=growth)).fit(table)
+    points = []
+    for i in range(n):
+        before = predictor.stats["refits"]
+        predictor.observe(i)
+        if predictor.stats["refits"] > before:
+            points.append(i + 1)
+    return points
+
+
+def test_refit_growth_also_regrows_the_clusters_each_time_the_completions_double() -> None:
+    # below min_train the global histogram every 10 completions; the tree at 20; then every 300, or at each doubling
+    assert _refit_points(None) == [10, 20, 320]
+    assert _refit_points(2.0) == [10, 20, 40, 80, 160, 320]
+
+
+def test_a_refit_growth_of_one_or_less_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"refit_growth=1.0 must be > 1 \(or None\)"):
+        LearnedConfig(refit_growth=1.0)
+
+
+def test_learned_doubling_is_the_learned_predictor_regrown_at_each_doubling() -> None:
+    from models.predict.evaluate import make_predictor
+
+    model = make_predictor("learned-doubling")
+    assert isinstance(model, LearnedPredictor)
+    assert (model.name, model.config.refit_growth) == ("learned-doubling", 2.0)
+    assert model.config == LearnedConfig(refit_growth=2.0)  # every other setting the default's

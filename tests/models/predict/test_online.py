@@ -72,3 +72,8 @@ def test_invalid_configuration_and_features_are_refused() -> None:
         EngineConfig(cold_start=0)
     with pytest.raises(ValueError, match="requested_seconds"):
         JobFeatures(nodes=1, requested_seconds=0)
+
+
+def test_the_default_configuration_hashes_without_the_refit_growth_field() -> None:
+    # a field added with its default None leaves every model version of the default configuration as it was
+    assert "refit_growth" not in EngineConfig().to_dict()["learned"]  # type: ignore[operator]

@@ -1298,3 +1298,29 @@ def test_performance_md_agent_tables_print_their_json_timings() -> None:
     assert min(each) > 0.2 and f"p50 is {_span(each, '.3f')} s in the five runs" in prose
     posts = [r["submissions"]["slurmrestd_each"]["p50_s"] for r in rest]
     assert max(posts) < 0.2 and f"meets the target per job ({_span(posts, '.2f')} s p50)" in prose
+
+
+REQUESTED_CP = {"cp-af": ("AF", "CP-AF"), "cp-awf": ("AWF", "CP-AWF"), "cp-bsld": ("BSLD", "CP-BSLD")}
+
+
+def test_hpc_study_md_requested_cp_rows_are_their_json() -> None:
+    """CP-SAT under a wall-clock limit per round: the requested-times CP rows are these committed runs' (a rerun
+    differs), and the sentence ranking them against the same jobs' list schedulers follows from the JSON."""
+    section = _doc("hpc-study.md").split("With requested time limits as estimates", 1)[1]
+    same = {(r["metric"], r["scheduler"]): r["percent_of_list_reg"]
+            for r in _json("hpc-study-requested-lists-2000.json")["table"]}
+    cp = {}
+    for scheduler, (metric, label) in REQUESTED_CP.items():
+        run = _json(f"hpc-study-requested-{scheduler}.json")
+        assert (run["estimates"], run["time_limit"], run["config"]["jobs"], run["config"]["cp_jobs"]) == (
+            "requested", 0.5, 2000, 2000)
+        (r,) = run["table"]
+        _row(section, metric, label, "2 000", f"{r['percent_of_list_reg']:.1f} %", f"{r['paper_kth']} %")
+        cp[label] = r["percent_of_list_reg"]
+    best = {m: min(v for (metric, _), v in same.items() if metric == m) for m in ("AF", "AWF", "BSLD")}
+    assert cp["CP-AF"] < best["AF"] and cp["CP-AWF"] < best["AWF"]  # "the best of their rows"
+    beaten = sorted((v, s) for (m, s), v in same.items() if m == "BSLD" and v < cp["CP-BSLD"])
+    names = " and ".join(f"{LABELS[s]} ({v:.1f} %)" for v, s in beaten)
+    prose = " ".join(section.split())
+    assert (f"CP-AF ({cp['CP-AF']:.1f} %) and CP-AWF ({cp['CP-AWF']:.1f} %) are the best of their rows" in prose
+            and f"CP-BSLD ({cp['CP-BSLD']:.1f} %) is beaten by {names} there" in prose)

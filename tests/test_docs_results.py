@@ -135,6 +135,26 @@ def test_capacity_planning_md_study_tables_are_their_json() -> None:
             f"{_span(list(capped_alpha.values()), '.3f')} s/job at every alpha") in text
 
 
+EVERY_PLANNER = {"det-p50": "Det:P50", "det-p75": "Det:P75", "det-p100": "Det:P100", "det-mode": "Det:mode",
+                 "cospis": "COSPiS", "milp-p50": "MILP:P50 (pairwise, HiGHS)",
+                 "milp-indexed-p50": "MILP:P50 (time-indexed)", "soru-p50": "SORU^Pk:P50"}
+
+
+def test_capacity_planning_md_every_planner_table_is_its_json() -> None:
+    """Every planner on the study's 30 problems: ours columns (the MILP rows are HiGHS's within 10 s of wall time,
+    so they record this run)."""
+    run = _json("capacity-study-all.json")
+    assert sorted(run["summary"]) == sorted(["manual", *EVERY_PLANNER]) and not run["grid"]
+    section = _planning_section("Seed vs ours").split("Every planner on the same 30 problems", 1)[1]
+    for method, label in EVERY_PLANNER.items():
+        m = run["summary"][method]
+        cells = [c.strip() for c in _row(section, label).strip("|").split("|")]
+        assert [cells[i] for i in (1, 3, 5, 6, 7)] == [
+            f"{100 * m['peak_reduction']:.2f} %", f"{100 * m['under_estimation']:.1f} %",
+            f"{100 * m['over_estimation']:.1f} %", f"{m['deadline_violation_capped']:.3f}",
+            f"{100 * m['optimal_share']:.0f} %"], cells
+
+
 def test_capacity_planning_md_scale_table_prints_its_json() -> None:
     """`bench planning` under a wall-clock limit per solve: the table is this committed run's (a rerun differs)."""
     run = _json("bench-planning.json")

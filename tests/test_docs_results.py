@@ -616,6 +616,24 @@ def test_cuc_md_error_law_default_row_is_the_holdout_json() -> None:
     _row(_doc("cuc.md"), "0.1 %", "per sample, newest errors (`-R 1 -E newest`)", *cells)
 
 
+CUC_LAWS = [("0.1 %", "once a day, whole windows (`-R 24 -E full`)", "p0.001-R24-full"),
+            ("0.1 %", "per sample, whole windows (`-R 1 -E full`)", "p0.001-R1-full"),
+            ("5 %", "once a day, whole windows", "p0.05-R24-full"),
+            ("5 %", "per sample, newest errors", "p0.05-R1-newest")]
+
+
+@pytest.mark.parametrize(("level", "law", "name"), CUC_LAWS)
+def test_cuc_md_error_law_rows_are_their_json(level: str, law: str, name: str) -> None:
+    """"Choosing the error law": each law's hold-out runs (max_share 0.05, 10 BO steps), 6 per dataset."""
+    p, refit, errors = float(level.split()[0]) / 100, *name.split("-")[1:]
+    cells = []
+    for year in ("2017", "2019"):
+        runs = _cuc_holdout_runs(year, name, "cuc-law-holdout")
+        assert all((r["p"], f"R{r['refit_every']}", r["errors"], r["bo_steps"], r["generator"]["max_share"])
+                   == (p, refit, errors, 10, 0.05) for r in runs)
+        cells += _cuc_holdout(runs, p)
+    _row(_doc("cuc.md"), level, law, *cells)
+
 
 def _theta(theta: dict[str, Any]) -> str:
     """θ as the tables print it: (fit, windows, components, kappa)."""

@@ -1362,3 +1362,31 @@ def test_hpc_study_md_requested_cp_rows_are_their_json() -> None:
     prose = " ".join(section.split())
     assert (f"CP-AF ({cp['CP-AF']:.1f} %) and CP-AWF ({cp['CP-AWF']:.1f} %) are the best of their rows" in prose
             and f"CP-BSLD ({cp['CP-BSLD']:.1f} %) is beaten by {names} there" in prose)
+
+
+def test_hpc_study_md_exact_cp_rows_that_are_pinned_are_their_json() -> None:
+    """CP-AF, CP-AWF and CP-BSLD with exact runtimes: these committed runs' (a wall-clock limit, so a rerun differs),
+    with their solver counters and the comparisons with the same jobs' list schedulers."""
+    section = _doc("hpc-study.md").split("With requested time limits as estimates", 1)[0]
+    same = {(r["metric"], r["scheduler"]): r["percent_of_list_reg"]
+            for r in _json("hpc-study-exact-lists-2000.json")["table"]}
+    cp, counters = {}, []
+    for scheduler, (metric, label) in REQUESTED_CP.items():
+        run = _json(f"hpc-study-exact-{scheduler}.json")
+        assert (run["estimates"], run["time_limit"], run["config"]["jobs"], run["config"]["cp_jobs"]) == (
+            "exact", 0.5, 2000, 2000)
+        (r,) = run["table"]
+        _row(section, metric, label, "2 000", f"{r['percent_of_list_reg']:.1f} %")
+        cp[label] = r["percent_of_list_reg"]
+        stats = run["runs"][-1]
+        assert stats["scheduler"] == scheduler and stats["fallbacks"] == 0  # "none falling back"
+        counters.append(f"{_spaced(stats['cp_rounds'])} of {_spaced(stats['rounds'])}")
+    prose = " ".join(section.split())
+    assert (f"CP-AF called the solver in {counters[0]} rounds (the others were decided without it: nothing fits, or "
+            f"everything fits), CP-AWF in {counters[1]}, CP-BSLD in {counters[2]}, none") in prose
+    prose = " ".join(_doc("hpc-study.md").split())  # the disagreements follow the requested-times table
+    sjf, saf = same[("AF", "sjf-conservative")], same[("AF", "saf-conservative")]
+    assert sjf < cp["CP-AF"] < saf and f"**CP-AF ({cp['CP-AF']:.1f} % vs 76 %)**" in prose  # worse than SJF, not SAF
+    assert cp["CP-AWF"] < same[("AWF", "laf-conservative")] and f"**CP-AWF ({cp['CP-AWF']:.1f} %)** beats" in prose
+    assert same[("BSLD", "sjf-conservative")] < cp["CP-BSLD"] < 36.1  # beaten by List-SJF, better than CP-BSLD+
+    assert f"**CP-BSLD ({cp['CP-BSLD']:.1f} % vs 32 %) and CP-BSLD+ (36.1 %, from (A))**" in prose

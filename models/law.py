@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -57,6 +58,20 @@ class Law:
     def atoms(cls, support: FloatArray, probs: FloatArray) -> Law:
         """One quantity on the strictly increasing `support` with P(X = support[k]) = probs[k]."""
         return cls(Discrete(support, probs))
+
+    @classmethod
+    def valid_atoms(cls, support: list[float], probs: list[float]) -> Law:
+        """`atoms` for a support the caller built strictly increasing and probabilities it built summing to 1
+        (a job's law, made once per cluster and requested time in the schedulers' hot loop): the same law,
+        without `Discrete`'s checks and with the cumulative sums taken left to right as np.cumsum takes them."""
+        z = Discrete.__new__(Discrete)
+        object.__setattr__(z, "support", np.array(support, dtype=np.float64))
+        object.__setattr__(z, "probs", np.array([probs], dtype=np.float64))
+        law = cls.__new__(cls)
+        for name, value in (("z", z), ("loc", _ZERO), ("scale", _ONE), ("_support", list(support)),
+                            ("_cum", list(accumulate(probs))), ("_memo", {})):
+            object.__setattr__(law, name, value)
+        return law
 
     @classmethod
     def mixture(cls, weights: FloatArray, means: FloatArray, sds: FloatArray, loc: ArrayLike,

@@ -11,6 +11,8 @@ noise the update policy replaces as many random training jobs by those jobs and 
 from __future__ import annotations
 
 import math
+from array import array
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
@@ -88,27 +90,31 @@ class Submission:
 def features(history: History, index: int) -> list[float]:
     """The FEATURES of job `index`, from its submission fields and its user's completed jobs so far."""
     c = history.columns
-    return submission_features(history, Submission(
-        submit=c.submit[index], requested=c.requested[index], size=c.size[index], user=c.user[index],
-        group=c.group[index], executable=c.executable[index], queue=c.queue[index], partition=c.partition[index]))
+    return _features(history, c.submit[index], c.requested[index], c.size[index], c.user[index], c.group[index],
+                     c.executable[index], c.queue[index], c.partition[index])
 
 
 def submission_features(history: History, job: Submission) -> list[float]:
     """The FEATURES of a submission, from its fields and its user's jobs completed in `history` so far."""
-    recent = history.recent.get(job.user, ())
-    requested = float(job.requested)
-    submit = job.submit
+    return _features(history, job.submit, job.requested, job.size, job.user, job.group, job.executable, job.queue,
+                     job.partition)
+
+
+def _features(history: History, submit: int, requested_time: int, size: int, user: int, group: int,
+              executable: int, queue: int, partition: int) -> list[float]:
+    recent = history.recent.get(user, ())
+    requested = float(requested_time)
     if recent:
         last = float(recent[-1])
         two = (recent[-2] + recent[-1]) / 2 if len(recent) > 1 else recent[-1] / 1
         five = sum(recent) / len(recent)
     else:
         last = two = five = requested
-    count = history.user_count.get(job.user, 0)
+    count = history.user_count.get(user, 0)
     log = math.log
     return [
-        log(max(requested, 1.0)), log(max(float(job.size), 1.0)), float(job.user),
-        float(job.group), float(job.executable), float(job.queue), float(job.partition),
+        log(max(requested, 1.0)), log(max(float(size), 1.0)), float(user),
+        float(group), float(executable), float(queue), float(partition),
         (submit % 86400) / 3600.0, float((submit // 86400) % 7), log(max(last, 1.0)), log(max(two, 1.0)),
         log(max(five, 1.0)), min(last / requested, 1.0), math.log1p(count),
     ]
@@ -163,12 +169,16 @@ class _Clusters:
     n_train: FloatArray = field(default_factory=lambda: np.zeros(0))  # training jobs per node
 
     atom_probs: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))  # vectors spread on the atoms
+    atom_rows: list[list[float]] = field(default_factory=list)  # atom_probs as lists (for `capped_one`)
+    atom_list: list[float] = field(default_factory=list)  # atoms as a list
     walk: tuple[list[int], list[int], list[int], list[float]] | None = None  # the tree as lists, for `leaf`
 
     def spread(self) -> None:
         """Each node's law on the atoms: a bin's probability shared equally by the bin's atoms."""
         share = np.bincount(self.atom_bin, minlength=self.edges.size)[self.atom_bin]
         self.atom_probs = self.vectors[:, self.atom_bin] / share
+        self.atom_rows = self.atom_probs.tolist()
+        self.atom_list = self.atoms.tolist()
 
     def leaf(self, x: list[float]) -> int:
         """`assign` of one job; a tree is walked in Python on the float32 features, as scikit-learn compares them."""
@@ -179,7 +189,7 @@ class _Clusters:
             self.walk = (tree.children_left.tolist(), tree.children_right.tolist(), tree.feature.tolist(),
                          tree.threshold.tolist())
         left, right, feature, threshold = self.walk
-        z = np.asarray(x, dtype=np.float32).tolist()
+        z = array("f", x).tolist()  # float32, rounded as numpy's astype rounds
         v = 0
         while left[v] >= 0:
             v = left[v] if z[feature[v]] <= threshold[v] else right[v]
@@ -305,10 +315,9 @@ class LearnedPredictor:
             return np.array([-1] + [0] * model[2].n_components, dtype=np.int64)
         tree = model.tree_
         parent = np.full(tree.node_count, -1, dtype=np.int64)
-        for v in range(tree.node_count):
-            for child in (tree.children_left[v], tree.children_right[v]):
-                if child >= 0:
-                    parent[child] = v
+        for children in (tree.children_left, tree.children_right):
+            inner = np.flatnonzero(children >= 0)
+            parent[children[inner]] = inner
         return parent
 
     def _estimate(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> None:
@@ -375,7 +384,7 @@ class LearnedPredictor:
         key = (c.leaf(x), requested)
         law = self._laws.get(key)
         if law is None:
-            law = self._laws[key] = capped_one(c.atoms, c.atom_probs[key[0]], float(requested))
+            law = self._laws[key] = capped_one(c.atom_list, c.atom_rows[key[0]], float(requested))
         return law
 
     def _store(self, index: int, x: list[float]) -> None:
@@ -395,13 +404,12 @@ def capped(edges: FloatArray, vectors: FloatArray, requested: FloatArray) -> Dis
     return Discrete(support, probs)
 
 
-def capped_one(atoms: FloatArray, probs: FloatArray, requested: float) -> Law:
-    """`capped` for one job: the atoms below the requested time keep their mass, the rest sums onto it."""
-    finite = atoms[:-1]  # the top atom is +inf (the top bin is unbounded)
-    k = int(np.searchsorted(atoms, requested, side="left"))  # atoms[:k] < requested <= atoms[k:]
-    above = finite[k:][finite[k:] > requested]
-    support = np.concatenate([finite[:k], [requested], above])
-    row = np.zeros(support.size)
-    row[:k] = probs[:k]
-    row[k] = np.cumsum(probs[k:])[-1]  # left to right, as np.add.at accumulates it
-    return Law.atoms(support, row)
+def capped_one(atoms: Sequence[float], probs: Sequence[float], requested: float) -> Law:
+    """`capped` for one job: the atoms below the requested time keep their mass, the rest sums onto it (in plain
+    Python on the atoms' and the probabilities' lists: one law per cluster and requested time, in the hot loop)."""
+    k = bisect_left(atoms, requested)  # atoms[:k] < requested <= atoms[k:]; the top atom is +inf
+    above = [a for a in atoms[k:-1] if a > requested]
+    mass = 0.0
+    for p in probs[k:]:  # left to right, as np.add.at accumulates it
+        mass += p
+    return Law.valid_atoms([*atoms[:k], requested, *above], [*probs[:k], mass, *[0.0] * len(above)])

@@ -46,6 +46,21 @@ def test_atom_law_scalars_are_the_discrete_laws_and_brute_force(law_: tuple[np.n
         assert tail == expected
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=40), st.integers(0, 10**6))
+def test_valid_atoms_is_the_checked_law_bit_for_bit(raw: list[float], shift: int) -> None:
+    # probabilities that sum to 1 only up to rounding, as a cluster's spread vector does
+    total = sum(raw) or 1.0
+    probs = [p / total for p in raw] if sum(raw) else [1.0] + [0.0] * (len(raw) - 1)
+    support = [float(shift + 3 * k) for k in range(len(probs) - 1)] + [float("inf")]
+    fast, checked = Law.valid_atoms(support, probs), Law.atoms(np.array(support), np.array(probs))
+    assert fast._support == checked._support and fast._cum == checked._cum
+    assert np.array_equal(fast.support, checked.support) and np.array_equal(fast.probs, checked.probs)
+    assert fast._discrete().probs.shape == checked._discrete().probs.shape == (1, len(probs))
+    assert fast.support.dtype == checked.support.dtype == np.float64
+    assert fast.loc is checked.loc and fast.scale is checked.scale
+
+
 def test_a_job_law_by_hand() -> None:
     # X = 10 w.p. 0.2, 100 w.p. 0.3, 1000 w.p. 0.5
     law = Law.atoms(np.array([10.0, 100.0, 1000.0]), np.array([0.2, 0.3, 0.5]))

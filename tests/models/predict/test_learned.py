@@ -7,9 +7,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from models.law import Law
 from models.predict.bins import check_edges, discretise, quantile_edges, within_bin_atoms
 from models.predict.evaluate import replay
-from models.predict.learned import LearnedConfig, LearnedPredictor, Submission, drift, smoothed_vectors
+from models.predict.learned import (
+    LearnedConfig,
+    LearnedPredictor,
+    Submission,
+    capped_one,
+    drift,
+    smoothed_vectors,
+)
 from models.predictive import Discrete
 from tests.models.predict.conftest import make_table
 
@@ -242,3 +250,28 @@ def test_learned_doubling_is_the_learned_predictor_regrown_at_each_doubling() ->
     assert isinstance(model, LearnedPredictor)
     assert (model.name, model.config.refit_growth) == ("learned-doubling", 2.0)
     assert model.config == LearnedConfig(refit_growth=2.0)  # every other setting the default's
+
+
+def _capped_one_in_numpy(atoms: np.ndarray, probs: np.ndarray, requested: float) -> Law:
+    """The reference `capped_one`: the same law built with numpy arrays and checked by `Law.atoms`."""
+    finite = atoms[:-1]
+    k = int(np.searchsorted(atoms, requested, side="left"))
+    above = finite[k:][finite[k:] > requested]
+    support = np.concatenate([finite[:k], [requested], above])
+    row = np.zeros(support.size)
+    row[:k] = probs[:k]
+    row[k] = np.cumsum(probs[k:])[-1]
+    return Law.atoms(support, row)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 400), min_size=1, max_size=30, unique=True),
+       st.lists(st.floats(0.0, 1.0), min_size=31, max_size=31), st.integers(1, 500))
+def test_capped_one_in_lists_is_the_numpy_law_bit_for_bit(steps: list[int], raw: list[float], requested: int) -> None:
+    atoms = np.append(np.sort(np.asarray(steps, dtype=np.float64)) * 1.5, np.inf)
+    weights = np.asarray(raw[:atoms.size]) + 1e-3
+    probs = weights / weights.sum()
+    fast = capped_one(atoms.tolist(), probs.tolist(), float(requested))
+    slow = _capped_one_in_numpy(atoms, probs, float(requested))
+    assert np.array_equal(fast.support, slow.support) and np.array_equal(fast.probs, slow.probs)
+    assert fast._cum == slow._cum and fast._support == slow._support

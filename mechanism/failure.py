@@ -15,6 +15,8 @@ every comparison with C_tau becomes one with the constant top and the kernels be
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -27,6 +29,9 @@ from mechanism.prefetch import prefetch
 from mechanism.rng import capacity_key, stream_key, uniform
 
 CHUNKS = 64  # the path build runs in this many independent chunks (threads); results are exact integers
+# Below this many sample-rounds of work (samples x (jobs + horizon)) the parallel kernels run on one thread: waking
+# numba's idle worker threads costs 15-25 ms on a busy machine, far more than such a build (under 20 ms serial).
+PARALLEL_WORK = 8_000_000
 INT8_MAX = 127
 EAGER_SHARE = 0.25  # apply appended jobs at once when more rows than this could need them
 SMALL_SUPPORT = 64  # up to this many outcomes a draw counts cdf entries; beyond, it bisects
@@ -344,9 +349,10 @@ class MonteCarloOracle:
             packed = Packed.of(p, self.round, [r for r in self._earlier if r.runs])
             streams = CapacityStreams.of(p, self.round, self._last_capacity, self._current_capacity,
                                          self._level)
-            self._paths, self._peak, self._first = _build_paths(*packed.arrays(), self.samples, p.horizon,
-                                                                p.capacity_top, np.zeros(0, dtype=self._dtype()),
-                                                                *streams.arrays())
+            with _threads_for(self.samples * (packed.keys.size + p.horizon)):
+                self._paths, self._peak, self._first = _build_paths(*packed.arrays(), self.samples, p.horizon,
+                                                                    p.capacity_top, np.zeros(0, dtype=self._dtype()),
+                                                                    *streams.arrays())
             self._applied = np.zeros(self.samples, dtype=np.int64)
             self._marks = Marks.none(self.samples)
             self._counts = {}
@@ -361,8 +367,9 @@ class MonteCarloOracle:
         paths = self._built()
         if self._counts:  # applied to every row in parallel, unmarked: counts kept from here on start afresh
             self._counts, self._marks = {}, Marks.none(self.samples)
-        _materialise_all(paths, self._peak, self._first, self._bound, self._applied, *self._app.arrays(),
-                         self.platform.capacity_top)
+        with _threads_for(self.samples * (self._app.keys.size + self.platform.horizon)):
+            _materialise_all(paths, self._peak, self._first, self._bound, self._applied, *self._app.arrays(),
+                             self.platform.capacity_top)
         self._behind = False
         return paths
 
@@ -473,6 +480,21 @@ def _add_newest(row: np.ndarray, peak: int, first: int, s: int, d: int, c: int, 
                 bits = ~np.uint64(0)
             return peak, min(first, tau), bits
     return peak, first, bits
+
+
+@contextlib.contextmanager
+def _threads_for(work: int) -> Iterator[None]:
+    """Run the parallel kernel called inside on one thread when `work` is below PARALLEL_WORK. The kernels' results
+    are exact integers from fixed chunks, the same on any number of threads; numba's count is per calling thread."""
+    if work >= PARALLEL_WORK:
+        yield
+        return
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 @numba.njit(cache=True, parallel=True)  # holds the GIL: the workqueue threading layer is not re-entrant

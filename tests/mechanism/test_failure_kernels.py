@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import mechanism.failure
 from mechanism.failure import (
     CHUNKS,
     MonteCarloOracle,
@@ -28,6 +29,13 @@ from mechanism.rng import stream_key, uniform, uniforms
 from tests.conftest import small_platform
 
 ROUND = 3
+
+
+@pytest.fixture(params=["parallel", "one thread"])
+def threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The parallel kernels on numba's threads, or on one (as below PARALLEL_WORK): the same rows either way."""
+    monkeypatch.setattr(mechanism.failure, "PARALLEL_WORK", 0 if request.param == "parallel" else 1 << 62)
+    return str(request.param)
 
 
 def _residuals(rng: np.random.Generator, p: Platform, n_jobs: int, max_outcomes: int = 3,
@@ -139,7 +147,7 @@ def test_a_uniform_equal_to_a_cdf_entry_draws_the_next_outcome(outcomes: int) ->
 
 @pytest.mark.parametrize("samples", [1, CHUNKS - 1, CHUNKS + 1, 2 * CHUNKS + 1, 3 * CHUNKS - 1])
 @pytest.mark.parametrize("capacity", [3, 5])
-def test_every_sampled_path_is_the_lifo_load_saturated_at_c_plus_1(samples: int, capacity: int) -> None:
+def test_every_sampled_path_is_the_lifo_load_saturated_at_c_plus_1(samples: int, capacity: int, threads: str) -> None:
     # Sample counts around the 64 chunks of the path build: every row is built, once, whatever the count.
     p = small_platform(C=capacity, samples=samples, seed=samples, C_m=3)
     rs = _residuals(np.random.default_rng(samples * 10 + capacity), p, 7)
@@ -149,7 +157,7 @@ def test_every_sampled_path_is_the_lifo_load_saturated_at_c_plus_1(samples: int,
 
 
 @pytest.mark.parametrize("settle", [False, True])
-def test_appended_jobs_reach_every_path_lazily_or_all_at_once_as_lifo_plays_them(settle: bool) -> None:
+def test_appended_jobs_reach_every_path_lazily_or_all_at_once_as_lifo_plays_them(settle: bool, threads: str) -> None:
     p = small_platform(C=4, samples=130, seed=2, C_m=3)
     rng = np.random.default_rng(8)
     rs = _residuals(rng, p, 9)

@@ -134,13 +134,13 @@ class Law:
             return self._memo[key]
         value: float | None
         if isinstance(self.z, Discrete):
-            mass = self.z.probs[0][first:].copy()
-            if mass.sum() <= 1e-12:
+            total = float(self.z.probs[0][first:].sum())  # numpy's pairwise sum, as the cdf below divides by it
+            if total <= 1e-12:
                 value = None
-            else:
-                cum = np.cumsum(mass) / mass.sum()
-                k = int(np.searchsorted(cum, q - 1e-12))
-                value = float(self.z.support[first:][min(k, cum.size - 1)])
+            else:  # np.cumsum's running sums (left to right) over the total, searched as np.searchsorted does
+                cum = [c / total for c in accumulate(self.z.probs[0][first:].tolist())]
+                k = bisect_left(cum, q - 1e-12)
+                value = self._support[first + min(k, len(cum) - 1)]
         else:
             below = float(self.z.cdf(x)[0])
             level = below + q * (1.0 - below)

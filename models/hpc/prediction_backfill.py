@@ -21,6 +21,9 @@ from models.hpc.jobs import Workload
 
 # Event kinds in their order at one instant (pyss EVENTS_ORDER: prediction over, submission, termination).
 PREDICTION_OVER, SUBMISSION, TERMINATION = 0, 1, 2
+_KIND = 48  # an event key's bits: its counter below _KIND (far more events than any trace makes), its kind's
+_TIME = _KIND + 2  # two bits above, its time (>= 0, as every submission is) from _TIME up
+_COUNTER = (1 << _KIND) - 1
 
 
 class BackfillPolicy(Protocol):
@@ -52,13 +55,6 @@ class BackfillPolicy(Protocol):
 
 
 @dataclass
-class _Running:
-    start: int
-    predicted_end: int
-    size: int
-
-
-@dataclass
 class BackfillResult:
     """Start time b_j of every job and counters of the run."""
 
@@ -73,7 +69,7 @@ class BackfillResult:
 class _State:
     nodes: int
     queue: list[int] = field(default_factory=list)
-    running: dict[int, _Running] = field(default_factory=dict)
+    predicted_end: list[int] = field(default_factory=list)  # per job, while it runs
     busy: int = 0
     ending: dict[int, int] = field(default_factory=dict)  # predicted end -> nodes of the running jobs ending then
     passes: int = 0
@@ -114,7 +110,7 @@ def _shadow(state: _State, now: int, free: int, size: int) -> tuple[int, int]:
 
 def _start(state: _State, index: int, size: int, now: int, predicted: int, starts: list[int]) -> None:
     starts[index] = now
-    state.running[index] = _Running(now, now + predicted, size)
+    state.predicted_end[index] = now + predicted
     state.busy += size
     _move_end(state, size, None, now + predicted)
 
@@ -171,26 +167,31 @@ def simulate_backfill(workload: Workload, policy: BackfillPolicy, pass_if_new_fi
     """
     jobs = workload.jobs
     sizes = [j.size for j in jobs]
+    runtimes = [j.runtime for j in jobs]
     predicted = [0] * len(jobs)
     starts = [-1] * len(jobs)
-    state = _State(workload.nodes)
-    events: list[tuple[int, int, int, int]] = [(j.submit, SUBMISSION, i, i) for i, j in enumerate(jobs)]
+    state = _State(workload.nodes, predicted_end=[0] * len(jobs))
+    pend = state.predicted_end
+    # an event is one int, (time, kind, counter) in heap order: counter's bits below _KIND, the kind's two bits
+    # below _TIME; `owner[counter]` is its job (a submission's counter is its job's index)
+    events = [(j.submit << _TIME) | (SUBMISSION << _KIND) | i for i, j in enumerate(jobs)]
     heapq.heapify(events)
-    counter = len(jobs)
+    owner = list(range(len(jobs)))
+    push, pop = heapq.heappush, heapq.heappop
     corrections = 0
 
     def launch(started: list[int], now: int) -> None:
-        nonlocal counter
         for index in started:
-            heapq.heappush(events, (now + jobs[index].runtime, TERMINATION, counter, index))
-            counter += 1
-            if predicted[index] < jobs[index].runtime:
-                heapq.heappush(events, (now + predicted[index], PREDICTION_OVER, counter, index))
-                counter += 1
+            push(events, (now + runtimes[index]) << _TIME | TERMINATION << _KIND | len(owner))
+            owner.append(index)
+            if predicted[index] < runtimes[index]:
+                push(events, (now + predicted[index]) << _TIME | PREDICTION_OVER << _KIND | len(owner))
+                owner.append(index)
 
     wanted = False  # has an event of this instant asked for a pass (pyss's RunSchedulerEvent)?
     while events:
-        now, kind, _, index = heapq.heappop(events)
+        key = pop(events)
+        now, kind, index = key >> _TIME, (key >> _KIND) & 3, owner[key & _COUNTER]
         if kind == PREDICTION_OVER:
             elapsed = now - starts[index]
             new = policy.on_prediction_over(index, now, elapsed)
@@ -198,23 +199,21 @@ def simulate_backfill(workload: Workload, policy: BackfillPolicy, pass_if_new_fi
                 raise ValueError(f"job {jobs[index].id}: corrected prediction {new} is not above elapsed {elapsed}")
             corrections += 1
             predicted[index] = new
-            run = state.running[index]
-            _move_end(state, run.size, run.predicted_end, starts[index] + new)
-            run.predicted_end = starts[index] + new
-            if new < jobs[index].runtime:
-                heapq.heappush(events, (starts[index] + new, PREDICTION_OVER, counter, index))
-                counter += 1
+            _move_end(state, sizes[index], pend[index], starts[index] + new)
+            pend[index] = starts[index] + new
+            if new < runtimes[index]:
+                push(events, (starts[index] + new) << _TIME | PREDICTION_OVER << _KIND | len(owner))
+                owner.append(index)
         elif kind == SUBMISSION:
             predicted[index] = max(1, int(policy.on_submit(index, now)))
             state.queue.append(index)
             wanted = wanted or not pass_if_new_fits or sizes[index] <= _free_now(state, now)
         else:
-            run = state.running.pop(index)
-            state.busy -= run.size
-            _move_end(state, run.size, run.predicted_end, None)
+            state.busy -= sizes[index]
+            _move_end(state, sizes[index], pend[index], None)
             policy.on_complete(index, now)
             wanted = True
-        if wanted and not (events and events[0][0] == now):  # the instant's last event: its one pass
+        if wanted and not (events and events[0] >> _TIME == now):  # the instant's last event: its one pass
             wanted = False
             launch(_pass(state, now, sizes, predicted, policy, starts), now)
     if state.queue:

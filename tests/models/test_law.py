@@ -61,6 +61,25 @@ def test_valid_atoms_is_the_checked_law_bit_for_bit(raw: list[float], shift: int
     assert fast.loc is checked.loc and fast.scale is checked.scale
 
 
+def _quantile_above_in_numpy(support: np.ndarray, probs: np.ndarray, x: float, q: float) -> float | None:
+    """The reference conditional quantile: numpy's cumulative sums over numpy's total, searched by numpy."""
+    first = int(np.searchsorted(support, x, side="right"))
+    mass = probs[first:].copy()
+    if mass.sum() <= 1e-12:
+        return None
+    cum = np.cumsum(mass) / mass.sum()
+    return float(support[first:][min(int(np.searchsorted(cum, q - 1e-12)), cum.size - 1)])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=60), st.floats(0.001, 0.999), st.floats(-5.0, 200.0))
+def test_quantile_above_in_lists_is_the_numpy_answer_bit_for_bit(raw: list[float], q: float, x: float) -> None:
+    weights = np.asarray(raw) + 1e-4
+    probs = weights / weights.sum()
+    support = 1.0 + 3.0 * np.arange(probs.size, dtype=np.float64)
+    assert Law.atoms(support, probs).z_quantile_above(x, q) == _quantile_above_in_numpy(support, probs, x, q)
+
+
 def test_a_job_law_by_hand() -> None:
     # X = 10 w.p. 0.2, 100 w.p. 0.3, 1000 w.p. 0.5
     law = Law.atoms(np.array([10.0, 100.0, 1000.0]), np.array([0.2, 0.3, 0.5]))

@@ -136,8 +136,7 @@ def _pass(
         return started
     shadow, extra = _shadow(state, now, free, sizes[queue[0]])
     policy.on_reservation(queue[0], sizes[queue[0]] / state.nodes)
-    key = policy.backfill_key
-    candidates.sort(key=lambda i: (key(i), i))
+    candidates.sort(key=policy.backfill_key)  # stable: ties stay in submission order, as the queue is
     chosen: set[int] = set()
     for index in candidates:
         size = sizes[index]

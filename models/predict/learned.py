@@ -223,7 +223,7 @@ class LearnedPredictor:
         """Bind to a trace; nothing is known to have completed yet."""
         self.history = History(data)
         self._x = np.zeros((len(data), len(FEATURES)))  # row i: job i's features at its submission
-        self._has_x = np.zeros(len(data), dtype=bool)
+        self._has_x = bytearray(len(data))  # 1 once row i of _x is stored
         self._laws: dict[tuple[int, int], Law] = {}  # (node, requested) -> law, until the vectors change
         self._clusters: _Clusters | None = None
         self._train: list[int] = []
@@ -389,7 +389,7 @@ class LearnedPredictor:
 
     def _store(self, index: int, x: list[float]) -> None:
         self._x[index] = x
-        self._has_x[index] = True
+        self._has_x[index] = 1
 
 
 def capped(edges: FloatArray, vectors: FloatArray, requested: FloatArray) -> Discrete:

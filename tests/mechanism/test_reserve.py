@@ -4,6 +4,7 @@ truthfulness kept, replay identity, and a platform without it unchanged."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from tests.conftest import small_platform
 from tests.mechanism.test_capacity import assert_no_misreport_wins, busy_engine, model, one_round_sow
 
 
-def reserved(C: int = 4, up: float = 2.5, down: float = 1.0, most: int = 3, **kw: object) -> Platform:
+def reserved(C: int = 4, up: float = 2.5, down: float = 1.0, most: int = 3, **kw: Any) -> Platform:
     return small_platform(C=C, reserve=Reserve(up=up, down=down, most=most), **kw)
 
 

@@ -29,8 +29,8 @@ from mechanism.prefetch import prefetch
 from mechanism.rng import capacity_key, stream_key, uniform
 
 CHUNKS = 64  # the path build runs in this many independent chunks (threads); results are exact integers
-# Below this many sample-rounds of work (samples x (jobs + horizon)) the parallel kernels run on one thread: waking
-# numba's idle worker threads costs 15-25 ms on a busy machine, far more than such a build (under 20 ms serial).
+# Below this many sample-rounds of work (samples x (jobs + horizon)) the parallel kernels run on one thread: on a busy
+# machine, waking numba's idle worker threads costs more than such a build (docs/performance.md, the core).
 PARALLEL_WORK = 8_000_000
 INT8_MAX = 127
 EAGER_SHARE = 0.25  # apply appended jobs at once when more rows than this could need them

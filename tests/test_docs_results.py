@@ -885,6 +885,25 @@ def test_prediction_md_speed_table_prints_its_json_timings() -> None:
         _row(text, trace, f"{r['jobs']:,}", *(f"{s:.2f}" for s in cpu), f"{cpu[-1] / cpu[0]:.1f}")
 
 
+def test_prediction_md_speed_prose_is_its_json() -> None:
+    """The sentences under the speed table: the reference's slowdown range, which traces meet 3x, the KTH fit time."""
+    text = " ".join(_doc("prediction.md").split())
+    run = _json("bench-predict-six.json")
+    rows = {next(t for t in SIX if r["trace"].rsplit("/", 1)[-1].startswith(t)): r for r in run["schedulers"]}
+    slowdown = [r[f"{k}_reference_cpu_s"] / r[f"{k}_cpu_s"] for r in rows.values()
+                for k in ("easy-requested", "easy-pp")]
+    assert f"The simulation itself is {min(slowdown):.0f}-{max(slowdown):.0f} times faster than the reference." in text
+    ratio = {t: r["easy-learned_cpu_s"] / r["easy_cpu_s"] for t, r in rows.items()}
+    met = [t for t in ("CTC-SP2", "SDSC-SP2", "SDSC-DS") if ratio[t] <= 3.0]
+    assert met == ["CTC-SP2", "SDSC-SP2", "SDSC-DS"]
+    missed = ", ".join(f"{ratio[t]:.1f}x on {t}" for t in ("KTH-SP2", "Sandia-Ross"))
+    assert all(ratio[t] > 3.0 for t in ("KTH-SP2", "Sandia-Ross", "LANL-CM5"))
+    assert (f"at most 3x EASY's time on three traces (CTC-SP2, SDSC-SP2, SDSC-DS), {missed} and "
+            f"{ratio['LANL-CM5']:.1f}x on LANL-CM5") in text
+    learned = next(p for p in run["predictors"] if p["predictor"] == "learned")
+    assert f"take {learned['fit_s']:.2f} s in the recorded run" in text
+
+
 def test_prediction_md_writer_cost_table_prints_its_json_timings() -> None:
     """A timing: the table is this committed run's p50s (a rerun differs)."""
     text = _doc("prediction.md")

@@ -652,6 +652,32 @@ def test_cuc_md_once_a_day_law_rows_are_their_json(vm_type: str) -> None:
              f"{100 * r['test']['violation']:.2f} %")
 
 
+CUC_ONCE_A_DAY_RUNS = {"sample": ("sample", "ratio"), "mean": ("mean", "ratio"), "ucb": ("ucb", "ratio"),
+                       "sample-value": ("sample", "value"), "ucb-value": ("ucb", "value")}  # a column each
+CUC_STUDY_ROWS = ("W/o uncertainty", "W/o BO (p = 0.1 %)",
+                  *(f"CUC (p = {p} %)" for p in ("0.1", "0.2", "0.5", "1", "2", "5", "10")),
+                  "Alg. 3 with the true capacity")
+
+
+@pytest.mark.parametrize("dataset", ["azure2017", "azure2019"])
+def test_cuc_md_once_a_day_law_tables_are_their_json(dataset: str) -> None:
+    """The once-a-day law (`--refit-every 24 --errors full`, max_share 0.05) under each objective and order: each
+    column is one committed `cuc-study` run (docs/results/cuc-once-a-day-NAME.json); the seed's column, the paper's."""
+    runs = []
+    for name, (objective, order) in CUC_ONCE_A_DAY_RUNS.items():
+        run = _json(f"cuc-once-a-day-{name}.json")
+        assert (run["objective"], run["order"], run["errors"], run["validation_hours"], run["bo_steps"]) == (
+            objective, order, "full", 0, 30)
+        assert (run["generator"]["max_share"], run["generator"]["demand_multiple"]) == (0.05, 1.5)
+        runs.append(run["results"][dataset])
+    title = f"#### Azure {dataset[-4:]}, once-a-day law, max_share 0.05"
+    table = _doc("cuc.md").split(title, 1)[1].split("\n\n", 2)[1]
+    for method in CUC_STUDY_ROWS:
+        row = _row(table, method)
+        cells = " | ".join(f"{r[method]['util']:.2f} / {r[method]['violation']:.2f}" for r in runs)
+        assert row.endswith(f" | {cells} |"), (row, cells)
+
+
 @pytest.mark.parametrize("year", ["2017", "2019"])
 def test_cuc_md_per_type_rows_are_their_json(year: str) -> None:
     """"What still misses p": each type's `sowsched cuc` run at p = 0.1 %, 30 BO steps, the default generator;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -657,6 +658,36 @@ CUC_ONCE_A_DAY_RUNS = {"sample": ("sample", "ratio"), "mean": ("mean", "ratio"),
 CUC_STUDY_ROWS = ("W/o uncertainty", "W/o BO (p = 0.1 %)",
                   *(f"CUC (p = {p} %)" for p in ("0.1", "0.2", "0.5", "1", "2", "5", "10")),
                   "Alg. 3 with the true capacity")
+
+
+CUC_FIRST_TABLE_KEYS = {"TSDec+HiGHS (seed: +Gurobi)": "TSDEC+HiGHS", "AR1+HiGHS": "AR1+HiGHS",
+                        **{row: row for row in CUC_STUDY_ROWS[:-1]},
+                        "Hindsight kappa (p = 0.1 %), not a method": "Hindsight kappa (p = 0.1 %)",
+                        "Alg. 3 with the true capacity": "Alg. 3 with the true capacity"}  # label: the JSON's method
+
+
+def _cuc_study_cell(method: dict[str, Any], label: str) -> str:
+    """Util / Vio / time (s) as the first table prints it: Vio in bold above a CUC row's p."""
+    vio = f"{method['violation']:.2f}"
+    p = re.fullmatch(r"CUC \(p = ([0-9.]+) %\)", label)
+    return f"{method['util']:.2f} / {f'**{vio}**' if p and method['violation'] > float(p.group(1)) else vio} / " \
+           f"{method['time_s']:.0f}"
+
+
+def test_cuc_md_first_seed_vs_ours_table_is_its_json() -> None:
+    """The default study and the same with max_share 0.05: each "ours" column is its committed `cuc-study` run
+    (Util and Vio deterministic; the time, wall-clock summed over six types, is this run's)."""
+    default, shares = _json("cuc-study-default.json"), _json("cuc-study-max-share-0.05.json")
+    for run, share in ((default, 0.002), (shares, 0.05)):
+        assert (run["objective"], run["order"], run["errors"], run["validation_hours"], run["bo_steps"]) == (
+            "sample", "ratio", "newest", 0, 30)
+        assert (run["generator"]["max_share"], run["generator"]["demand_multiple"]) == (share, 1.5)
+    text = _doc("cuc.md").split("### The default (a law per sample", 1)[1].split("\n### ", 1)[0]
+    for label, key in CUC_FIRST_TABLE_KEYS.items():
+        cells = [_cuc_study_cell(run["results"][dataset][key], label)
+                 for dataset in ("azure2017", "azure2019") for run in (default, shares)]
+        row = [c.strip() for c in _row(text, label).strip("|").split("|")]
+        assert [row[2], row[3], row[5], row[6]] == cells, (label, row, cells)
 
 
 @pytest.mark.parametrize("dataset", ["azure2017", "azure2019"])

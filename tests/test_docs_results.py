@@ -755,6 +755,12 @@ def _sim(trace: str, sows: str) -> dict[str, Any]:
     return dict(_json(f"simulate-trace-{trace}-{sows}.json"))
 
 
+def _sim_three(trace: str, suffix: str = "") -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The learned, requested and exact runs of one configuration (`suffix`: "-headroom-12", ...)."""
+    learned, requested, exact = (_sim(trace, f"{s}{suffix}") for s in ("learned", "requested", "exact"))
+    return learned, requested, exact
+
+
 def _lines(text: str) -> set[str]:
     return {line.strip() for line in text.splitlines()}
 
@@ -762,7 +768,7 @@ def _lines(text: str) -> set[str]:
 @pytest.mark.parametrize("trace", SIX)
 def test_prediction_md_simulate_trace_rows_are_their_json(trace: str) -> None:
     lines = _lines(_doc("prediction.md"))
-    ln, q, e = (_sim(trace, s) for s in ("learned", "requested", "exact"))
+    ln, q, e = _sim_three(trace)
     c, s = _sim(trace, "learned-calibrated"), _sim(trace, "service")
     assert all(x["jobs"] == 2000 for x in (ln, q, e, c, s))
     ratios = " / ".join("-" if x["offline"] is None else f"{x['offline']['ratio']:.2f}" for x in (ln, q, e))
@@ -785,7 +791,7 @@ def test_prediction_md_simulate_trace_rows_are_their_json(trace: str) -> None:
 @pytest.mark.parametrize("trace", SIX)
 def test_prediction_md_oracle_mix_and_boosted_rows_are_their_json(trace: str) -> None:
     lines = _lines(_doc("prediction.md"))
-    ln, q, e = (_sim(trace, s) for s in ("learned", "requested", "exact"))
+    ln, q, e = _sim_three(trace)
     boosted = [_sim(trace, s) for s in ("learned-boosted", "learned-boosted-wide")]
     mixes = [_sim(trace, f"learned-oracle-{w}") for w in (50, 80, 95)]
     assert all(x["jobs"] == 2000 and x["offline"] is None for x in (*boosted, *mixes))
@@ -806,7 +812,7 @@ def test_prediction_md_oracle_mix_and_boosted_rows_are_their_json(trace: str) ->
 @pytest.mark.parametrize("trace", SIX)
 def test_prediction_md_headroom_rows_are_their_json(trace: str) -> None:
     lines = _lines(_doc("prediction.md"))
-    ln, q, e = (_sim(trace, f"{s}-headroom-12") for s in ("learned", "requested", "exact"))
+    ln, q, e = _sim_three(trace, "-headroom-12")
     default_ln, default_e = _sim(trace, "learned"), _sim(trace, "exact")
     assert all(x["jobs"] == 2000 and x["offline"] is None and x["headroom"] == 12 for x in (ln, q, e))
     assert all(x["cancelled"] + x["evicted"] == 0 for x in (q, e))  # as the text says
@@ -824,7 +830,7 @@ def test_prediction_md_headroom_rows_are_their_json(trace: str) -> None:
 def test_prediction_md_headroom_tuning_rows_that_are_pinned_are_their_json(h: int, suffix: str) -> None:
     cells = []
     for trace in ("CTC-SP2", "SDSC-SP2"):
-        ln, q, e = (_sim(trace, f"{s}{suffix}") for s in ("learned", "requested", "exact"))
+        ln, q, e = _sim_three(trace, suffix)
         cells.append(f"{ln['welfare']:,.0f} | {ln['welfare'] / q['welfare']:.2f} | {ln['welfare'] / e['welfare']:.2f}")
     row = f"| {h} | " + " | ".join(cells) + " |"
     assert row in _lines(_doc("prediction.md")), row
@@ -834,7 +840,7 @@ def test_prediction_md_headroom_tuning_rows_that_are_pinned_are_their_json(h: in
 def test_prediction_md_headroom_grid_rows_that_are_pinned_are_their_json(h: int, suffix: str) -> None:
     cells, met = [], 0
     for trace in SIX:
-        ln, q, e = (_sim(trace, f"{s}{suffix}")["welfare"] for s in ("learned", "requested", "exact"))
+        ln, q, e = (run["welfare"] for run in _sim_three(trace, suffix))
         both = ln / q >= 1.5 and ln / e >= 0.70
         met += both
         cell = f"{ln / q:.2f} / {ln / e:.2f}"
@@ -849,8 +855,8 @@ RESERVE = "reserve-8-0.25"  # the (UP, DOWN) chosen on CTC-SP2 and SDSC-SP2 in "
 @pytest.mark.parametrize("trace", SIX)
 def test_prediction_md_reserve_rows_are_their_json(trace: str) -> None:
     lines = _lines(_doc("prediction.md"))
-    ln, q, e = (_sim(trace, f"{s}-{RESERVE}") for s in ("learned", "requested", "exact"))
-    default_ln, default_q, default_e = (_sim(trace, s) for s in ("learned", "requested", "exact"))
+    ln, q, e = _sim_three(trace, f"-{RESERVE}")
+    default_ln, default_q, default_e = _sim_three(trace)
     assert all(x["jobs"] == 2000 and x["offline"] is None and x["reserve"] == {"up": 8.0, "down": 0.25, "most": 31}
                for x in (ln, q, e))
     # as the text says: point laws never overload, so the baselines are the default's runs

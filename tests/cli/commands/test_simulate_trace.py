@@ -98,9 +98,10 @@ def test_a_negative_headroom_is_refused(capsys: pytest.CaptureFixture[str]) -> N
     assert "argument --headroom: -1 is below the bound 0" in capsys.readouterr().err
 
 
-def test_headroom_needs_a_trace(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["simulate", "--workload", "toy", "--headroom", "3", "--json"]) == 2
-    assert "--headroom 3 needs --trace" in capsys.readouterr().err
+@pytest.mark.parametrize("flag", [["--headroom", "3"], ["--reserve", "4,0.25"]])
+def test_headroom_and_reserve_need_a_trace(flag: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--workload", "toy", *flag, "--json"]) == 2
+    assert f"{flag[0]} {flag[1]} needs --trace" in capsys.readouterr().err
 
 
 def test_reserve_writes_its_rule_into_the_platform_and_reports_itself(tmp_path: Path,
@@ -134,11 +135,6 @@ def test_a_reserve_step_of_zero_is_refused(capsys: pytest.CaptureFixture[str]) -
     with pytest.raises(SystemExit, match="2"):
         main(["simulate", "--trace", "t.swf", "--reserve", "4,0", "--json"])
     assert "argument --reserve: 0.0 must be positive and finite" in capsys.readouterr().err
-
-
-def test_reserve_needs_a_trace(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["simulate", "--workload", "toy", "--reserve", "4,0.25", "--json"]) == 2
-    assert "--reserve 4,0.25 needs --trace" in capsys.readouterr().err
 
 
 def test_a_reserve_run_through_a_real_server_gives_the_in_process_runs_welfare(

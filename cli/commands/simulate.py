@@ -390,7 +390,7 @@ def output(args: argparse.Namespace, workload: Workload, result: SimulationResul
         extra = {} if pricing is None else {"pricing": "stochastic", "stochastic_pricing": pricing}
         capacity = capacity_summary(workload, args)
         trace = getattr(args, "trace_report", None) or {}
-        return json.dumps({**result.summary(), "offline": offline, **extra, **trace,
+        return json.dumps({**result.summary(), "seed": workload.platform.seed, "offline": offline, **extra, **trace,
                            **({} if capacity is None else {"capacity": capacity})}, sort_keys=True)
     lines = [report(result, args.oracle), *([] if pricing is None else pricing_lines(pricing)),
              *([] if offline is None else offline_lines(offline))]

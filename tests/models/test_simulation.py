@@ -333,6 +333,24 @@ def test_overload_demands_about_2_8_times_what_its_16_nodes_hold_and_load_scales
     assert 5.2 <= demand(2.0) <= 6.0
 
 
+@pytest.mark.parametrize("source", ["workload", "file", "trace"])
+def test_simulate_json_reports_the_platform_seed_it_ran_with(source: str, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.cli.commands.test_predict import write_trace
+
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps({"platform": PLATFORM, "jobs": [job("a", 0, [0, 1]), job("b", 1, [1, 2])]}))
+    args = {"workload": ["--workload", "toy"], "file": ["--workload-file", str(w)],
+            "trace": ["--trace", str(write_trace(tmp_path, jobs=10)), "--jobs", "10", "--round-seconds", "60"]}[source]
+    seeds = {}
+    for seed in (None, 7, 11):
+        assert main(["simulate", *args, *([] if seed is None else ["--seed", str(seed)]), "--no-offline",
+                     "--json"]) == 0
+        seeds[seed] = json.loads(capsys.readouterr().out)["seed"]
+    # without --seed: a named workload's 0, the file's platform.seed, a trace's 0
+    assert seeds == {None: PLATFORM["seed"] if source == "file" else 0, 7: 7, 11: 11}
+
+
 @pytest.mark.parametrize("source", [["--workload", "toy"], ["--workload-file", "w.json"]])
 def test_a_seed_beyond_the_platform_bound_is_refused_by_the_parser(source: list[str],
                                                                    capsys: pytest.CaptureFixture[str]) -> None:

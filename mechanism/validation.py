@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,18 +16,23 @@ def number(v: Any) -> Any:
     return v
 
 
+def error_rule(err: Mapping[str, object]) -> str:
+    """One pydantic error's rule as the validator wrote it: without the "Value error, " pydantic puts before a
+    ValueError raised in a (field or model) validator."""
+    return str(err["msg"]).removeprefix("Value error, ")
+
+
 def validation_message(exc: ValidationError, prefix: str = "") -> str:
     """`prefix.field[i].field (value v): rule` per error, joined by "; " (no URLs, no line breaks)."""
     parts = []
     for err in exc.errors():
         loc = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in (prefix, *err["loc"]) if x != "")
         loc = loc.removeprefix(".")
-        rule = err["msg"].removeprefix("Value error, ")
         value = err.get("input")
         shown = f" (value {value!r})" if value is None or isinstance(value, (bool, int, float, str)) else ""
         if err["type"] == "missing":
             shown = ""
-        parts.append(f"{loc}{shown}: {rule}" if loc else rule)
+        parts.append(f"{loc}{shown}: {error_rule(err)}" if loc else error_rule(err))
     return "; ".join(parts)
 
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mechanism.platform import Platform
+from mechanism.validation import error_rule
 from server.limits import MAX_TENANT_NAME, MAX_TOKEN_FILE
 
 OPERATOR = "operator"
@@ -300,7 +301,7 @@ def _explain(exc: ValidationError) -> str:
                     f"{' characters' if isinstance(value, str) else ''})"
         else:
             shown = f" (value {value!r})"
-        parts.append(f"{loc}{shown}: {err['msg']}")
+        parts.append(f"{loc}{shown}: {error_rule(err)}")
     return "; ".join(parts)
 
 

@@ -337,9 +337,23 @@ def test_two_token_sources_are_refused_without_echoing_the_token(monkeypatch: py
         {"token": "acme-secret-value", "token_file": "acme"},
         {"token_env": "ACME_TOKEN", "token_file": "acme"},
     ):
-        with pytest.raises(ConfigError, match=r"tenants\.0: Value error, give exactly one of token") as info:
+        with pytest.raises(ConfigError, match=r"^tenants\.0: give exactly one of token") as info:
             parse_config(with_(tenants=[{"name": "acme", **both}]))
         assert "secret-value" not in str(info.value)  # the error is about the whole entry: its value is not shown
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        ({**CONFIG, "platform": {**PLATFORM, "C_m": PLATFORM["C"] + 1}},
+         rf"^platform: C_m={PLATFORM['C'] + 1} exceeds the bound C={PLATFORM['C']}$"),
+        ({"platform": PLATFORM, "tenants": [{"name": "acme", "token": ACME}]},
+         r"^\(top level\): tenants are configured but \[operator\] is missing: give the operator a token$"),
+    ],
+)
+def test_a_model_level_error_reads_without_pydantics_value_error_prefix(data: dict[str, Any], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        parse_config(data)
 
 
 @pytest.mark.parametrize(

@@ -391,9 +391,7 @@ class MonteCarloOracle:
         else:  # every row holds every job: only the rows marked for c can have changed
             counts.roomy = _recount_marked(paths, self._first, marks.dirty, marks.listed, marks.count,
                                            *counts.arrays(), concurrency, p.S_m, p.capacity_top)
-        hist = _histogram(counts.diff, counts.zero, counts.roomy, p.S_m, p.D_m)
-        survive = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]  # survive[s, d] = #samples with g >= d
-        return (self.samples - survive[:, 1:]) / float(self.samples)  # failures / N, exactly as counted
+        return _failure_fractions(counts.diff, counts.zero, counts.roomy, p.S_m, p.D_m, self.samples)
 
     def _survival_counts(self, c: int) -> tuple[SurvivalCounts, bool]:
         """The kept counts of concurrency c, most recently used last, and whether they are new (then c is live
@@ -886,6 +884,22 @@ def _histogram(diff: np.ndarray, zero: np.ndarray, roomy: int, n_starts: int,
         for b in range(s + 1, horizon + 1):
             out[s, min(b - s, max_d)] += at[b]
     out[:, max_d] += roomy
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _failure_fractions(diff: np.ndarray, zero: np.ndarray, roomy: int, n_starts: int, max_d: int,
+                       samples: int) -> np.ndarray:  # pragma: no cover (compiled)
+    """E[s, d - 1] = (samples - survive[s, d]) / samples, survive[s, d] the samples whose g >= d in the histogram
+    (`_histogram`): failures / N, exactly as counted (integer sums, then one division, as numpy divides)."""
+    hist = _histogram(diff, zero, roomy, n_starts, max_d)
+    out = np.empty((n_starts, max_d))
+    n = np.float64(samples)
+    for s in range(n_starts):
+        survive = 0
+        for d in range(max_d, 0, -1):
+            survive += hist[s, d]
+            out[s, d - 1] = np.float64(samples - survive) / n
     return out
 
 

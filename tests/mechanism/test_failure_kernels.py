@@ -17,6 +17,7 @@ from mechanism.failure import (
     _add_newest,
     _draw,
     _draw_all,
+    _failure_fractions,
     _histogram,
     _mark,
     _next_bit,
@@ -272,6 +273,24 @@ def test_the_survival_histogram_counts_each_sample_once_per_start_at_the_duratio
             for s in range(p.S_m):
                 want[s, sum(not fails_given_loads(r, s, d, c, p.C) for d in range(1, p.D_m + 1))] += 1
         assert np.array_equal(hist, want), c
+
+
+@settings(max_examples=100, deadline=None)
+@given(n_starts=st.integers(1, 8), horizon=st.integers(1, 12), max_d=st.integers(1, 10), samples=st.integers(1, 10**6),
+       seed=st.integers(0, 2**32 - 1))
+def test_the_compiled_failure_fractions_equal_numpys_cumsum_and_division_of_the_histogram(
+        n_starts: int, horizon: int, max_d: int, samples: int, seed: int) -> None:
+    # The plain form the estimates were computed with: survival counts summed from the longest duration down, then
+    # (N - survive) / N, bit for bit.
+    rng = np.random.default_rng(seed)
+    diff = rng.integers(-50, 50, size=(n_starts + 1, horizon + 1)).astype(np.int64)
+    zero = rng.integers(0, 50, size=n_starts + 1).astype(np.int64)
+    roomy = int(rng.integers(0, samples + 1))
+    hist = _histogram(diff, zero, roomy, n_starts, max_d)
+    survive = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]
+    want = (samples - survive[:, 1:]) / float(samples)
+    got = _failure_fractions(diff, zero, roomy, n_starts, max_d, samples)
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()
 
 
 # ---- the appending pass, against the row-by-row draw and LIFO addition and the counts from scratch ----

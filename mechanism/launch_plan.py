@@ -11,7 +11,7 @@ import numpy as np
 # What a plan is lives in plans.py (a client reading a quote needs no numpy); it is named here too, where older
 # pickles of archived plans look for it (`mechanism.launch_plan._plan_from_rows`).
 from mechanism.plans import GroupPlan, LaunchPlan, OutcomeQuote, _plan_from_rows
-from mechanism.pricing import PriceMenu
+from mechanism.pricing import Menu, PriceMenu
 from mechanism.sow import SoW
 
 
@@ -47,16 +47,18 @@ def _utility_and_price(sow: SoW, birth: int, menu: PriceMenu,
 def choose_plan(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates) -> LaunchPlan:
     """argmax_s U(s) per group over s in [a, b + S_m - 1]; never when the best U <= 0; ties to the earliest."""
     t = sow.table
-    offset = np.arange(est.raw.shape[0], dtype=np.int64)[:, None]  # start offsets s, one row each
-    d = t.duration[None, :]
-    price = menu.price(birth + offset, sow.concurrency, d)
-    u, weighted = _utilities(price, sow.value(offset + d), est.announced, t.duration, t.probability)
+    n_starts = est.raw.shape[0]
+    if isinstance(menu, Menu):  # the window sums compiled; any other menu prices the (s, d) grid itself
+        price = menu.start_prices(n_starts, sow.concurrency, t.duration)
+    else:
+        price = menu.price(birth + np.arange(n_starts, dtype=np.int64)[:, None], sow.concurrency,
+                           t.duration[None, :])
+    u, weighted = _utilities(price, t.deadline, t.step_value, est.announced, t.duration, t.probability)
     singleton = len(t.groups) == t.group.size  # one outcome per group: U(s) of a group is its outcome's P u
     # U(s) per group (eq. 1), each group's terms added as numpy adds them
     group_u = weighted if singleton else _group_sums(weighted, t.group, len(t.groups))
-    arrival = np.fromiter((a for a, _ in t.groups), dtype=np.int64, count=len(t.groups))
     chosen, best_u, start, o_price, o_raw, o_announced, o_util = _best_starts(
-        group_u, singleton, t.group, arrival, u, price, est.raw, est.announced, t.duration)
+        group_u, singleton, t.group, t.group_arrival, u, price, est.raw, est.announced, t.duration)
 
     groups = tuple(
         GroupPlan(birth + a, sig, birth + s, u) if s >= 0 else GroupPlan(birth + a, sig, None, 0.0)
@@ -83,16 +85,20 @@ def _group_sums(weighted: np.ndarray, group: np.ndarray, n_groups: int) -> np.nd
 
 
 @numba.njit(cache=True, nogil=True)
-def _utilities(price: np.ndarray, value: np.ndarray, announced: np.ndarray, duration: np.ndarray,
-               probability: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover (compiled)
-    """u[s, i] = (1 - announced[s, d_i - 1]) (value - price)[s, i] and u[s, i] P_i: numpy's operations, one by one
-    (no fused multiply-add, no reordering: the same IEEE results)."""
+def _utilities(price: np.ndarray, deadline: np.ndarray, step_value: np.ndarray, announced: np.ndarray,
+               duration: np.ndarray, probability: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """u[s, i] = (1 - announced[s, d_i - 1]) (V(s + d_i) - price[s, i]) and u[s, i] P_i: numpy's operations, one by
+    one (no fused multiply-add, no reordering: the same IEEE results). V(f) is step_value at the first deadline
+    >= f (`SoW.value`'s searchsorted), the trailing 0 past the last."""
     n_starts, n = price.shape
     u = np.empty((n_starts, n))
     weighted = np.empty((n_starts, n))
     for s in range(n_starts):
         for i in range(n):
-            x = (1.0 - announced[s, duration[i] - 1]) * (value[s, i] - price[s, i])
+            f, j = s + duration[i], 0
+            while j < deadline.size and deadline[j] < f:
+                j += 1
+            x = (1.0 - announced[s, duration[i] - 1]) * (step_value[j] - price[s, i])
             u[s, i] = x
             weighted[s, i] = x * probability[i]
     return u, weighted

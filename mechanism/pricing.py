@@ -51,6 +51,14 @@ class Menu:
                              f"{self.unit.size} rounds or is empty")
         return concurrency * self._windows(int(lo.max()) + 1, int(d.max()))[lo, d - 1]
 
+    def start_prices(self, n_starts: int, concurrency: int, duration: np.ndarray) -> np.ndarray:
+        """[s, i] = pi_b(b + s, c, duration[i]) for s in [0, n_starts): `price` on that grid, compiled (the same
+        sums in the same order, bit for bit)."""
+        if duration.size and (int(duration.min()) < 1 or n_starts - 1 + int(duration.max()) > self.unit.size):
+            raise ValueError(f"a window [start - {self.birth}, + duration) leaves the menu's "
+                             f"{self.unit.size} rounds or is empty")
+        return _start_prices(self.unit, n_starts, concurrency, duration)
+
     def _windows(self, starts: int, longest: int) -> np.ndarray:
         """table[i, k - 1] = unit[i] + unit[i + 1] + ... + unit[i + k - 1] for i < starts and k <= longest, added
         left to right (cumsum is sequential; terms past the end count 0)."""
@@ -109,6 +117,30 @@ class PriceBook:
         tail = self._y[max(now - self._base, 0):]
         nz = np.flatnonzero(tail)
         return tail[: (int(nz[-1]) + 1) if nz.size else 0].tobytes()
+
+
+@numba.njit(cache=True, nogil=True)
+def _start_prices(unit: np.ndarray, n_starts: int, concurrency: int,
+                  duration: np.ndarray) -> np.ndarray:  # pragma: no cover (compiled)
+    """`Menu.start_prices`: each start's window sums unit[s] + unit[s + 1] + ... left to right (as `Menu._windows`'
+    cumsum adds them), then times c, as numpy multiplies."""
+    n = duration.size
+    longest = 0
+    for i in range(n):
+        longest = max(longest, duration[i])
+    sums = np.empty((n_starts, longest))
+    for s in range(n_starts):
+        acc = 0.0
+        for k in range(longest):
+            x = unit[s + k] if s + k < unit.size else 0.0
+            acc = x if k == 0 else acc + x
+            sums[s, k] = acc
+    out = np.empty((n_starts, n))
+    c = np.float64(concurrency)
+    for s in range(n_starts):
+        for i in range(n):
+            out[s, i] = c * sums[s, duration[i] - 1]
+    return out
 
 
 def plan_usage(concurrency: int, probability: np.ndarray, start_offset: np.ndarray,

@@ -292,6 +292,9 @@ class OutcomeTable:
     probability: np.ndarray  # float64
     group: np.ndarray  # int64 index into `groups`
     groups: tuple[tuple[int, Signal], ...]
+    group_arrival: np.ndarray  # int64, arrival offset of each group
+    deadline: np.ndarray  # int64, the value steps' k_i (a launch plan's compiled value lookup)
+    step_value: np.ndarray  # float64, their v_i and a trailing 0 (after the last deadline)
 
     @staticmethod
     def from_sow(sow: SoW) -> OutcomeTable:
@@ -306,4 +309,7 @@ class OutcomeTable:
             group=np.array([index[(o.arrival_offset, s)] for o, s in zip(sow.outcomes, sow.signals, strict=True)],
                            dtype=np.int64),
             groups=groups,
+            group_arrival=np.array([a for a, _ in groups], dtype=np.int64),
+            deadline=np.array([k for k, _ in sow.value_steps], dtype=np.int64),
+            step_value=np.array([v for _, v in sow.value_steps] + [0.0], dtype=np.float64),
         )

@@ -66,6 +66,29 @@ def test_a_window_price_is_its_unit_prices_added_left_to_right_alone_or_among_ma
             assert float(menu.price(s, c, d)) == float(table[s, d - 1]) == c * total
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.3, 1.0, 1.5, 2.5, 4.0]), min_size=12, max_size=12), st.integers(1, 5),
+       st.lists(st.integers(1, 4), min_size=0, max_size=9), st.integers(1, 8), st.floats(1.0, 1e12))
+def test_the_compiled_start_prices_are_the_menus_price_of_every_start_and_duration_bit_for_bit(
+        shares: list[float], c: int, durations: list[int], n_starts: int, h: float) -> None:
+    # The plan's grid of window prices (compiled) against Menu.price's plain cumsum table, unit prices spread over
+    # up to 50 orders of magnitude (where a different order of additions would round differently).
+    p = Platform(C=10, C_m=10, D_m=4, S_m=8, H=h, samples=10)
+    book = PriceBook(p)
+    book.commit(0, np.array(shares) * p.sim_capacity)
+    menu = book.menu(0)
+    d = np.array(durations, dtype=np.int64)
+    want = menu.price(np.arange(n_starts, dtype=np.int64)[:, None], c, d[None, :])
+    got = menu.start_prices(n_starts, c, d)
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize(("n_starts", "durations"), [(P.horizon + 1, [1]), (2, [P.horizon]), (3, [1, 0])])
+def test_start_prices_outside_the_menu_or_empty_are_refused(n_starts: int, durations: list[int]) -> None:
+    with pytest.raises(ValueError, match=r"leaves the menu's \d+ rounds or is empty"):
+        PriceBook(P).menu(0).start_prices(n_starts, 1, np.array(durations, dtype=np.int64))
+
+
 def test_menu_is_frozen_at_birth() -> None:
     book = PriceBook(P)
     menu = book.menu(0)

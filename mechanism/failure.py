@@ -853,8 +853,19 @@ def _recount_marked(paths: np.ndarray, first: np.ndarray, dirty: np.ndarray, lis
     bit = np.uint64(1) << np.uint64(c)
     every = count[1] != 0
     todo = dirty.size if every else count[0]
+    horizon, n_words = paths.shape[1], masks.shape[1]
     m = 0
     for p in range(todo):
+        if not every:  # the listed rows lie scattered: fetch a row's dirty word, then what a marked row reads
+            if p + 2 * PREFETCH_AHEAD < todo:
+                prefetch(dirty, listed[p + 2 * PREFETCH_AHEAD])
+            if p + PREFETCH_AHEAD < todo:
+                q = listed[p + PREFETCH_AHEAD]
+                if dirty[q] & bit:
+                    prefetch(paths, q * horizon)
+                    prefetch(paths, q * horizon + horizon - 1)
+                    prefetch(masks, q * n_words)
+                    prefetch(first, q)
         n = p if every else listed[p]
         if dirty[n] & bit:
             dirty[n] &= ~bit

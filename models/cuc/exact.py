@@ -10,19 +10,25 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from models.arrays import IntArray
+from models.child import TimeUp, call_in_child
 from models.cuc.problem import UNSCHEDULED, Jobs
 from models.highs import quiet_highs
+
+MIN_LIMIT_S = 0.01  # HiGHS's limit when building the model used up the time (0 would mean none)
+GRACE_S = 2.0  # a solve with a time limit is killed this long after it (HiGHS's own limit ends it first if it can)
 
 
 @dataclass(frozen=True)
 class ExactResult:
-    """The schedule, its utility, HiGHS's dual bound and status, and the wall time of the solve."""
+    """The schedule, its utility, HiGHS's dual bound and status, the wall time of the solve, and whether the time
+    limit ended it (HiGHS's status kTimeLimit, or the solve killed at the limit plus GRACE_S)."""
 
     start: IntArray
     utility: float
     bound: float
     optimal: bool
     time_s: float
+    limit_hit: bool = False
 
 
 @dataclass(frozen=True)
@@ -40,29 +46,55 @@ def _columns(jobs: Jobs) -> _Model:
     return _Model(job=job, hour=hour)
 
 
-def solve_exact(jobs: Jobs, capacity: ArrayLike, time_limit: float = 30.0, mip_rel_gap: float = 1e-6,
+def solve_exact(jobs: Jobs, capacity: ArrayLike, time_limit: float | None = 30.0, mip_rel_gap: float = 1e-6,
                 threads: int = 1, hint: ArrayLike | None = None, relax: bool = False) -> ExactResult:
     """max sum c_i d_i X_it s.t. each job starts at most once inside its window and the load <= a_t each hour.
 
     `hint` (a feasible schedule, e.g. Alg. 3's under a_t) is given to HiGHS as a MIP start. `relax` solves the
-    LP relaxation instead: its value bounds u* from above (the schedule is then empty)."""
+    LP relaxation instead: its value bounds u* from above (the schedule is then empty).
+
+    `time_limit` (seconds of wall time, building the model included): the solve runs in a child process with
+    HiGHS's limit set to the time left, and is killed GRACE_S after the limit, since HiGHS does not stop inside
+    presolve or an LP of a large instance (HiGHS issues #885, #2226). A killed solve returns no schedule, the LP
+    bound on job classes (`lp_bound`) as its bound, and limit_hit. None: in this process, until HiGHS ends."""
+    if time_limit is not None and not time_limit > 0:
+        raise ValueError(f"time_limit={time_limit} must be > 0")
+    a = capacity_array(jobs, capacity)
+    start = None if hint is None or relax else np.asarray(hint, dtype=np.int64).ravel()
+    if time_limit is None:
+        return _solve(jobs, a, None, mip_rel_gap, threads, start, relax)
+    tick = time.perf_counter()
+    deadline = time.monotonic() + time_limit  # the system's clock: the same in the child
+    try:
+        result: ExactResult = call_in_child(time_limit + GRACE_S, _solve, jobs, a, deadline, mip_rel_gap, threads,
+                                            start, relax, preload=("highspy",))
+        return result
+    except TimeUp:
+        return ExactResult(start=np.full(len(jobs), UNSCHEDULED, dtype=np.int64), utility=0.0,
+                           bound=lp_bound(jobs, a), optimal=False, time_s=time.perf_counter() - tick, limit_hit=True)
+
+
+def _solve(jobs: Jobs, a: NDArray[np.float64], deadline: float | None, mip_rel_gap: float, threads: int,
+           hint: NDArray[np.int64] | None, relax: bool) -> ExactResult:
+    """The solve itself, stopped by HiGHS at `deadline` (time.monotonic()) if it can."""
     import highspy
 
-    if not time_limit > 0:
-        raise ValueError(f"time_limit={time_limit} must be > 0")
-    h, m = _build(jobs, capacity_array(jobs, capacity), relax, threads)
-    h.setOptionValue("time_limit", float(time_limit))
+    h, m = _build(jobs, a, relax, threads)
+    if deadline is not None:
+        h.setOptionValue("time_limit", max(deadline - time.monotonic(), MIN_LIMIT_S))
     h.setOptionValue("mip_rel_gap", float(mip_rel_gap))
-    if hint is not None and not relax:
-        _set_start(h, m, np.asarray(hint, dtype=np.int64).ravel())
+    if hint is not None:
+        _set_start(h, m, hint)
     tick = time.perf_counter()
     _run(h)
     elapsed = time.perf_counter() - tick
+    limit_hit = h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit
     if relax:
         lp_value = float(h.getInfo().objective_function_value)
         return ExactResult(start=np.full(len(jobs), UNSCHEDULED, dtype=np.int64), utility=0.0, bound=lp_value,
-                           optimal=h.getModelStatus() == highspy.HighsModelStatus.kOptimal, time_s=elapsed)
-    return _extract(h, jobs, m, elapsed)
+                           optimal=h.getModelStatus() == highspy.HighsModelStatus.kOptimal, time_s=elapsed,
+                           limit_hit=limit_hit)
+    return _extract(h, jobs, m, elapsed, limit_hit)
 
 
 @dataclass(frozen=True)
@@ -180,7 +212,7 @@ def _set_start(h: Any, m: _Model, start: NDArray[np.int64]) -> None:
     h.setSolution(sol)
 
 
-def _extract(h: Any, jobs: Jobs, m: _Model, elapsed: float) -> ExactResult:
+def _extract(h: Any, jobs: Jobs, m: _Model, elapsed: float, limit_hit: bool) -> ExactResult:
     import highspy
 
     status = h.getModelStatus()
@@ -192,4 +224,4 @@ def _extract(h: Any, jobs: Jobs, m: _Model, elapsed: float) -> ExactResult:
     util = float(jobs.value()[start != UNSCHEDULED].sum())
     bound = float(h.getInfo().mip_dual_bound)
     return ExactResult(start=start, utility=util, bound=bound,
-                       optimal=status == highspy.HighsModelStatus.kOptimal, time_s=elapsed)
+                       optimal=status == highspy.HighsModelStatus.kOptimal, time_s=elapsed, limit_hit=limit_hit)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cli.args import bounded_int, positive_float
-from models.data import KTH_SP2
+from models.data import KTH_SP2, recorded_path
 from models.hpc import cp
 from models.hpc.jobs import Workload
 from models.hpc.list_scheduling import Order, conservative, easy
@@ -115,7 +115,7 @@ def _cp_times(workload: Workload, per_bin: int, time_limit: float) -> list[dict[
 def run(args: argparse.Namespace) -> dict[str, Any]:
     workload = _load(args.trace)
     return {
-        "trace": args.trace,
+        "trace": recorded_path(args.trace),
         "throughput": _throughput(workload),
         "cp_jobs": args.cp_jobs,
         "cp_time_limit": args.time_limit,

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from cli.args import bounded_int
-from models.data import KTH_SP2, SIX_TRACES
+from models.data import KTH_SP2, SIX_TRACES, recorded_path
 from models.hpc.jobs import Workload
 from models.hpc.list_scheduling import easy
 from models.hpc.point_backfill import simulate_point
@@ -68,8 +68,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rows = []
     for trace in (SIX_TRACES if args.six else (args.trace,)):
         loaded = (workload, table) if str(trace) == str(args.trace) else load_trace(trace, args.jobs)
-        rows.append(_schedulers(str(trace), *loaded, reference=not args.no_reference))
-    return {"trace": args.trace, "jobs": len(table), "predictors": predictors, "schedulers": rows,
+        rows.append(_schedulers(recorded_path(trace), *loaded, reference=not args.no_reference))
+    return {"trace": recorded_path(args.trace), "jobs": len(table), "predictors": predictors, "schedulers": rows,
             "target_ratio": 3.0}
 
 

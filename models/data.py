@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -23,3 +24,15 @@ def read_text(path: str | Path) -> str:
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     return raw.decode("utf-8-sig")
+
+
+def recorded_path(path: str | Path) -> str:
+    """A path as a JSON record shows it: a relative path as given, an absolute one (the defaults under DATA_DIR are)
+    relative to the working directory, so that a committed record does not carry this machine's directories."""
+    text = str(path)
+    if not os.path.isabs(text):
+        return text
+    try:
+        return os.path.relpath(text)
+    except ValueError:  # on another drive (Windows): no relative path exists
+        return text

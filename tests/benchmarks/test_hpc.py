@@ -1,7 +1,9 @@
-"""`sowsched bench hpc`: bad flag values are refused by the parser (exit 2) before the trace is read."""
+"""`sowsched bench hpc`: bad flag values are refused by the parser (exit 2) before the trace is read; the record
+shows the trace as given or relative to the working directory."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -37,3 +39,15 @@ def test_a_tiny_trace_runs_and_prints_one_json_object(tmp_path: Path, capsys: py
                  "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert [r["jobs"] for r in result["throughput"]] == [5, 5, 5, 5]
+
+
+def test_the_record_shows_the_trace_relative_to_the_working_directory(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = tmp_path / "t.swf"
+    trace.write_text("; MaxNodes: 4\n" + "".join(
+        f"{i + 1} {i} -1 {d} 2 -1 -1 2 {d} -1 1 1 1 -1 1 -1 -1 -1\n" for i, d in enumerate((3, 5, 2))))
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    for given, shown in ((str(trace), "../t.swf"), ("../t.swf", "../t.swf"), ("./../t.swf", "./../t.swf")):
+        args = argparse.Namespace(trace=given, cp_jobs=3, per_bin=1, time_limit=0.1)
+        assert bench_hpc.run(args)["trace"] == shown  # an absolute path would show this machine's directories

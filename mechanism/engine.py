@@ -143,6 +143,7 @@ class Engine:
         est = FailureEstimates.from_raw(raw, self.platform.failure_threshold)
         menu = self.current_menu()
         plan = choose_plan(sow, self.now, menu, est)
+        starts = plan.outcome_starts(sow)
         job = Job(id=job_id, seq=self.submitted, birth=self.now, concurrency=sow.concurrency, held_sow=sow,
                   held_menu=menu, held_plan=plan, command=sow.command, env=tuple(sow.env.items()),
                   after=tuple(p.id for p in parents))
@@ -154,13 +155,15 @@ class Engine:
         self.submitted += 1
         self._active.append(job)
         t = sow.table
-        self.prices.commit(self.now, plan_usage(sow.concurrency, t.probability, plan.outcome_starts(sow),
-                                                t.duration, self.platform.horizon))
+        self.prices.commit(self.now, plan_usage(sow.concurrency, t.probability, starts, t.duration,
+                                                self.platform.horizon))
         if self.bundles is not None:
             assert isinstance(menu, BundleMenu)
             self.bundles.commit(menu, sow, plan)
             self.bundles.observe(self.now, sow)
-        oracle.append(self._residual(job))
+        # Born now: every outcome is still possible, at its planned start (what _residual gives, without the masks)
+        oracle.append(Residual(job=job.seq, concurrency=sow.concurrency, start=starts, length=t.duration.copy(),
+                               probability=t.probability / t.probability.sum()))
         quote = Quote(job_id, plan)
         self._emit("quote", job, plan=[{"arrival": g.arrival, "signal": g.signal, "start": g.start}
                                        for g in plan.groups], utility=plan.utility)

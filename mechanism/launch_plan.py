@@ -24,6 +24,10 @@ class FailureEstimates:
 
     @staticmethod
     def from_raw(raw: np.ndarray, threshold: float) -> FailureEstimates:
+        """The announced estimates zero every raw one not above `threshold` (np.where(raw > threshold, raw, 0.0),
+        compiled for the (S_m, D_m) float arrays the oracles give)."""
+        if raw.ndim == 2 and raw.dtype == np.float64:
+            return FailureEstimates(raw=raw, announced=_announced(raw, threshold))
         return FailureEstimates(raw=raw, announced=np.where(raw > threshold, raw, 0.0))
 
 
@@ -75,6 +79,17 @@ def choose_plan(sow: SoW, birth: int, menu: PriceMenu, est: FailureEstimates) ->
     # fsum is exactly rounded: the total cannot depend on summation order, BLAS or CPU.
     total = math.fsum(o.probability * o.utility for o in outcomes)
     return LaunchPlan(birth=birth, groups=groups, outcomes=outcomes, utility=total)
+
+
+@numba.njit(cache=True, nogil=True)
+def _announced(raw: np.ndarray, threshold: float) -> np.ndarray:  # pragma: no cover (compiled)
+    """raw where raw > threshold, else 0.0 (NaN too), as np.where gives it."""
+    out = np.empty(raw.shape)
+    for s in range(raw.shape[0]):
+        for d in range(raw.shape[1]):
+            x = raw[s, d]
+            out[s, d] = x if x > threshold else 0.0
+    return out
 
 
 def _group_sums(weighted: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:

@@ -22,6 +22,7 @@ from mechanism.engine import (
     Quote,
     UnknownJob,
 )
+from mechanism.failure import MonteCarloOracle
 from mechanism.history import HistoryMarks, MemoryArchive
 from mechanism.jobs import IllegalTransition, JobState, Released
 from mechanism.platform import Platform
@@ -559,3 +560,22 @@ def test_a_completion_reported_by_a_job_that_overload_then_removes_is_dropped_wi
     assert e.jobs["b"].state is JobState.CANCELLED
     with pytest.raises(InvalidReport, match="job 'b' is CANCELLED and does not run in round 1"):
         e.report_completion("b")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 3))
+def test_the_residual_a_submission_appends_is_the_residual_of_the_job_born_now(seed: int, now: int) -> None:
+    # submit builds it from the plan's starts directly; _residual's masks and shifts must give the same arrays.
+    rng = np.random.default_rng(seed)
+    p = small_platform(samples=50)
+    e = Engine(p)
+    for _ in range(now):
+        e.advance()
+    for i in range(4):
+        e.submit(f"j{i}", random_sow(rng, p, max_outcomes=5, signal_mode=str(rng.choice(["none", "duration"]))))
+        assert isinstance(e._oracle, MonteCarloOracle)
+        appended, fresh = e._oracle._appended[-1], e._residual(e.jobs[f"j{i}"])
+        assert (appended.job, appended.concurrency) == (fresh.job, fresh.concurrency)
+        for name in ("start", "length", "probability"):
+            a, b = getattr(appended, name), getattr(fresh, name)
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name

@@ -247,3 +247,16 @@ def test_a_plan_pickled_under_the_launch_plan_module_name_reads_back_equal() -> 
     assert b"mechanism.plans" in blob
     old = blob.replace(b"\x8c\x0fmechanism.plans", b"\x8c\x15mechanism.launch_plan")
     assert old != blob and pickle.loads(old) == plan
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 9), st.integers(1, 9), st.sampled_from([0.0, 0.06, 0.5, 1.0]))
+def test_the_compiled_announced_estimates_are_nps_where_raw_is_above_the_threshold(seed: int, rows: int, cols: int,
+                                                                                  threshold: float) -> None:
+    rng = np.random.default_rng(seed)
+    raw = rng.choice([0.0, -0.0, 0.06, 0.0600001, 0.5, 1.0, np.nan, np.inf], size=(rows, cols))
+    want = np.where(raw > threshold, raw, 0.0)
+    got = FailureEstimates.from_raw(raw, threshold).announced
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    fortran = FailureEstimates.from_raw(np.asfortranarray(raw), threshold).announced  # any layout
+    assert fortran.tobytes() == want.tobytes()

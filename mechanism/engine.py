@@ -602,7 +602,7 @@ class Engine:
             data["executor"] = job.executor.to_dict()
         event = Event(seq=self.forgotten.events + len(self.events), round=self.now, type=kind, job=job.id, data=data)
         self.events.append(event)
-        self._event_chain = _chain(self._event_chain, event.to_dict())
+        self._event_chain = hashlib.sha256(self._event_chain + event.canonical_json().encode()).digest()
 
     # ---- the state's hash ----
 
@@ -737,5 +737,6 @@ def _pending_start(job: Job) -> int | None:
 
 
 def _chain(previous: bytes, record: dict[str, Any]) -> bytes:
-    """One link of a hash chain: SHA-256 of the previous link and the record's canonical JSON."""
+    """One link of a hash chain: SHA-256 of the previous link and the record's canonical JSON (`_emit` links an
+    event's `canonical_json`, the same text; verify_chains recomputes every link from the records)."""
     return hashlib.sha256(previous + json.dumps(record, sort_keys=True).encode()).digest()

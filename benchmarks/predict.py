@@ -63,8 +63,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         predictors.append({"predictor": name, "jobs": r["jobs"], "fit_s": r["fit_s"], "predict_us": r["predict_us"],
                            "predictions_per_second": round(1e6 / r["predict_us"]) if r["predict_us"] else None,
                            "replay_s": r["total_s"]})
-    small = workload.prefix(min(len(table), 50))  # the compiled simulator loads from numba's cache untimed
+    small = workload.prefix(min(len(table), 50))  # the compiled simulators load from numba's cache untimed
     simulate_point(small, table.requested[:len(small.jobs)], table.user[:len(small.jobs)], *POINT_RUNS["easy-pp"])
+    run_predictive(small, table.prefix(len(small.jobs)), "easy-learned")
     rows = []
     for trace in (SIX_TRACES if args.six else (args.trace,)):
         loaded = (workload, table) if str(trace) == str(args.trace) else load_trace(trace, args.jobs)

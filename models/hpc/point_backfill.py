@@ -17,7 +17,7 @@ from enum import IntEnum
 import numba
 import numpy as np
 
-from models.arrays import IntArray
+from models.arrays import BoolArray, IntArray
 from models.hpc.jobs import Workload
 from models.hpc.prediction_backfill import BackfillResult
 
@@ -92,6 +92,157 @@ def _start(j: int, now: int, predicted: IntArray, starts: IntArray, pend: IntArr
 
 
 @numba.njit(cache=True, nogil=True)
+def _finish(j: int, running: IntArray, where: IntArray, n_running: int, busy: int, size: IntArray) -> tuple[int, int]:
+    """Job j leaves the running set (the last one takes its place) and frees its nodes; returns the new running
+    count and busy nodes."""
+    k = where[j]
+    n_running -= 1
+    moved = running[n_running]
+    running[k] = moved
+    where[moved] = k
+    where[j] = -1
+    return n_running, busy - size[j]
+
+
+@numba.njit(cache=True, nogil=True)
+def _corrected(j: int, new: int, elapsed: int, runtime: IntArray, predicted: IntArray, starts: IntArray,
+               pend: IntArray, heap: IntArray, heap_size: int, event_job: IntArray, counter: int,
+               stride: int) -> tuple[int, int]:
+    """Job j, `elapsed` into its run, is now predicted to run `new` seconds; if it still ends later, the instant
+    the new prediction runs out is pushed. Returns the heap size and the next event counter."""
+    if new <= elapsed:
+        raise ValueError("a corrected prediction is not above the elapsed time")
+    predicted[j] = new
+    pend[j] = starts[j] + new
+    if new < runtime[j]:
+        event_job[counter] = j
+        heap_size = _heap_push(heap, heap_size, (pend[j] * 3 + _PREDICTION_OVER) * stride + counter)
+        counter += 1
+    return heap_size, counter
+
+
+@numba.njit(cache=True, nogil=True)
+def _scratch(n: int) -> tuple[IntArray, IntArray, IntArray, IntArray, BoolArray]:
+    """A pass's scratch arrays: the jobs started, the candidates, the predicted ends and their nodes, which
+    candidates end by the reservation."""
+    return (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+            np.empty(n, dtype=np.int64), np.empty(n, dtype=np.bool_))
+
+
+@numba.njit(cache=True, nogil=True)
+def _heads(nodes: int, queue: IntArray, q0: int, q1: int, size: IntArray, busy: int, now: int,
+           predicted: IntArray, starts: IntArray, pend: IntArray, running: IntArray, where: IntArray, n_running: int,
+           started: IntArray) -> tuple[int, int, int, int, int]:
+    """Starts queue heads while they fit the nodes free at `now` (into `started`); returns the queue's new start,
+    how many started, the free and busy nodes and the running count."""
+    free = _free_now(nodes, busy, now, running, n_running, pend, size)
+    n_started = 0
+    while q0 < q1 and size[queue[q0]] <= free:
+        j = queue[q0]
+        q0 += 1
+        started[n_started] = j
+        n_started += 1
+        free -= size[j]
+        busy += size[j]
+        n_running = _start(j, now, predicted, starts, pend, running, where, n_running)
+    return q0, n_started, free, busy, n_running
+
+
+@numba.njit(cache=True, nogil=True)
+def _compact(queue: IntArray, q0: int, q1: int, starts: IntArray) -> int:
+    """Drops the started jobs from the queue slice, in place and in order; returns its new end."""
+    w = q0
+    for k in range(q0, q1):
+        if starts[queue[k]] < 0:
+            queue[w] = queue[k]
+            w += 1
+    return w
+
+
+@numba.njit(cache=True, nogil=True)
+def _backfill(queue: IntArray, q0: int, q1: int, cand: IntArray, order: IntArray, ends_by: BoolArray,
+              size: IntArray, free: int, busy: int, extra: int, now: int, predicted: IntArray, starts: IntArray,
+              pend: IntArray, running: IntArray, where: IntArray, n_running: int, started: IntArray,
+              n_started: int) -> tuple[int, int, int, int]:
+    """Tries the candidates cand[order[k]] in turn: one that fits starts if it ends by the reservation
+    (`ends_by[order[k]]`) or fits the spare nodes; the started ones leave the queue slice. Returns how many have
+    started in the pass, the busy nodes, the running count and the queue's new end."""
+    heads = n_started
+    for k in range(order.size):
+        j = cand[order[k]]
+        if size[j] > free:
+            continue
+        if ends_by[order[k]]:
+            pass
+        elif size[j] <= extra:
+            extra -= size[j]
+        else:
+            continue
+        free -= size[j]
+        busy += size[j]
+        n_running = _start(j, now, predicted, starts, pend, running, where, n_running)
+        started[n_started] = j
+        n_started += 1
+    if n_started > heads:
+        q1 = _compact(queue, q0, q1, starts)
+    return n_started, busy, n_running, q1
+
+
+@numba.njit(cache=True, nogil=True)
+def _reservation(now: int, free: int, need: int, running: IntArray, n_running: int, pend: IntArray,
+                 size: IntArray, ends: IntArray, nsz: IntArray) -> tuple[int, int]:
+    """The head's reservation: the earliest predicted end after `now` at which `need` nodes are free (every job
+    predicted to end then frees its nodes), and the nodes spare then; `ends` and `nsz` are scratch."""
+    r = 0
+    for k in range(n_running):
+        j = running[k]
+        if pend[j] > now:
+            ends[r] = pend[j]
+            nsz[r] = size[j]
+            r += 1
+    order = np.argsort(ends[:r], kind="mergesort")
+    available = free
+    k = 0
+    while k < r:
+        end = ends[order[k]]
+        while k < r and ends[order[k]] == end:
+            available += nsz[order[k]]
+            k += 1
+        if available >= need:
+            return end, available - need
+    raise ValueError("a job never fits the machine")
+
+
+@numba.njit(cache=True, nogil=True)
+def _candidates(queue: IntArray, q0: int, q1: int, size: IntArray, free: int, cand: IntArray) -> int:
+    """The queued jobs behind the head that fit the `free` nodes, in queue order, into `cand`; returns how many."""
+    m = 0
+    for k in range(q0 + 1, q1):
+        if size[queue[k]] <= free:
+            cand[m] = queue[k]
+            m += 1
+    return m
+
+
+@numba.njit(cache=True, nogil=True)
+def _launch(started: IntArray, n_started: int, now: int, runtime: IntArray, predicted: IntArray, heap: IntArray,
+            heap_size: int, event_job: IntArray, counter: int, stride: int) -> tuple[int, int]:
+    """Pushes each started job's termination and, if it is predicted to end before it does, the instant its
+    prediction runs out; returns the heap size and the next event counter."""
+    for k in range(n_started):
+        j = started[k]
+        event_job[counter] = j
+        heap_size = _heap_push(heap, heap_size, ((now + runtime[j]) * 3 + _TERMINATION) * stride + counter)
+        counter += 1
+        if predicted[j] < runtime[j]:
+            event_job[counter] = j
+            heap_size = _heap_push(heap, heap_size, ((now + predicted[j]) * 3 + _PREDICTION_OVER) * stride
+                                   + counter)
+            counter += 1
+    return heap_size, counter
+
+
+@numba.njit(cache=True, nogil=True)
 def _simulate(submit: IntArray, runtime: IntArray, size: IntArray, requested: IntArray, user: IntArray,
               nodes: int, mode: int, sjf: bool, pass_if_new_fits: bool) -> tuple[IntArray, int, int, int]:
     n = submit.size
@@ -114,11 +265,8 @@ def _simulate(submit: IntArray, runtime: IntArray, size: IntArray, requested: In
     seen = np.zeros(users, dtype=np.int64)  # completed jobs per user
     last1 = np.zeros(users, dtype=np.int64)  # the user's last completed runtime
     last2 = np.zeros(users, dtype=np.int64)  # the one before
-    started = np.empty(n, dtype=np.int64)
-    cand = np.empty(n, dtype=np.int64)
+    started, cand, ends, nsz, fits = _scratch(n)
     keys = np.empty(n, dtype=np.int64)
-    ends = np.empty(n, dtype=np.int64)
-    nsz = np.empty(n, dtype=np.int64)
     passes = backfilled = corrections = 0
     nxt = 0  # next submission
     while nxt < n or heap_size > 0:
@@ -131,16 +279,9 @@ def _simulate(submit: IntArray, runtime: IntArray, size: IntArray, requested: In
             j = event_job[heap[0] % stride]
             heap_size = _heap_pop(heap, heap_size)
             elapsed = now - starts[j]
-            new = requested[j]
-            if new <= elapsed:
-                raise ValueError("a corrected prediction is not above the elapsed time")
             corrections += 1
-            predicted[j] = new
-            pend[j] = starts[j] + new
-            if new < runtime[j]:
-                event_job[counter] = j
-                heap_size = _heap_push(heap, heap_size, (pend[j] * 3 + _PREDICTION_OVER) * stride + counter)
-                counter += 1
+            heap_size, counter = _corrected(j, requested[j], elapsed, runtime, predicted, starts, pend, heap,
+                                            heap_size, event_job, counter, stride)
         # submissions
         while nxt < n and submit[nxt] == now:
             j = nxt
@@ -162,13 +303,7 @@ def _simulate(submit: IntArray, runtime: IntArray, size: IntArray, requested: In
         while heap_size > 0 and heap[0] // stride == now * 3 + _TERMINATION:
             j = event_job[heap[0] % stride]
             heap_size = _heap_pop(heap, heap_size)
-            k = where[j]
-            n_running -= 1
-            moved = running[n_running]
-            running[k] = moved
-            where[moved] = k
-            where[j] = -1
-            busy -= size[j]
+            n_running, busy = _finish(j, running, where, n_running, busy, size)
             u = user[j]
             seen[u] += 1
             last2[u] = last1[u]
@@ -178,49 +313,13 @@ def _simulate(submit: IntArray, runtime: IntArray, size: IntArray, requested: In
             continue
         # the instant's one pass
         passes += 1
-        n_started = 0
-        free = _free_now(nodes, busy, now, running, n_running, pend, size)
-        while q0 < q1 and size[queue[q0]] <= free:
-            j = queue[q0]
-            q0 += 1
-            started[n_started] = j
-            n_started += 1
-            free -= size[j]
-            busy += size[j]
-            n_running = _start(j, now, predicted, starts, pend, running, where, n_running)
+        q0, n_started, free, busy, n_running = _heads(nodes, queue, q0, q1, size, busy, now, predicted, starts,
+                                                      pend, running, where, n_running, started)
         n_heads = n_started
         if q1 - q0 > 1:
-            m = 0
-            for k in range(q0 + 1, q1):
-                if size[queue[k]] <= free:
-                    cand[m] = queue[k]
-                    m += 1
+            m = _candidates(queue, q0, q1, size, free, cand)
             if m > 0:
-                # the head's reservation: the earliest predicted end that frees enough nodes
-                need = size[queue[q0]]
-                r = 0
-                for k in range(n_running):
-                    j = running[k]
-                    if pend[j] > now:
-                        ends[r] = pend[j]
-                        nsz[r] = size[j]
-                        r += 1
-                order = np.argsort(ends[:r], kind="mergesort")
-                available = free
-                shadow = -1
-                extra = 0
-                k = 0
-                while k < r:
-                    end = ends[order[k]]
-                    while k < r and ends[order[k]] == end:
-                        available += nsz[order[k]]
-                        k += 1
-                    if available >= need:
-                        shadow = end
-                        extra = available - need
-                        break
-                if shadow < 0:
-                    raise ValueError("a job never fits the machine")
+                shadow, extra = _reservation(now, free, size[queue[q0]], running, n_running, pend, size, ends, nsz)
                 if sjf:
                     for k in range(m):
                         keys[k] = predicted[cand[k]]
@@ -228,38 +327,13 @@ def _simulate(submit: IntArray, runtime: IntArray, size: IntArray, requested: In
                 else:
                     order = np.arange(m)
                 for k in range(m):
-                    j = cand[order[k]]
-                    if size[j] > free:
-                        continue
-                    if now + predicted[j] <= shadow:
-                        pass
-                    elif size[j] <= extra:
-                        extra -= size[j]
-                    else:
-                        continue
-                    free -= size[j]
-                    busy += size[j]
-                    n_running = _start(j, now, predicted, starts, pend, running, where, n_running)
-                    started[n_started] = j
-                    n_started += 1
-                if n_started > n_heads:
-                    backfilled += n_started - n_heads
-                    w = q0
-                    for k in range(q0, q1):
-                        if starts[queue[k]] < 0:
-                            queue[w] = queue[k]
-                            w += 1
-                    q1 = w
-        for k in range(n_started):
-            j = started[k]
-            event_job[counter] = j
-            heap_size = _heap_push(heap, heap_size, ((now + runtime[j]) * 3 + _TERMINATION) * stride + counter)
-            counter += 1
-            if predicted[j] < runtime[j]:
-                event_job[counter] = j
-                heap_size = _heap_push(heap, heap_size, ((now + predicted[j]) * 3 + _PREDICTION_OVER) * stride
-                                       + counter)
-                counter += 1
+                    fits[k] = now + predicted[cand[k]] <= shadow
+                n_started, busy, n_running, q1 = _backfill(queue, q0, q1, cand, order, fits, size, free, busy, extra,
+                                                           now, predicted, starts, pend, running, where, n_running,
+                                                           started, n_started)
+                backfilled += n_started - n_heads
+        heap_size, counter = _launch(started, n_started, now, runtime, predicted, heap, heap_size, event_job,
+                                     counter, stride)
     if q1 > q0:
         raise ValueError("the simulation ended with jobs never started")
     return starts, passes, backfilled, corrections

@@ -248,16 +248,53 @@ class LearnedPredictor:
             self._store(index, features(hist, index))
         hist.observe(index)
         self._since_refit += 1
-        cfg = self.config
-        grown = cfg.refit_growth is not None and len(hist.completed) >= cfg.refit_growth * self._fitted_on
-        due = len(hist.completed) >= cfg.min_train and (
-            self._clusters is None or self._clusters.model is None or self._since_refit >= cfg.refit_every or grown)
-        if due or (len(hist.completed) < self.config.min_train and len(hist.completed) % 10 == 0):
+        if self._refit_due(len(hist.completed), self._since_refit):
             self.refit()
             return
         self._test.append(index)
         if len(self._test) >= self.config.drift_every:
             self._check_drift()
+
+    def _refit_due(self, completed: int, since: int) -> bool:
+        """Whether `observe` refits on the completion that brings the total to `completed`, `since` after the
+        last refit: on the refit schedule, or every 10 completions below `min_train`."""
+        cfg = self.config
+        grown = cfg.refit_growth is not None and completed >= cfg.refit_growth * self._fitted_on
+        due = completed >= cfg.min_train and (
+            self._clusters is None or self._clusters.model is None or since >= cfg.refit_every or grown)
+        return due or (completed < cfg.min_train and completed % 10 == 0)
+
+    def next_learning(self) -> int:
+        """How many more completions until `observe` learns (refits or checks drift): 1 when the next one does."""
+        cfg = self.config
+        done, since = len(self._hist.completed), self._since_refit
+        first = max(1, cfg.min_train - done)  # the first completion at or above min_train
+        steps = [cfg.drift_every - len(self._test)]  # the drift check
+        if done + 10 - done % 10 < cfg.min_train:  # the next multiple of 10 below min_train
+            steps.append(10 - done % 10)
+        if self._clusters is None or self._clusters.model is None:
+            steps.append(first)
+        steps.append(max(first, cfg.refit_every - since))
+        if cfg.refit_growth is not None:
+            steps.append(max(first, math.ceil(cfg.refit_growth * self._fitted_on) - done))
+        return min(steps)
+
+    def observe_many(self, indices: Sequence[int]) -> None:
+        """`observe` of each job in turn, when only the last may learn (at most `next_learning()` of them) and
+        each one's features at submission are stored (as `predict_one` stores them)."""
+        if not indices:
+            return
+        if len(indices) > self.next_learning():
+            raise ValueError(f"{len(indices)} completions: observe learns after {self.next_learning()}")
+        *quiet, last = indices
+        if not all(self._has_x[i] for i in quiet):
+            raise ValueError("observe_many needs each job's features at submission stored")
+        hist = self._hist
+        for i in quiet:
+            hist.observe(i)
+        self._since_refit += len(quiet)
+        self._test.extend(quiet)
+        self.observe(last)
 
     def _xy(self, indices: Sequence[int]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         x = self._x[np.asarray(indices, dtype=np.int64)]

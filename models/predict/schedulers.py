@@ -18,6 +18,7 @@ from models.predict.baselines import Exact, PointPredictor, RequestedTime, Tsafr
 from models.predict.jobs import JobTable
 from models.predict.learned import LearnedConfig, LearnedPredictor
 from models.predict.names import CORRECTORS, PREDICTIVE_SCHEDULERS
+from models.predict.risk_backfill import simulate_risk
 
 Corrector = Literal["conditional", "reqtime", "doubling"]
 DEFAULT_RISK = 0.9  # one configuration for every trace (docs/prediction.md)
@@ -120,6 +121,13 @@ class RiskPolicy:
         self._scored = 0
         self._wide_head = False
 
+    @property
+    def compiles(self) -> bool:
+        """Whether models/predict/risk_backfill.simulate_risk runs this policy (equal starts, compiled): the
+        conditional corrector on a tree, without the guard, the recalibration or the wide-head risk."""
+        return (self.corrector == "conditional" and self.guard is None and not self.calibrate
+                and self.wide_risk is None and self.predictor.config.clustering == "tree")
+
     def on_submit(self, index: int, now: int) -> int:
         law = self.laws[index] = self.predictor.predict_one(index)
         self.key[index] = law.z_quantile(self.order_q)
@@ -197,7 +205,8 @@ def make_policy(name: str, table: JobTable, risk: float = DEFAULT_RISK,
 def run_predictive(workload: Workload, table: JobTable, name: str, **options: Any) -> Run:
     """Simulate one prediction-driven scheduler and score it with the seed-001 metrics.
 
-    The point schedulers (POINT_RUNS) run on the compiled simulator, which tests hold equal to the policy one.
+    The point schedulers (POINT_RUNS) and easy-learned's default policy (`RiskPolicy.compiles`) run on compiled
+    simulators, which tests hold equal to the policy one.
     """
     import time
     if name in POINT_RUNS and not options:
@@ -209,7 +218,11 @@ def run_predictive(workload: Workload, table: JobTable, name: str, **options: An
                                              "corrections": point.corrections, "seconds": round(seconds, 3)})
     policy, plain = make_policy(name, table, **options)
     began = time.perf_counter()
-    result: BackfillResult = simulate_backfill(workload, policy, pass_if_new_fits=plain)
+    result: BackfillResult
+    if isinstance(policy, RiskPolicy) and policy.compiles:
+        result = simulate_risk(workload, policy.predictor, policy.risk, policy.reservation_q, policy.order_q)
+    else:
+        result = simulate_backfill(workload, policy, pass_if_new_fits=plain)
     seconds = time.perf_counter() - began
     details: dict[str, Any] = {"passes": result.passes, "backfilled": result.backfilled,
                                "corrections": result.corrections, "seconds": round(seconds, 3),

@@ -41,21 +41,23 @@ def within_bin_atoms(durations: ArrayLike, edges: FloatArray, sub: int) -> tuple
 
     Returns the atoms (increasing; the top bin ends at +inf) and the bin of each atom. A bin's probability
     is shared equally by its atoms, so a law on the atoms follows the data inside each bin instead of
-    sitting on the bin's upper edge.
+    sitting on the bin's upper edge. An empty bin's atom is its upper edge. All bins at once: a bin's durations
+    are a slice of the sorted ones, and each quantile is the order statistic np.quantile's inverted_cdf takes.
     """
     if sub < 1:
         raise ValueError(f"sub={sub} must be >= 1")
     d = np.sort(np.asarray(durations, dtype=np.float64))
-    k_of = discretise(d, edges)
-    atoms: list[float] = []
-    owner: list[int] = []
-    for k, edge in enumerate(edges):
-        inside = d[k_of == k]
-        points = np.unique(np.quantile(inside, np.arange(1, sub + 1) / sub, method="inverted_cdf")) \
-            if inside.size else np.array([edge])
-        if np.isinf(edge):
-            points = np.append(points[:-1], np.inf)
-        points = points[points > (atoms[-1] if atoms else -np.inf)]
-        atoms.extend(points.tolist())
-        owner.extend([k] * points.size)
-    return np.asarray(atoms, dtype=np.float64), np.asarray(owner, dtype=np.int64)
+    count = np.bincount(discretise(d, edges), minlength=edges.size)
+    first = np.cumsum(count) - count
+    # np.quantile(inside, q, method="inverted_cdf"): index n q - 1, rounded up unless whole, at least 0
+    index = count[:, None] * (np.arange(1, sub + 1) / sub)[None, :] - 1
+    low = np.floor(index)
+    rank = np.maximum(np.where(index - low == 0, low, low + 1), 0).astype(np.int64)
+    points = np.where(count[:, None] > 0, d[np.minimum(first[:, None] + rank, max(d.size - 1, 0))] if d.size
+                      else 0.0, edges[:, None])
+    top = np.isinf(edges)
+    points[top] = np.where(points[top] == points[top][:, -1:], np.inf, points[top])  # the top bin ends at +inf
+    flat = points.ravel()
+    before = np.maximum.accumulate(np.concatenate([[-np.inf], flat[:-1]]))
+    keep = flat > before  # each bin's distinct points, above the atoms of the bins below
+    return flat[keep], np.repeat(np.arange(edges.size, dtype=np.int64), sub)[keep]

@@ -124,16 +124,30 @@ def smoothed_vectors(counts: NDArray[np.float64], parent: NDArray[np.int64], smo
     """Per-node probability vectors: root (counts + 1/2) / (n + m/2); node (counts + s p_parent) / (n + s).
 
     `counts[v, k]` is the number of training jobs of node v in bin k; `parent[v]` is -1 at the root and
-    nodes are numbered so that a parent precedes its children (as scikit-learn numbers tree nodes).
+    nodes are numbered so that a parent precedes its children (as scikit-learn numbers tree nodes). The nodes
+    of one depth at once, each with the same arithmetic as node by node.
     """
     m = counts.shape[1]
     vectors = np.empty_like(counts)
-    for v in range(counts.shape[0]):
-        if parent[v] < 0:
-            vectors[v] = (counts[v] + 0.5) / (counts[v].sum() + 0.5 * m)
+    total = counts.sum(axis=1)
+    for depth, nodes in enumerate(levels(parent)):
+        if depth == 0:
+            vectors[nodes] = (counts[nodes] + 0.5) / (total[nodes] + 0.5 * m)[:, None]
         else:
-            vectors[v] = (counts[v] + smoothing * vectors[parent[v]]) / (counts[v].sum() + smoothing)
+            vectors[nodes] = (counts[nodes] + smoothing * vectors[parent[nodes]]) / (total[nodes] + smoothing)[:, None]
     return vectors
+
+
+def levels(parent: NDArray[np.int64]) -> list[NDArray[np.int64]]:
+    """The nodes by depth, the roots (parent -1) first; a parent precedes its children in the numbering."""
+    up = parent.tolist()
+    depth = [0] * len(up)
+    for v, u in enumerate(up):
+        if u >= 0:
+            depth[v] = depth[u] + 1
+    d = np.asarray(depth, dtype=np.int64)
+    order = np.argsort(d, kind="stable")
+    return np.split(order, np.cumsum(np.bincount(d))[:-1])
 
 
 def drift(p: FloatArray, q_counts: NDArray[np.float64], n_train: FloatArray | None = None) -> tuple[float, float]:
@@ -169,16 +183,20 @@ class _Clusters:
     n_train: FloatArray = field(default_factory=lambda: np.zeros(0))  # training jobs per node
 
     atom_probs: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))  # vectors spread on the atoms
-    atom_rows: list[list[float]] = field(default_factory=list)  # atom_probs as lists (for `capped_one`)
-    atom_list: list[float] = field(default_factory=list)  # atoms as a list
     walk: tuple[list[int], list[int], list[int], list[float]] | None = None  # the tree as lists, for `leaf`
+    _lists: tuple[list[float], list[list[float]]] | None = None  # atoms and atom_probs as lists, once asked
 
     def spread(self) -> None:
         """Each node's law on the atoms: a bin's probability shared equally by the bin's atoms."""
         share = np.bincount(self.atom_bin, minlength=self.edges.size)[self.atom_bin]
         self.atom_probs = self.vectors[:, self.atom_bin] / share
-        self.atom_rows = self.atom_probs.tolist()
-        self.atom_list = self.atoms.tolist()
+        self._lists = None
+
+    def lists(self) -> tuple[list[float], list[list[float]]]:
+        """The atoms and each node's atom_probs as lists (for `capped_one`), made at the first law asked."""
+        if self._lists is None:
+            self._lists = (self.atoms.tolist(), self.atom_probs.tolist())
+        return self._lists
 
     def leaf(self, x: list[float]) -> int:
         """`assign` of one job; a tree is walked in Python on the float32 features, as scikit-learn compares them."""
@@ -205,9 +223,8 @@ class _Clusters:
 
 
 def _counts(nodes: NDArray[np.int64], bins: NDArray[np.int64], n_nodes: int, n_bins: int) -> NDArray[np.float64]:
-    counts = np.zeros((n_nodes, n_bins))
-    np.add.at(counts, (nodes, bins), 1.0)
-    return counts
+    flat = np.bincount(nodes * n_bins + bins, minlength=n_nodes * n_bins)
+    return flat.reshape(n_nodes, n_bins).astype(np.float64)
 
 
 @dataclass
@@ -363,11 +380,11 @@ class LearnedPredictor:
         assert c is not None
         leaves = c.assign(x)
         counts = _counts(leaves, discretise(y, c.edges), c.parent.size, c.edges.size)
-        for v in range(c.parent.size - 1, 0, -1):
-            if c.parent[v] >= 0 and isinstance(c.model, tuple) is False:
-                counts[c.parent[v]] += counts[v]
         if isinstance(c.model, tuple):
             counts[0] = counts[1:].sum(axis=0)
+        else:
+            for nodes in levels(c.parent)[:0:-1]:  # deepest first: whole counts, so any order adds exactly
+                np.add.at(counts, c.parent[nodes], counts[nodes])
         c.vectors = smoothed_vectors(counts, c.parent, self.config.smoothing)
         c.spread()
         self._laws.clear()
@@ -421,7 +438,8 @@ class LearnedPredictor:
         key = (c.leaf(x), requested)
         law = self._laws.get(key)
         if law is None:
-            law = self._laws[key] = capped_one(c.atom_list, c.atom_rows[key[0]], float(requested))
+            atoms, rows = c.lists()
+            law = self._laws[key] = capped_one(atoms, rows[key[0]], float(requested))
         return law
 
     def _store(self, index: int, x: list[float]) -> None:

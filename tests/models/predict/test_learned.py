@@ -47,6 +47,50 @@ def test_a_bins_atoms_are_its_within_bin_quantiles() -> None:
     assert atoms.tolist() == [2.0, 4.0, 6.0, np.inf] and owner.tolist() == [0, 0, 1, 1]
 
 
+def _within_bin_atoms_bin_by_bin(durations: list[float], edges: np.ndarray, sub: int) -> tuple[list[float], list[int]]:
+    """within_bin_atoms in its plain form: np.quantile of each bin's durations in turn."""
+    d = np.sort(np.asarray(durations, dtype=np.float64))
+    k_of = discretise(d, edges)
+    atoms: list[float] = []
+    owner: list[int] = []
+    for k, edge in enumerate(edges):
+        inside = d[k_of == k]
+        points = np.unique(np.quantile(inside, np.arange(1, sub + 1) / sub, method="inverted_cdf")) \
+            if inside.size else np.array([edge])
+        if np.isinf(edge):
+            points = np.append(points[:-1], np.inf)
+        points = points[points > (atoms[-1] if atoms else -np.inf)]
+        atoms.extend(points.tolist())
+        owner.extend([k] * points.size)
+    return atoms, owner
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.integers(1, 60), st.floats(0.5, 5e4)), min_size=1, max_size=300), st.integers(1, 12),
+       st.integers(1, 6), st.one_of(st.none(), st.lists(st.integers(1, 80), min_size=1, max_size=6, unique=True)))
+def test_within_bin_atoms_for_all_bins_at_once_is_the_bin_by_bin_quantiles(
+        durations: list[float], bins: int, sub: int, explicit: list[int] | None) -> None:
+    edges = quantile_edges(durations, bins) if explicit is None else check_edges(sorted(explicit))  # empty bins
+    atoms, owner = within_bin_atoms(durations, edges, sub)
+    assert (atoms.tolist(), owner.tolist()) == _within_bin_atoms_bin_by_bin(durations, edges, sub)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 40), st.integers(0, 2**31), st.floats(0.0, 50.0))
+def test_smoothed_vectors_by_depth_are_the_node_by_node_arithmetic(nodes: int, bins: int, seed: int,
+                                                                   smoothing: float) -> None:
+    rng = np.random.default_rng(seed)
+    parent = np.array([-1] + [int(rng.integers(0, v)) for v in range(1, nodes)], dtype=np.int64)
+    counts = rng.random((nodes, bins)) * rng.choice([1e-3, 1.0, 1e3])
+    expected = np.empty_like(counts)
+    for v in range(nodes):
+        if parent[v] < 0:
+            expected[v] = (counts[v] + 0.5) / (counts[v].sum() + 0.5 * bins)
+        else:
+            expected[v] = (counts[v] + smoothing * expected[parent[v]]) / (counts[v].sum() + smoothing)
+    assert np.array_equal(smoothed_vectors(counts, parent, smoothing), expected)
+
+
 def test_a_clusters_vector_is_smoothed_toward_its_parents() -> None:
     counts = np.array([[2.0, 2.0], [2.0, 0.0], [0.0, 2.0]])  # root, left leaf, right leaf
     vectors = smoothed_vectors(counts, np.array([-1, 0, 0]), smoothing=2.0)

@@ -1472,3 +1472,74 @@ def test_hpc_study_md_exact_cp_rows_that_are_pinned_are_their_json() -> None:
     assert cp["CP-AWF"] < same[("AWF", "laf-conservative")] and f"**CP-AWF ({cp['CP-AWF']:.1f} %)** beats" in prose
     assert same[("BSLD", "sjf-conservative")] < cp["CP-BSLD"] < 36.1  # beaten by List-SJF, better than CP-BSLD+
     assert f"**CP-BSLD ({cp['CP-BSLD']:.1f} % vs 32 %) and CP-BSLD+ (36.1 %, from (A))**" in prose
+
+
+CUC_SUFFIX = {("tsdec", "ratio"): "", ("ar1", "ratio"): "-ar1", ("tsdec", "value"): "-value",
+              ("ar1", "value"): "-ar1-value"}  # (forecaster, order): the per-type run's file suffix
+
+
+def _cuc_type(year: str, t: str, forecaster: str = "tsdec", order: str = "ratio", hours: int = 336) -> dict[str, Any]:
+    """One committed `sowsched cuc` run at p = 0.1 %, 30 BO steps, the default generator, with `--hindsight`."""
+    name = f"cuc-window-{year}-{t}-{hours}" if hours != 336 else f"cuc-type-{year}-{t}{CUC_SUFFIX[forecaster, order]}"
+    r = dict(_json(f"{name}.json"))
+    assert (r["vm_type"], r["p"], r["bo_steps"], r["validation_hours"], r["seed"], r["errors"]) == (
+        t, 0.001, 30, 0, 0, "newest")
+    assert (r["forecasters"], r["order"], r["hours"], r["train_hours"]) == ([forecaster], order, hours, hours - 192)
+    assert (r["generator"]["max_share"], r["generator"]["demand_multiple"]) == (0.002, 1.5)
+    assert r["hindsight"]["violation"] == 0
+    return r
+
+
+def _mean(runs: list[dict[str, Any]], phase: str, key: str) -> float:
+    return sum(100 * r[phase][key] for r in runs) / len(runs)
+
+
+def _section(text: str, start: str, end: str) -> str:
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def _prose(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize(("order", "start", "end"), [
+    ("ratio", "Another forecaster does not close the gap", "With Alg. 3 line 1 by c_i d_i as well"),
+    ("value", "With Alg. 3 line 1 by c_i d_i as well", "**BO choosing the forecaster.**")])
+def test_cuc_md_forecaster_per_type_rows_are_their_json(order: str, start: str, end: str) -> None:
+    """TSDec against the AR(1) per Azure 2019 type, in each order of Alg. 3 line 1: each cell a committed run, the
+    pooled row their means, and the choice per type by training Util the mean of the chosen runs."""
+    text = _section(_doc("cuc.md"), start, end)
+    runs = {f: [_cuc_type("2019", t, f, order) for t in CUC_TYPES] for f in ("tsdec", "ar1")}
+
+    def cell(r: dict[str, Any]) -> str:
+        return (f"{100 * r['train']['util']:.2f}; {100 * r['test']['util']:.2f} / "
+                f"{100 * r['test']['violation']:.2f}; {r['theta']['inflation']:.2f}")
+
+    for i, t in enumerate(CUC_TYPES):
+        _row(text, t, cell(runs["tsdec"][i]), cell(runs["ar1"][i]))
+    if order == "ratio":  # "Every training Vio is 0."
+        assert all(r["train"]["violation"] == 0 for rs in runs.values() for r in rs)
+    _row(text, "pooled test", *(f"{_mean(rs, 'test', 'util'):.2f} / {_mean(rs, 'test', 'violation'):.2f}"
+                                for rs in runs.values()))
+    chosen = [max(pair, key=lambda r: r["train"]["util"]) for pair in zip(runs["tsdec"], runs["ar1"], strict=True)]
+    assert (f"gives {_mean(chosen, 'test', 'util'):.2f} % at Vio {_mean(chosen, 'test', 'violation'):.2f} %"
+            in _prose(text))
+
+
+def test_cuc_md_hindsight_per_forecaster_table_is_its_json() -> None:
+    """BO's kappa against the test days' own kappa per type, forecaster and order (the same committed runs)."""
+    text = _section(_doc("cuc.md"), "**What the kappa of the test days would give, per forecaster.**",
+                    "**Across test windows.**")
+    columns = [("tsdec", "ratio"), ("ar1", "ratio"), ("tsdec", "value"), ("ar1", "value")]
+    runs = {c: [_cuc_type("2019", t, *c) for t in CUC_TYPES] for c in columns}
+    for i, t in enumerate(CUC_TYPES):
+        _row(text, t, *(f"{runs[c][i]['theta']['inflation']:.2f} -> {runs[c][i]['hindsight']['inflation']:.2f}: "
+                        f"{100 * runs[c][i]['hindsight']['util']:.2f}" for c in columns))
+    _row(text, "pooled, hindsight", *(f"{_mean(runs[c], 'hindsight', 'util'):.2f}" for c in columns))
+    _row(text, "pooled, BO (Util / Vio)",
+         *(f"{_mean(runs[c], 'test', 'util'):.2f} / {_mean(runs[c], 'test', 'violation'):.2f}" for c in columns))
+    best = {order: sum(max(100 * runs[f, order][i]["hindsight"]["util"] for f in ("tsdec", "ar1"))
+                       for i in range(6)) / 6 for order in ("ratio", "value")}
+    assert (f"the pool reaches {best['ratio']:.2f} % (c_i/d_i) and {best['value']:.2f} % (c_i d_i) at Vio 0"
+            in _prose(text))
+

@@ -60,11 +60,11 @@ class Residual:
     @cached_property
     def runs(self) -> bool:
         """Whether some outcome runs the job (start >= 0)."""
-        return bool(np.any(self.start >= 0))
+        return bool((self.start >= 0).any())
 
     @cached_property
     def cdf(self) -> np.ndarray:
-        c = np.cumsum(self.probability)
+        c = self.probability.cumsum()
         c[-1] = 1.0
         return c
 

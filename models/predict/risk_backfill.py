@@ -386,10 +386,11 @@ def simulate_risk(workload: Workload, predictor: LearnedPredictor, risk: float, 
         short = st[_FREE] < _SPARE or (code == _GROW and st[_COUNTER] + 3 * n + 1 <= event_job.size)
         if short or atoms.size > width:
             grow = max(2 * slots, 4 * _SPARE) if short else slots
-            pool = _grown(pool, grow, max(width, atoms.size))
+            wide = max(width, atoms.size, 2 * width if atoms.size > width else 0)  # doubling: few copies
+            pool = _grown(pool, grow, wide)
             pool[0][st[_FREE]: st[_FREE] + grow - slots] = np.arange(slots, grow)
             st[_FREE] += grow - slots
-            slots, width = grow, max(width, atoms.size)
+            slots, width = grow, wide
         free_slots, sup, prob, cum, length = pool
         if code == _GROW and st[_COUNTER] + 3 * n + 1 > event_job.size:
             event_job = np.concatenate([event_job, np.empty(max(event_job.size, 6 * n + 6), dtype=np.int64)])

@@ -91,7 +91,9 @@ def test_compiled_easy_learned_equals_the_policy_simulator(data: list[tuple[int,
     assert fast == ref
     assert _stats(compiled) == _stats(reference)
     assert compiled.predictor.history is not None and reference.predictor.history is not None
-    assert compiled.predictor.history.completed == reference.predictor.history.completed
+    ours, theirs = compiled.predictor.history, reference.predictor.history
+    assert ours.completed == theirs.completed and ours.user_count == theirs.user_count
+    assert {u: list(d) for u, d in ours.recent.items()} == {u: list(d) for u, d in theirs.recent.items()}
 
 
 @pytest.mark.parametrize("trace,jobs", [(KTH_SP2, 3000), *((t, 6000) for t in PWA_TRACES)])

@@ -16,15 +16,23 @@ if TYPE_CHECKING:
     from mechanism.sow import Signal, SoW
 
 
-@dataclass(frozen=True)
+# Every quote builds one GroupPlan per group and one OutcomeQuote per outcome: slotted, and constructed by setting each
+# slot through its descriptor (the generated frozen __init__ calls object.__setattr__ per field, twice the time).
+@dataclass(frozen=True, slots=True)
 class GroupPlan:
     arrival: int  # absolute round
     signal: Signal
     start: int | None  # absolute round, None = never
     utility: float  # estimated utility U of the group at its chosen start (0 for never)
 
+    def __init__(self, arrival: int, signal: Signal, start: int | None, utility: float) -> None:
+        _set_arrival(self, arrival)
+        _set_signal(self, signal)
+        _set_start(self, start)
+        _set_utility(self, utility)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class OutcomeQuote:
     arrival: int  # absolute round
     duration: int
@@ -35,6 +43,26 @@ class OutcomeQuote:
     failure_raw: float | None
     failure: float | None
     utility: float  # (1 - E) (V(s + d) - pi_b(s, c, d)) at the chosen start; 0 for never
+
+    def __init__(self, arrival: int, duration: int, signal: Signal, probability: float, start: int | None,
+                 price: float | None, failure_raw: float | None, failure: float | None, utility: float) -> None:
+        _set_o_arrival(self, arrival)
+        _set_duration(self, duration)
+        _set_o_signal(self, signal)
+        _set_probability(self, probability)
+        _set_o_start(self, start)
+        _set_price(self, price)
+        _set_failure_raw(self, failure_raw)
+        _set_failure(self, failure)
+        _set_o_utility(self, utility)
+
+
+_set_arrival, _set_signal, _set_start, _set_utility = (
+    GroupPlan.__dict__[name].__set__ for name in ("arrival", "signal", "start", "utility"))
+(_set_o_arrival, _set_duration, _set_o_signal, _set_probability, _set_o_start, _set_price, _set_failure_raw,
+ _set_failure, _set_o_utility) = (
+    OutcomeQuote.__dict__[name].__set__ for name in ("arrival", "duration", "signal", "probability", "start", "price",
+                                                     "failure_raw", "failure", "utility"))
 
 
 @dataclass(frozen=True)

@@ -187,6 +187,29 @@ def test_a_plan_pickles_every_field_of_its_groups_outcome_quotes_and_itself_in_d
     assert rebuild(*args) == plan
 
 
+def test_a_group_plans_and_an_outcome_quotes_constructors_set_exactly_their_fields_in_declaration_order() -> None:
+    # Their __init__ is written out (each slot set through its descriptor): it must stay the generated one's.
+    import copy
+    import inspect
+    import pickle
+    from dataclasses import FrozenInstanceError, asdict, fields, replace
+    from typing import Any
+
+    from mechanism.plans import GroupPlan, OutcomeQuote
+    for cls in (GroupPlan, OutcomeQuote):
+        names = [f.name for f in fields(cls)]
+        assert list(inspect.signature(cls).parameters) == names
+        values: list[Any] = [f"v{i}" for i in range(len(names))]
+        obj = cls(*values)
+        assert asdict(obj) == dict(zip(names, values, strict=True))
+        assert cls(**asdict(obj)) == obj and hash(cls(**asdict(obj))) == hash(obj)
+        assert pickle.loads(pickle.dumps(obj)) == obj == copy.deepcopy(obj)
+        never: list[Any] = [None if n == "start" else v for n, v in zip(names, values, strict=True)]
+        assert replace(obj, start=None) == cls(*never)
+        with pytest.raises(FrozenInstanceError, match="cannot assign"):
+            obj.start = 1  # type: ignore[misc]
+
+
 def test_a_pickled_plan_reads_back_by_field_name_under_a_changed_layout(monkeypatch: pytest.MonkeyPatch) -> None:
     # Archived completed jobs keep their plans for good (server/archive.py pickles each ended Job once), and a
     # server of later code reads them: a field added or moved in GroupPlan or OutcomeQuote must not shift the old

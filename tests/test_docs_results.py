@@ -1470,8 +1470,9 @@ def test_hpc_study_md_exact_cp_rows_that_are_pinned_are_their_json() -> None:
     sjf, saf = same[("AF", "sjf-conservative")], same[("AF", "saf-conservative")]
     assert sjf < cp["CP-AF"] < saf and f"**CP-AF ({cp['CP-AF']:.1f} % vs 76 %)**" in prose  # worse than SJF, not SAF
     assert cp["CP-AWF"] < same[("AWF", "laf-conservative")] and f"**CP-AWF ({cp['CP-AWF']:.1f} %)** beats" in prose
-    assert same[("BSLD", "sjf-conservative")] < cp["CP-BSLD"] < 36.1  # beaten by List-SJF, better than CP-BSLD+
-    assert f"**CP-BSLD ({cp['CP-BSLD']:.1f} % vs 32 %) and CP-BSLD+ (36.1 %, from (A))**" in prose
+    (plus,) = _json("hpc-study-exact-cp-bsld-plus.json")["table"]
+    assert same[("BSLD", "sjf-conservative")] < cp["CP-BSLD"] < plus["percent_of_list_reg"]  # beaten by SJF, beats plus
+    assert f"**CP-BSLD ({cp['CP-BSLD']:.1f} % vs 32 %) and CP-BSLD+ ({plus['percent_of_list_reg']:.1f} %)**" in prose
 
 
 CUC_SUFFIX = {("tsdec", "ratio"): "", ("ar1", "ratio"): "-ar1", ("tsdec", "value"): "-value",
@@ -1543,3 +1544,52 @@ def test_cuc_md_hindsight_per_forecaster_table_is_its_json() -> None:
     assert (f"the pool reaches {best['ratio']:.2f} % (c_i/d_i) and {best['value']:.2f} % (c_i d_i) at Vio 0"
             in _prose(text))
 
+
+
+EXACT_CP_MORE = {"cp-bsld-plus": ("BSLD", "CP-BSLD+", "(Fig. 3 only)"), "cp-p2sf": ("P2SF", "CP-P2SF", "92 %"),
+                 "cp-p2sf-plus": ("P2SF", "CP-P2SF+", "about 90 % (text)")}
+
+
+def test_hpc_study_md_exact_cp_plus_and_p2sf_rows_are_their_json() -> None:
+    """CP-BSLD+, CP-P2SF and CP-P2SF+ with exact runtimes: these committed runs' (a wall-clock limit, so a rerun
+    differs), with their solver counters and CP-P2SF's BSLD against List-REG's on the same jobs."""
+    section = _doc("hpc-study.md").split("With requested time limits as estimates", 1)[0]
+    percent, stats = {}, {}
+    for scheduler, (metric, label, paper) in EXACT_CP_MORE.items():
+        run = _json(f"hpc-study-exact-{scheduler}.json")
+        assert (run["estimates"], run["time_limit"], run["config"]["jobs"], run["config"]["cp_jobs"]) == (
+            "exact", 0.5, 2000, 2000)
+        (r,) = run["table"]
+        _row(section, metric, label, "2 000", f"{r['percent_of_list_reg']:.1f} %", paper)
+        percent[scheduler], stats[scheduler] = r["percent_of_list_reg"], run["runs"][-1]
+        assert stats[scheduler]["scheduler"] == scheduler
+    reg = next(r for r in _json("hpc-study-exact-cp-p2sf.json")["runs"] if r["scheduler"] == "fcfs-conservative")
+    plus, p2sf, p2sf_plus = stats["cp-bsld-plus"], stats["cp-p2sf"], stats["cp-p2sf-plus"]
+    prose = " ".join(_doc("hpc-study.md").split())
+    assert (f"CP-BSLD+ {_spaced(plus['cp_rounds'])} (its CP-refined plan won {plus['rounds_using_cp_plan']} times, a "
+            f"list plan the other times), CP-P2SF {_spaced(p2sf['cp_rounds'])} ({p2sf['fallbacks']} fallbacks), "
+            f"CP-P2SF+ {_spaced(p2sf_plus['cp_rounds'])} ({p2sf_plus['fallbacks']} fallbacks, CP plan chosen "
+            f"{_spaced(p2sf_plus['rounds_using_cp_plan'])} times)") in prose
+    assert (f"CP-P2SF's schedule has {p2sf['BSLD'] / reg['BSLD']:.1f} times List-REG's BSLD ({p2sf['BSLD']:.0f} vs "
+            f"{reg['BSLD']:.0f})") in prose
+    assert f"{p2sf['fallbacks']} of {_spaced(p2sf['cp_rounds'])} CP-P2SF rounds fell back to List-REG" in prose
+    assert (f"**CP-P2SF ({percent['cp-p2sf']:.1f} % vs 92 %) and CP-P2SF+ ({percent['cp-p2sf-plus']:.1f} % vs about "
+            f"90 %)**") in prose
+
+
+def test_hpc_study_md_offline_cp_paragraph_is_its_json() -> None:
+    """Off-line CP over the first 300 jobs (60 s each): the committed run's percents, and CP-OFF-P2SF's AF and BSLD
+    against List-REG's on the same window."""
+    run = _json("hpc-study-offline-300.json")
+    assert (run["config"]["offline_jobs"], run["config"]["offline_time_limit"]) == (300, 60.0)
+    percent = {r["scheduler"]: r["percent_of_list_reg"] for r in run["table"]}
+    stats = {r["scheduler"]: r for r in run["runs"]}
+    assert all(stats[s]["status"] != "OPTIMAL" for s in percent)  # "none proven optimal"
+    prose = " ".join(_doc("hpc-study.md").split())
+    assert (f"CP-OFF-BSLD {percent['cp-offline-bsld']:.1f} %, CP-OFF-AF {percent['cp-offline-af']:.1f} %, CP-OFF-AWF "
+            f"{percent['cp-offline-awf']:.1f} %, CP-OFF-P2SF {percent['cp-offline-p2sf']:.1f} % (none proven optimal)"
+            in prose)
+    p2sf, reg = stats["cp-offline-p2sf"], stats["fcfs-conservative"]
+    assert (f"lowers P2SF to {percent['cp-offline-p2sf']:.1f} % while multiplying AF by "
+            f"{p2sf['AF'] / reg['AF']:.1f} and BSLD by {p2sf['BSLD'] / reg['BSLD']:.0f}") in prose
+    assert f"the BSLD result ({percent['cp-offline-bsld']:.1f} %)" in prose

@@ -24,6 +24,8 @@ import numpy as np
 from models.arrays import FloatArray, IntArray
 from models.hpc.jobs import Workload
 from models.hpc.point_backfill import (
+    _PREDICTION_OVER,
+    _TERMINATION,
     _backfill,
     _candidates,
     _corrected,
@@ -35,14 +37,13 @@ from models.hpc.point_backfill import (
     _scratch,
 )
 from models.hpc.prediction_backfill import BackfillResult
+from models.predict.history import RECENT
 from models.predict.learned import FEATURES, LearnedPredictor
 
-_PREDICTION_OVER, _TERMINATION = 0, 2
 _DONE, _LEARN, _GROW = 0, 1, 2  # why the loop returned: the trace is over, the predictor learns, the pool is full
 # the loop's scalar state, kept in one int64 array between calls
 (_NXT, _HEAP, _COUNTER, _Q0, _Q1, _RUNNING, _BUSY, _PASSES, _BACKFILLED, _CORRECTIONS, _PHASE, _NOW, _WANTED,
  _COMPLETED, _UNTIL, _FREE, _STATE) = range(17)
-_RECENT = 5  # a user's runtimes kept for the features (models/predict/history.RECENT)
 _NO_CLUSTERS, _ONE_NODE, _TREE = 0, 1, 2  # the predictor's state: no fit yet, the global histogram, a tree
 _SPARE = 1024  # free law slots the loop starts with at least (it returns for more when an instant needs them)
 
@@ -255,8 +256,8 @@ def _run(st: IntArray, submit: IntArray, runtime: IntArray, size: IntArray, requ
             heap_size = _heap_pop(heap, heap_size)
             n_running, busy = _finish(j, running, where, n_running, busy, size)
             u = user[j]
-            if n_recent[u] == _RECENT:
-                for i in range(_RECENT - 1):
+            if n_recent[u] == RECENT:
+                for i in range(RECENT - 1):
                     recent[u, i] = recent[u, i + 1]
                 n_recent[u] -= 1
             recent[u, n_recent[u]] = runtime[j]
@@ -343,6 +344,10 @@ def simulate_risk(workload: Workload, predictor: LearnedPredictor, risk: float, 
     n = len(table)
     if len(workload.jobs) != n:
         raise ValueError(f"the workload has {len(workload.jobs)} jobs and the predictor's table {n}")
+    for name in ("submit", "runtime", "size"):  # the loop reads the table's columns: they must be the workload's
+        column = getattr(table, name)
+        if not np.array_equal(column, np.fromiter((getattr(j, name) for j in workload.jobs), np.int64, n)):
+            raise ValueError(f"the workload's {name} differs from the predictor's table")
     if predictor.config.clustering != "tree":
         raise ValueError(f"clustering={predictor.config.clustering!r}: the compiled engine walks trees only")
     if hist.completed:
@@ -371,7 +376,7 @@ def simulate_risk(workload: Workload, predictor: LearnedPredictor, risk: float, 
     stride = 2**62 // (3 * horizon + 3)  # an event key: (time * 3 + kind) * stride + counter
     queue, running, completed = (np.empty(n, dtype=np.int64) for _ in range(3))
     where = np.full(n, -1, dtype=np.int64)
-    recent = np.zeros((users, _RECENT), dtype=np.int64)
+    recent = np.zeros((users, RECENT), dtype=np.int64)
     n_recent, count = np.zeros(users, dtype=np.int64), np.zeros(users, dtype=np.int64)
     has_x = np.frombuffer(predictor._has_x, dtype=np.uint8)
     slots, width = 0, 1

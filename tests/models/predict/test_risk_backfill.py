@@ -160,6 +160,10 @@ def test_simulate_risk_refuses_a_predictor_it_cannot_run() -> None:
         simulate_risk(Workload(jobs, 1), gmm, 0.9, 0.4, 0.5)
     with pytest.raises(ValueError, match="the workload has 1 jobs and the predictor's table 2"):
         simulate_risk(Workload(jobs[:1], 1), LearnedPredictor().fit(table), 0.9, 0.4, 0.5)
+    later = Workload(tuple(Job(id=j.id, submit=j.submit + 1, runtime=j.runtime, size=1, requested=j.requested)
+                           for j in jobs), 1)
+    with pytest.raises(ValueError, match="the workload's submit differs from the predictor's table"):
+        simulate_risk(later, LearnedPredictor().fit(table), 0.9, 0.4, 0.5)
     used = LearnedPredictor().fit(table)
     used.predict_one(0)
     used.observe(0)

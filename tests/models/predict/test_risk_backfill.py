@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -75,10 +76,12 @@ rows = st.lists(st.tuples(st.integers(0, 60), st.integers(1, 40), st.integers(0,
                           st.integers(1, 3)), min_size=1, max_size=40)
 
 
-@settings(max_examples=150, deadline=None)
-@given(rows, st.sampled_from([0.5, 0.9]), st.sampled_from([0.4, 0.7]))
+@settings(max_examples=200, deadline=None)
+@given(rows, st.sampled_from([0.5, 0.9]), st.sampled_from([0.4, 0.7]), st.sampled_from([0.5, 0.8]),
+       st.sampled_from([SMALL, replace(SMALL, edges=(4.0, 15.0, 30.0), refit_growth=1.5)]))
 def test_compiled_easy_learned_equals_the_policy_simulator(data: list[tuple[int, int, int, int, int]],
-                                                           risk: float, reservation_q: float) -> None:
+                                                           risk: float, reservation_q: float, order_q: float,
+                                                           config: LearnedConfig) -> None:
     # small integer times: many events share an instant and many predicted ends share the shadow time; the
     # small configuration fits trees, checks drift and updates the vectors within a few dozen completions
     data = sorted(data, key=lambda r: r[0])
@@ -87,7 +90,7 @@ def test_compiled_easy_learned_equals_the_policy_simulator(data: list[tuple[int,
     table = make_table([r[0] for r in data], [r[1] for r in data], [r[1] + r[2] for r in data],
                        [r[4] for r in data], size=[r[3] for r in data])
     ref, fast, reference, compiled = _both(Workload(jobs, 4), table, risk=risk, reservation_q=reservation_q,
-                                           config=SMALL)
+                                           order_q=order_q, config=config)
     assert fast == ref
     assert _stats(compiled) == _stats(reference)
     assert compiled.predictor.history is not None and reference.predictor.history is not None

@@ -269,7 +269,7 @@ class LearnedPredictor:
             self.refit()
             return
         self._test.append(index)
-        if len(self._test) >= self.config.drift_every:
+        if self._clusters is not None and len(self._test) >= self.config.drift_every:  # no model: nothing drifts
             self._check_drift()
 
     def _refit_due(self, completed: int, since: int) -> bool:
@@ -286,7 +286,7 @@ class LearnedPredictor:
         cfg = self.config
         done, since = len(self._hist.completed), self._since_refit
         first = max(1, cfg.min_train - done)  # the first completion at or above min_train
-        steps = [cfg.drift_every - len(self._test)]  # the drift check
+        steps = [] if self._clusters is None else [cfg.drift_every - len(self._test)]  # the drift check, once fitted
         if done + 10 - done % 10 < cfg.min_train:  # the next multiple of 10 below min_train
             steps.append(10 - done % 10)
         if self._clusters is None or self._clusters.model is None:

@@ -221,6 +221,35 @@ def test_config_validation() -> None:
         LearnedConfig(smoothing=-1)
 
 
+def test_a_drift_check_before_the_first_fit_is_skipped() -> None:
+    # drift every 3 completions, the first fit at the 10th (below min_train=30): checks 3, 6 and 9 have no model
+    # to compare with; the reference learns the first 9 without observe (no drift check can fall) and then
+    # observes as usual, so from the first fit on both must check drift, update and predict alike
+    n = 120
+    runtime = [20 + i % 7 if i < 60 else 400 + 13 * (i % 5) for i in range(n)]  # the law moves: drift updates
+    table = make_table(list(range(n)), runtime, user=[i % 3 for i in range(n)])
+    config = LearnedConfig(bins=4, sub_atoms=2, min_leaf=2, min_train=30, refit_every=1000, drift_every=3,
+                           drift_factor=0.1)
+    predictor = LearnedPredictor(config).fit(table)
+    reference = LearnedPredictor(config).fit(table)
+    assert reference.history is not None
+    laws: list[tuple[list[float], list[float]]] = []
+    expected: list[tuple[list[float], list[float]]] = []
+    for i in range(n):
+        law, ref = predictor.predict_one(i), reference.predict_one(i)
+        laws.append((law.support.tolist(), law.probs.tolist()))
+        expected.append((ref.support.tolist(), ref.probs.tolist()))
+        predictor.observe(i)
+        if i < 9:
+            reference.history.observe(i)  # its features at submission are stored by predict_one
+        else:
+            reference.observe(i)
+    assert laws == expected
+    assert predictor.stats == {**reference.stats, "fit_s": predictor.stats["fit_s"]}
+    assert predictor.stats["drift_checks"] == reference.stats["drift_checks"] > 0
+    assert predictor.stats["drift_updates"] > 0
+
+
 def test_gmm_clustering_predicts_a_distribution() -> None:
     rng = np.random.default_rng(2)
     n = 300

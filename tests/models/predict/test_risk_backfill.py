@@ -114,9 +114,9 @@ def test_compiled_easy_learned_equals_the_policy_simulator_on_real_traces(trace:
        st.lists(st.integers(1, 200), min_size=80, max_size=80))
 def test_next_learning_counts_the_completions_until_observe_refits_or_checks_drift(
         min_train: int, refit_every: int, drift_every: int, growth: float | None, runtimes: list[int]) -> None:
-    # (a drift check needs a fit: the first comes at min_train or the 10th completion, before drift_every's)
+    # (no drift check before the first fit, at min_train or the 10th completion, whatever drift_every)
     config = LearnedConfig(bins=3, sub_atoms=1, min_leaf=1, window=10, min_train=min_train, refit_every=refit_every,
-                           drift_every=max(drift_every, min(min_train, 10)), refit_growth=growth)
+                           drift_every=drift_every, refit_growth=growth)
     n = len(runtimes)
     predictor = LearnedPredictor(config).fit(make_table(list(range(n)), runtimes, user=[i % 3 for i in range(n)]))
     expected = predictor.next_learning()

@@ -1593,3 +1593,51 @@ def test_hpc_study_md_offline_cp_paragraph_is_its_json() -> None:
     assert (f"lowers P2SF to {percent['cp-offline-p2sf']:.1f} % while multiplying AF by "
             f"{p2sf['AF'] / reg['AF']:.1f} and BSLD by {p2sf['BSLD'] / reg['BSLD']:.0f}") in prose
     assert f"the BSLD result ({percent['cp-offline-bsld']:.1f} %)" in prose
+
+
+@pytest.mark.parametrize("hours", [264, 288, 312, 336])
+def test_cuc_md_test_window_rows_are_their_json(hours: int) -> None:
+    """"Across test windows": each dataset's cells pool six committed `sowsched cuc --hours N --train-hours M`
+    runs (N = 336 is the seed's split, the per-type runs)."""
+    cells = []
+    for year in ("2017", "2019"):
+        runs = [_cuc_type(year, t, hours=hours) for t in CUC_TYPES]
+        vio = [100 * r["test"]["violation"] for r in runs]
+        worst = max(range(6), key=lambda i: vio[i])
+        cells += [f"{_mean(runs, 'test', 'util'):.2f} / {_mean(runs, 'test', 'violation'):.2f}",
+                  f"{sum(v <= 0.1 for v in vio)}/6",
+                  f"{CUC_TYPES[worst]} {vio[worst]:.2f}" if vio[worst] > 0.1 else "-",
+                  f"{_mean(runs, 'exceedance', 'train'):.2f} / {_mean(runs, 'exceedance', 'test'):.2f}",
+                  f"{_mean(runs, 'hindsight', 'util'):.2f}"]
+    first = hours - 48
+    _row(_doc("cuc.md"), f"{first}-{hours - 1}, days {first // 24 + 1}-{first // 24 + 2}", f"{hours}, {hours - 192}",
+         *cells)
+
+
+def test_cuc_md_test_window_prose_is_its_json() -> None:
+    """The sentences after the test-window table: the ranges of exceedance and Util, and the windows that meet p."""
+    pooled = [[_cuc_type(year, t, hours=n) for t in CUC_TYPES]
+              for n in (264, 288, 312, 336) for year in ("2017", "2019")]
+    train = [_mean(rs, "exceedance", "train") for rs in pooled]
+    test = [_mean(rs, "exceedance", "test") for rs in pooled]
+    above = [x for x in test if x > 0]
+    met = sum(_mean(rs, "test", "violation") <= 0.1 for rs in pooled)
+    util_2019 = [_mean(rs, "test", "util") for rs in pooled[1::2]]
+    hindsight_2019 = [_mean(rs, "hindsight", "util") for rs in pooled[1::2]]
+    prose = _prose(_section(_doc("cuc.md"), "**Across test windows.**", "### Why ours differ"))
+    assert (met, len(test) - len(above)) == (1, 1)  # "in one window of eight", "(0 % once)"
+    assert f"training days to {min(train):.2f}-{max(train):.2f} %" in prose
+    assert f"exceeded on {min(above):.2f}-{max(above):.2f} % of the sample-hours (0 % once)" in prose
+    assert f"{min(above) / 0.1:.0f} to {max(above) / 0.1:.0f} times p" in prose
+    assert f"Azure 2019's Util stays at {min(util_2019):.0f}-{max(util_2019):.0f} % in every window" in prose
+    assert f"its hindsight kappa reaches {min(hindsight_2019):.1f}-{max(hindsight_2019):.1f} %" in prose
+
+
+def test_cuc_md_per_half_violations_are_the_per_type_json() -> None:
+    """The per-half Vio at p = 0.1 % under the first table: the means of each half's per-type runs."""
+    halves = []
+    for year in ("2017", "2019"):
+        runs = [_cuc_type(year, t) for t in CUC_TYPES]
+        halves.append(f"{_mean(runs[:3], 'test', 'violation'):.2f} / {_mean(runs[3:], 'test', 'violation'):.2f} %")
+    assert (f"CUC's test Vio at p = 0.1 % is {halves[0]} on Azure 2017 and {halves[1]} on Azure 2019."
+            in _prose(_doc("cuc.md")))

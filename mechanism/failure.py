@@ -36,6 +36,7 @@ INT8_MAX = 127
 EAGER_SHARE = 0.25  # apply appended jobs at once when more rows than this could need them
 SMALL_SUPPORT = 64  # up to this many outcomes a draw counts cdf entries; beyond, it bisects
 INT16_MAX = 32767
+INT32_MAX = 2**31 - 1
 MARKED_C = 63  # concurrencies up to this have a dirty bit per row, so their survival counts can be kept and updated
 COUNTS_BYTES = 64 << 20  # kept survival counts (one per concurrency queried this round, least recently used dropped)
 DRAW_BUCKET_BITS = 10  # a job's draw for every row starts from one of 2**10 buckets of [0, 1) (`_draw_all`)
@@ -239,10 +240,14 @@ class MonteCarloOracle:
         self._appended: list[Residual] = []  # jobs born this round, oldest first
         self._app = Packed.of(platform, self.round, [])
         self._paths: np.ndarray | None = None
-        self._peak = np.zeros(0, dtype=np.int64)  # highest (saturated) load of each materialised row
-        self._first = np.zeros(0, dtype=np.int64)  # its first round whose load exceeds C (horizon if none)
-        self._bound = np.zeros(0, dtype=np.int64)  # peak + concurrency of the appended jobs not applied yet
-        self._applied = np.zeros(0, dtype=np.int64)  # how many appended jobs each row has applied
+        # Per row, in the narrowest type that holds it (`_built` states the bounds), as the passes over every row are
+        # bound by memory: the highest (saturated) load of each materialised row (the paths' type), its first round
+        # whose load exceeds C (horizon if none; int16), peak + concurrency of the appended jobs not applied yet
+        # (int64: the appended jobs are unbounded), how many appended jobs each row has applied (int32).
+        self._peak = np.zeros(0, dtype=np.int64)
+        self._first = np.zeros(0, dtype=np.int16)
+        self._bound = np.zeros(0, dtype=np.int64)
+        self._applied = np.zeros(0, dtype=np.int32)
         self._marks = Marks.none(0)  # rows changed since the kept counts read them
         self._counts: dict[int, SurvivalCounts] = {}  # by concurrency, least recently used first
         self._behind = False  # some row may lack an appended job
@@ -255,7 +260,7 @@ class MonteCarloOracle:
         state = self.__dict__.copy()
         state["_paths"] = None
         for name in ("_peak", "_first", "_bound", "_applied"):
-            state[name] = np.zeros(0, dtype=np.int64)
+            state[name] = np.zeros(0, dtype=getattr(self, name).dtype)
         state["_marks"] = Marks.none(0)
         state["_counts"] = {}
         state["_scratch"] = None
@@ -291,6 +296,9 @@ class MonteCarloOracle:
 
     def append(self, residual: Residual) -> None:
         """A job born in this round joins the earlier jobs of every later SoW of the round."""
+        if len(self._appended) >= INT32_MAX:  # `_applied` counts them in int32
+            raise ValueError(f"appended jobs in round {self.round}: {len(self._appended) + 1} exceeds the bound "
+                             f"{INT32_MAX}")
         self._appended.append(residual)
         if self._growth is None:
             self._growth = PackedGrowth(self._app)
@@ -349,16 +357,20 @@ class MonteCarloOracle:
             packed = Packed.of(p, self.round, [r for r in self._earlier if r.runs])
             streams = CapacityStreams.of(p, self.round, self._last_capacity, self._current_capacity,
                                          self._level)
+            # first <= horizon = S_m + D_m - 1 < 2 * 10,000 (the platform's bounds) fits int16, and a saturated peak
+            # (<= top + 1) fits the paths' type.
+            assert p.horizon <= INT16_MAX, p.horizon
             with _threads_for(self.samples * (packed.keys.size + p.horizon)):
                 self._paths, self._peak, self._first = _build_paths(*packed.arrays(), self.samples, p.horizon,
                                                                     p.capacity_top, np.zeros(0, dtype=self._dtype()),
                                                                     *streams.arrays())
-            self._applied = np.zeros(self.samples, dtype=np.int64)
+            self._applied = np.zeros(self.samples, dtype=np.int32)
             self._marks = Marks.none(self.samples)
             self._counts = {}
             self._behind = bool(self._appended)
             pending = sum(r.concurrency for r in self._appended if r.runs)
-            self._bound = self._peak + pending  # appended before the paths existed: pending on every row
+            # appended before the paths existed: pending on every row (int64: the peaks' type is narrower)
+            self._bound = self._peak.astype(np.int64) + pending
         return self._paths
 
     def paths(self) -> np.ndarray:
@@ -504,8 +516,8 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
     """The rows of the earlier jobs; with capacity streams (cap_keys not empty) `capacity` is the process's top
     and each row starts from the sample's shortfall top - C_tau (the module docstring)."""
     paths = np.zeros((n_samples, horizon), dtype=like.dtype)
-    peak = np.zeros(n_samples, dtype=np.int64)
-    first = np.full(n_samples, horizon, dtype=np.int64)
+    peak = np.zeros(n_samples, dtype=like.dtype)  # <= capacity + 1, which the paths' type holds
+    first = np.full(n_samples, horizon, dtype=np.int16)  # <= horizon (MonteCarloOracle._built checks it)
     n_jobs = keys.size
     cap = capacity + 1
     stochastic = cap_keys.size > 0
@@ -566,7 +578,8 @@ def _materialise(row: np.ndarray, n: int, peak: np.ndarray, first: np.ndarray, b
     bits = np.uint64(0)
     for k in range(applied[n], keys.size):
         i = _draw(keys[k], n, cdf, ptr[k], ptr[k + 1])
-        peak[n], first[n], b = _add_newest(row, peak[n], first[n], start[i], length[i], conc[k], capacity, c_top)
+        peak[n], first[n], b = _add_newest(row, int(peak[n]), int(first[n]), start[i], length[i], conc[k], capacity,
+                                           c_top)
         bits |= b
     if bits & live:
         _mark(dirty, listed, count, n, bits & live)
@@ -673,12 +686,12 @@ def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, applied:
         n = work[p]
         i = idx[n]
         s = start[i]
-        fa = first[n]
+        fa = int(first[n])
         if s > fa:  # cancelled while waiting by an earlier overflow
             continue
         end = min(s + length[i], horizon)
         row = paths[n]
-        pk = peak[n]
+        pk = int(peak[n])
         bits = np.uint64(0)
         if pk + c <= capacity:  # nothing overflows anywhere: it simply adds its demand
             high = 0
@@ -801,7 +814,7 @@ def _survival_counts(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bou
         if counted and (dirty[n] & bit) == 0:
             continue
         dirty[n] &= ~bit
-        roomy = _recount(paths[n], first[n], room, words, masks[n], counted, diff, zero, last_s, roomy)
+        roomy = _recount(paths[n], int(first[n]), room, words, masks[n], counted, diff, zero, last_s, roomy)
     return roomy
 
 
@@ -870,7 +883,7 @@ def _recount_marked(paths: np.ndarray, first: np.ndarray, dirty: np.ndarray, lis
         if dirty[n] & bit:
             dirty[n] &= ~bit
             counted = masks[n, masks.shape[1] - 1] != 0
-            roomy = _recount(paths[n], first[n], capacity - c, words, masks[n], counted, diff, zero, n_starts - 1,
+            roomy = _recount(paths[n], int(first[n]), capacity - c, words, masks[n], counted, diff, zero, n_starts - 1,
                              roomy)
         if dirty[n]:  # still marked for another concurrency: stays listed (m <= p: in place)
             listed[m] = n

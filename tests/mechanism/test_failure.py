@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import mechanism.failure
 from mechanism.engine import Engine
 from mechanism.failure import MonteCarloOracle, Residual
 from mechanism.failure_exact import ExactOracle, OracleTooLarge, failure_table
@@ -316,3 +317,33 @@ def test_a_load_saturated_at_c_plus_1_reads_as_an_overflow_at_the_int8_boundary(
     est = mc(p, [one_outcome(k, 1, 0, 1) for k in range(128)], round_=0).estimates(1)
     assert est[0, 0] == 1.0 and est[1, 0] == 1.0
     assert mc(p, [one_outcome(k, 1, 0, 1) for k in range(126)], round_=0).estimates(1)[0, 0] == 0.0  # 127 fits
+
+
+@pytest.mark.parametrize(("C", "C_m", "paths"), [(125, 1, np.int8), (126, 1, np.int16), (32766, 1, np.int32)])
+def test_per_row_arrays_take_the_narrow_types_their_bounds_allow_and_hold_their_largest_values(
+        C: int, C_m: int, paths: type[np.integer]) -> None:
+    # A saturated peak (<= C + 1) fits the paths' type (int8 while C + C_m + 1 <= 127, then int16, int32); the first
+    # overflow (<= horizon) fits int16 even at the platform's largest horizon (S_m, D_m <= 10,000); the applied
+    # counts are int32. One job of C + 1 nodes in round 0 gives every row the largest peak and first overflow 0; no
+    # job gives first overflow = horizon.
+    p = small_platform(C=C, samples=4, C_m=C_m)
+    full = mc(p, [one_outcome(0, C + 1, 0, 1)], round_=0)
+    assert full.paths().dtype == paths and full._peak.dtype == paths and full._first.dtype == np.int16
+    assert full._applied.dtype == np.int32 and full._bound.dtype == np.int64
+    assert full._peak.tolist() == [C + 1] * 4 and full._first.tolist() == [0] * 4
+    empty = mc(p, [], round_=0)
+    empty.paths()
+    assert empty._first.tolist() == [p.horizon] * 4
+    widest = Platform(C=1, C_m=1, D_m=10_000, S_m=10_000, H=1.0)
+    assert widest.horizon <= mechanism.failure.INT16_MAX == np.iinfo(np.int16).max
+
+
+def test_an_append_beyond_the_int32_applied_count_is_refused_and_changes_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mechanism.failure, "INT32_MAX", 2)
+    oracle = mc(small_platform(C=4, samples=4), [], round_=0)
+    oracle.append(one_outcome(0, 1, 0, 1))
+    oracle.append(one_outcome(1, 1, 0, 1))
+    with pytest.raises(ValueError, match=r"appended jobs in round 0: 3 exceeds the bound 2"):
+        oracle.append(one_outcome(2, 1, 0, 1))
+    assert len(oracle._appended) == 2 and oracle._app.keys.size == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import math
@@ -166,6 +167,7 @@ class RunningServer:
         if self.service.predictions is not None:
             self.service.predictions.stop()
         self.scheduler.close()
+        gc.unfreeze()  # start's frozen objects back to the collector: a process starting servers again frees this one
         if self._metrics is not None:  # last: scrapes see the shutdown until the end
             self._metrics.stop()
         log.info("stopped", extra={"fields": {"port": self.port}})
@@ -253,6 +255,8 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
         if endpoint is not None:
             endpoint.stop()
         raise
+    gc.collect()  # then freeze what start-up and replay built: the writer's full collections no longer traverse it
+    gc.freeze()
     grpc_server.start()
     ticker = None
     if options.clock == "wall":

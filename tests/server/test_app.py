@@ -3,6 +3,7 @@ lost on its way to the serve loop."""
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import math
@@ -15,7 +16,7 @@ import pytest
 
 from server.app import ServerOptions, StartupError, WallClock, _Caught, setup_logging, start_server
 from server.config import CLOCK
-from tests.grpc_support import config
+from tests.grpc_support import ACME, client, config, running, sow
 
 
 def test_structured_logs_follow_sys_stderr_when_it_is_replaced(capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,6 +84,26 @@ def test_stopping_the_wall_clock_during_a_round_lets_that_round_finish_and_plays
     clock.halt.set()
     clock.join(5)
     assert not clock.is_alive() and len(rounds.spans) == 1
+
+
+def test_a_serving_server_has_frozen_its_replayed_state_out_of_the_cyclic_collector_until_it_stops(
+        tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    with running(store) as srv:
+        client(srv, ACME).submit("j1", sow())
+        client(srv).advance()
+    gc.unfreeze()  # what an earlier start in this process froze
+    assert gc.get_freeze_count() == 0
+    try:
+        with running(store) as srv:
+            assert srv.scheduler.replayed == 2
+            assert gc.get_freeze_count() > 0
+            engine = srv.scheduler.engine  # built by the replay: in the permanent generation, not a collected one
+            assert gc.is_tracked(engine) and not any(o is engine for o in gc.get_objects())
+            assert client(srv).status().now == 1  # and it serves
+        assert gc.get_freeze_count() == 0  # stopped: back to the collector (a process may start servers again)
+    finally:
+        gc.unfreeze()
 
 
 @pytest.mark.parametrize("seconds", [math.inf, math.nan, 1e10, -1.0])

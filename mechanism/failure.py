@@ -601,40 +601,56 @@ def _materialise_all(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bou
 
 
 @numba.njit(cache=True, nogil=True)
-def _bucket_starts(cdf: np.ndarray) -> tuple[np.ndarray, int]:  # pragma: no cover
+def _bucket_starts(cdf: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, bool]:  # pragma: no cover
     """For the 2**DRAW_BUCKET_BITS equal buckets of [0, 1): starts[b] = #{j < last: cdf[j] <= b / B}, the count a
-    uniform in bucket b draws at least, and the most cdf entries any bucket holds (the steps from there)."""
+    uniform in bucket b draws at least; inner[b], the cdf entry strictly inside bucket b if it holds one (2.0, above
+    every uniform, if none); the most cdf entries any bucket's (b / B, (b + 1) / B] holds (the steps from there); and
+    whether every bucket holds at most one entry strictly inside (then inner alone finishes every draw)."""
     n_buckets = 1 << DRAW_BUCKET_BITS
     starts = np.zeros(n_buckets + 1, dtype=np.int32)
+    inner = np.full(n_buckets, 2.0)
+    held = np.zeros(n_buckets, dtype=np.int32)
     for j in range(cdf.size - 1):
-        b = int(np.ceil(cdf[j] * n_buckets))  # exact: a power-of-two scale
+        x = cdf[j] * n_buckets  # exact: a power-of-two scale
+        b = int(np.ceil(x))
         if b <= n_buckets:
             starts[b] += 1
+        lo = int(np.floor(x))
+        if lo < x and lo < n_buckets:  # strictly inside bucket lo
+            held[lo] += 1
+            inner[lo] = cdf[j]
     steps = 0
     for b in range(n_buckets):
         starts[b + 1] += starts[b]
         steps = max(steps, starts[b + 1] - starts[b])
-    return starts, steps
+    return starts, inner, steps, held.max() <= 1
 
 
 @numba.njit(cache=True, nogil=True)
 def _draw_all(key: np.uint64, cdf: np.ndarray, idx: np.ndarray, u: np.ndarray) -> None:  # pragma: no cover
     """idx[n] = _draw(key, n, cdf, 0, cdf.size) for every row n, in passes the compiler vectorises (u: scratch).
 
-    A uniform's bucket gives the cdf entries below it; the few entries inside the bucket are then stepped over (cdf
-    is non-decreasing, and its last entry 1 exceeds every uniform), so each row's index is the count `_draw` takes."""
+    A uniform's bucket gives the cdf entries below it. If no bucket holds two entries strictly inside, one compare
+    with the bucket's inner entry finishes the draw (two table reads indexed by the bucket alone); otherwise the few
+    entries inside the bucket are stepped over (cdf is non-decreasing, and its last entry 1 exceeds every uniform).
+    Either way each row's index is the count `_draw` takes."""
     n_rows = idx.size
     if cdf.size == 1:
         idx[:] = 0
         return
-    starts, steps = _bucket_starts(cdf)
-    if steps > DRAW_MAX_STEPS:  # many outcomes in one bucket: the per-row draw (its bisection) is cheaper
+    starts, inner, steps, single = _bucket_starts(cdf)
+    if steps > DRAW_MAX_STEPS and not single:  # many outcomes in a bucket: the per-row draw (bisection) is cheaper
         for n in range(n_rows):
             idx[n] = _draw(key, n, cdf, 0, cdf.size)
         return
     for n in range(n_rows):
         u[n] = uniform(key, n)
     scale = float(1 << DRAW_BUCKET_BITS)
+    if single:
+        for n in range(n_rows):
+            b = int(u[n] * scale)  # exact: u has 53 bits
+            idx[n] = starts[b] + np.int32(inner[b] <= u[n])
+        return
     for n in range(n_rows):
         idx[n] = starts[int(u[n] * scale)]  # exact: u has 53 bits
     for _ in range(steps):

@@ -15,6 +15,7 @@ from mechanism.failure import (
     MonteCarloOracle,
     Residual,
     _add_newest,
+    _bucket_starts,
     _draw,
     _draw_all,
     _failure_fractions,
@@ -312,6 +313,23 @@ def test_the_vectorised_draw_of_every_row_is_the_row_by_row_draw(cdf: np.ndarray
     idx = np.full(rows, -1, dtype=np.int32)
     _draw_all(np.uint64(key), cdf, idx, np.empty(rows))
     assert idx.tolist() == [_draw(np.uint64(key), n, cdf, 0, cdf.size) for n in range(rows)]
+
+
+@pytest.mark.parametrize(("cdf", "single"), [
+    (np.linspace(1 / 18, 1.0, 18), True),  # 17 entries, at most one strictly inside any of the 1,024 buckets
+    (np.array([0.25, 0.5, 0.5, 0.5, 0.75, 1.0]), True),  # duplicates on a bucket's edge: counted by its start
+    (np.array([0.1, 0.1 + 2**-30, 0.6, 1.0]), False),  # two entries inside one bucket: stepped over
+    (np.concatenate([0.3 + np.arange(6) * 2**-40, [1.0]]), False),  # six inside one bucket: drawn row by row
+])
+def test_the_draw_finishes_with_a_buckets_inner_entry_or_by_steps_and_both_equal_the_row_by_row_draw(
+        cdf: np.ndarray, single: bool) -> None:
+    assert bool(_bucket_starts(cdf)[3]) == single
+    rows = 5000
+    for key in (1, 2**63 + 12345):
+        idx = np.full(rows, -1, dtype=np.int32)
+        _draw_all(np.uint64(key), cdf, idx, np.empty(rows))
+        assert idx.tolist() == [_draw(np.uint64(key), n, cdf, 0, cdf.size) for n in range(rows)]
+        assert idx.tolist() == np.searchsorted(cdf, uniforms(key, rows), side="right").tolist()
 
 
 @pytest.mark.parametrize("u", [0.5, int(0.3 * 2**53) / 2**53])

@@ -251,6 +251,7 @@ class MonteCarloOracle:
         self._marks = Marks.none(0)  # rows changed since the kept counts read them
         self._counts: dict[int, SurvivalCounts] = {}  # by concurrency, least recently used first
         self._behind = False  # some row may lack an appended job
+        self._floor: int | None = 0  # appended jobs every row has applied (the least of `_applied`); None: not known
         self._scratch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # one entry per row for _append_job
         self._crowded = False  # more than EAGER_SHARE of the rows' exact peaks are crowded: settle needs no count
         self._growth: PackedGrowth | None = None  # _app with room to append (rebuilt from _app when None)
@@ -272,6 +273,7 @@ class MonteCarloOracle:
         state.setdefault("_marks", Marks.none(0))  # pickled by a build without kept counts
         state.setdefault("_counts", {})
         state.setdefault("_behind", False)
+        state.setdefault("_floor", None)
         state.setdefault("_scratch", None)
         state.setdefault("_crowded", False)
         state["_growth"] = None
@@ -317,11 +319,18 @@ class MonteCarloOracle:
         True if it did work.
         """
         if self._paths is not None and self._behind \
-                and len(self._appended) > int(self._applied.min(initial=len(self._appended))) \
+                and len(self._appended) > self._applied_floor() \
                 and (self._crowded or self._count_crowded(self._bound) > EAGER_SHARE * self.samples):
             self._apply_pending()
             return True
         return False
+
+    def _applied_floor(self) -> int:
+        """The appended jobs every row has applied, kept between calls: it changes only where the rows apply jobs
+        (`_apply_pending`, `paths` and `_built` set it; a query that may apply them to some rows forgets it)."""
+        if self._floor is None:
+            self._floor = int(self._applied.min(initial=len(self._appended)))
+        return self._floor
 
     def _count_crowded(self, loads: np.ndarray) -> int:
         """The rows whose `loads` (peaks or bounds) could leave no room for some job (above C - C_m)."""
@@ -334,7 +343,7 @@ class MonteCarloOracle:
         if self._scratch is None or self._scratch[0].size != self.samples:
             self._scratch = (np.empty(self.samples, dtype=np.int32), np.empty(self.samples, dtype=np.int32),
                              np.empty(self.samples, dtype=np.float64))
-        for k in range(int(self._applied.min()), len(self._appended)):
+        for k in range(self._applied_floor(), len(self._appended)):
             r = self._appended[k]
             if not r.runs:  # it never runs: nothing to add anywhere (every row has applied k jobs or more)
                 np.maximum(self._applied, k + 1, out=self._applied)
@@ -346,6 +355,7 @@ class MonteCarloOracle:
                         self.platform.capacity_top, *self._scratch)
         self._bound[:] = self._peak
         self._behind = False
+        self._floor = len(self._appended)
         # Peaks only grow within a round: once crowded by its exact peaks, the round stays crowded.
         self._crowded = self._crowded or self._count_crowded(self._peak) > EAGER_SHARE * self.samples
 
@@ -365,6 +375,7 @@ class MonteCarloOracle:
                                                                     p.capacity_top, np.zeros(0, dtype=self._dtype()),
                                                                     *streams.arrays())
             self._applied = np.zeros(self.samples, dtype=np.int32)
+            self._floor = 0
             self._marks = Marks.none(self.samples)
             self._counts = {}
             self._behind = bool(self._appended)
@@ -383,6 +394,7 @@ class MonteCarloOracle:
             _materialise_all(paths, self._peak, self._first, self._bound, self._applied, *self._app.arrays(),
                              self.platform.capacity_top)
         self._behind = False
+        self._floor = len(self._appended)
         return paths
 
     def _dtype(self) -> type[np.integer]:
@@ -397,6 +409,8 @@ class MonteCarloOracle:
         counts, fresh = self._survival_counts(concurrency)
         marks = self._marks
         if fresh or self._behind:  # every row that could matter: applies pending jobs, recounts the dirty rows
+            if self._behind:  # it may apply some pending jobs to some rows
+                self._floor = None
             counts.roomy = _survival_counts(paths, self._peak, self._first, self._bound, self._applied,
                                             *self._app.arrays(), *marks.arrays(), *counts.arrays(), concurrency,
                                             p.S_m, p.capacity_top)

@@ -347,3 +347,44 @@ def test_an_append_beyond_the_int32_applied_count_is_refused_and_changes_nothing
     with pytest.raises(ValueError, match=r"appended jobs in round 0: 3 exceeds the bound 2"):
         oracle.append(one_outcome(2, 1, 0, 1))
     assert len(oracle._appended) == 2 and oracle._app.keys.size == 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), ops=st.lists(st.sampled_from(["append", "estimates", "settle", "paths",
+                                                                  "pickle", "reset"]), min_size=1, max_size=14))
+def test_the_kept_count_of_jobs_every_row_applied_is_the_least_applied_count_or_unknown(seed: int,
+                                                                                     ops: list[str]) -> None:
+    # settle reads the least applied count from `_applied_floor`, kept between calls: after any sequence of
+    # appends, queries (which may apply jobs to some rows only), settles, full materialisations, pickling and
+    # resets it is either forgotten (None) or exactly the least of `_applied`, and settle reports work exactly
+    # when it changed some row's applied count.
+    p = small_platform(C=4, samples=60, seed=seed)
+    rng = np.random.default_rng(seed)
+    jobs = iter(range(1, 100))
+
+    def job() -> Residual:
+        m = int(rng.integers(1, 4))
+        prob = rng.uniform(0.1, 1.0, size=m)
+        return Residual(job=next(jobs), concurrency=int(rng.integers(1, p.C_m + 1)),
+                        start=np.where(rng.random(m) < 0.3, -1, rng.integers(0, p.S_m, size=m)),
+                        length=rng.integers(1, p.D_m + 1, size=m).astype(np.int64), probability=prob / prob.sum())
+
+    oracle = mc(p, [job()], round_=0)
+    for op in ops:
+        before = oracle._applied.copy()
+        if op == "append":
+            oracle.append(job())
+        elif op == "estimates":
+            oracle.estimates(int(rng.integers(1, p.C_m + 1)))
+        elif op == "settle":
+            worked = oracle.settle()
+            assert worked == (not np.array_equal(before, oracle._applied))
+        elif op == "paths":
+            oracle.paths()
+        elif op == "pickle":
+            oracle = pickle.loads(pickle.dumps(oracle))
+        else:
+            oracle.reset(1, [job()])
+        if oracle._paths is not None:
+            assert oracle._floor is None or oracle._floor == int(oracle._applied.min())
+            assert oracle._applied_floor() == int(oracle._applied.min())

@@ -1641,3 +1641,45 @@ def test_cuc_md_per_half_violations_are_the_per_type_json() -> None:
         halves.append(f"{_mean(runs[:3], 'test', 'violation'):.2f} / {_mean(runs[3:], 'test', 'violation'):.2f} %")
     assert (f"CUC's test Vio at p = 0.1 % is {halves[0]} on Azure 2017 and {halves[1]} on Azure 2019."
             in _prose(_doc("cuc.md")))
+
+
+def _cuc_study(name: str, order: str, forecasters: list[str], share: float = 0.002) -> dict[str, Any]:
+    run = dict(_json(f"{name}.json"))
+    assert (run["objective"], run["order"], run["errors"], run["validation_hours"], run["bo_steps"]) == (
+        "sample", order, "newest", 0, 30)
+    assert (run["forecasters"], run["generator"]["max_share"], run["generator"]["demand_multiple"]) == (
+        forecasters, share, 1.5)
+    return run
+
+
+def _cell(method: dict[str, Any], p: float | None = None) -> str:
+    """Util / Vio, Vio in bold above p."""
+    vio = f"{method['violation']:.2f}"
+    return f"{method['util']:.2f} / {f'**{vio}**' if p is not None and method['violation'] > p else vio}"
+
+
+CUC_VALUE_ROWS = {"TSDec+HiGHS": "TSDEC+HiGHS", "AR1+HiGHS": "AR1+HiGHS", "W/o uncertainty": "W/o uncertainty",
+                  "W/o BO (p = 0.1 %)": "W/o BO (p = 0.1 %)", "CUC (p = 0.1 %)": "CUC (p = 0.1 %)",
+                  "Hindsight kappa (p = 0.1 %), not a method": "Hindsight kappa (p = 0.1 %)",
+                  "Alg. 3 with the true capacity": "Alg. 3 with the true capacity"}  # label: the JSON's method
+
+
+def test_cuc_md_value_order_table_is_its_json() -> None:
+    """Alg. 3 line 1 by c_i d_i at p = 0.1 %: the two p-only studies (with and without max_share 0.05), and the
+    per-half Vio after the table, the per-type runs' means."""
+    studies = {share: _cuc_study(f"cuc-study-order-value{s}", "value", ["tsdec"], share)["results"]
+               for share, s in ((0.002, ""), (0.05, "-max-share-0.05"))}
+    text = _section(_doc("cuc.md"), "With Alg. 3 line 1 by c_i d_i, at p = 0.1 % only:", "Per half, CUC's Vio")
+    for label, key in CUC_VALUE_ROWS.items():
+        cells = []
+        for dataset in ("azure2017", "azure2019"):
+            for share in (0.002, 0.05):
+                cells.append(_cell(studies[share][dataset][key], 0.1 if label.startswith("CUC") else None))
+        _row(text, label, *cells)
+    halves = {year: [_cuc_type(year, t, order="value") for t in CUC_TYPES] for year in ("2017", "2019")}
+    vio = {year: [_mean(rs[:3], "test", "violation"), _mean(rs[3:], "test", "violation")]
+           for year, rs in halves.items()}
+    for year, rs in halves.items():  # the halves' means are the study's pooled cell
+        assert abs(_mean(rs, "test", "util") - studies[0.002][f"azure{year}"]["CUC (p = 0.1 %)"]["util"]) < 1e-9
+    assert (f"Per half, CUC's Vio is {vio['2017'][0]:.2f} / {vio['2017'][1]:.2f} % on Azure 2017 and "
+            f"{vio['2019'][0]:.2f} / {vio['2019'][1]:.2f} % on Azure 2019") in _prose(_doc("cuc.md"))

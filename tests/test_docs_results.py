@@ -1241,6 +1241,7 @@ def test_performance_md_grpc_tables_print_their_json_timings() -> None:
     at32 = [clients["32"] for clients in runs.values()]
     prose = " ".join(text.split())
     assert all(r["ratio"] < 0.3 for r in [*every, *free.values()])  # "not met"
+    assert all(r["stream_ratio"] < 5 for r in every)  # "Neither target is met"
     assert (f"the ratio is {_span([r['ratio'] for r in at32], '.3f')} at 32 clients in the runs above "
             f"({_span([r['ratio'] for r in every], '.3f')} over the client counts), and a free oracle leaves it at "
             f"{free['32']['ratio']:.3f} ({_span([r['ratio'] for r in free.values()], '.3f')} over") in prose
@@ -1288,7 +1289,15 @@ def test_performance_md_writer_table_prints_its_json_timings() -> None:
         assert cells[1:] == [_span([r["stages"][stage]["p50_ms"] for r in runs], p50),
                              _span([r["stages"][stage]["mean_ms"] for r in runs], mean)], row
     prose = " ".join(text.split())
-    assert all(r["stages"]["writer: one command (_apply)"]["p50_ms"] > 0.5 for r in runs)  # "not met"
+    apply = [r["stages"]["writer: one command (_apply)"]["p50_ms"] for r in runs]
+    met = [x for x in apply if x <= 0.5]
+    verdict = "is met" if len(met) == len(runs) else "is not met"
+    assert (f"**The target of <= 0.5 ms writer time per submission p50 {verdict}**: the writer applies a submission "
+            f"in {_span(apply, '.2f')} ms p50") in prose
+    if 0 < len(met) < len(runs):
+        words = {1: "one", 2: "two", 3: "three", 4: "four"}
+        runs_met = f"{words[len(met)]} run{'s' * (len(met) > 1)}"
+        assert f"({runs_met} of the five at or below it, {_span(met, '.3f')} ms)" in prose
     settle = _span([r["stages"]["settler: oracle settle"]["ms_per_submission"] for r in runs], ".2f")
     estimates = _span([r["stages"]["oracle: estimates"]["ms_per_submission"] for r in runs], ".2f")
     assert f"{settle} ms per submission in these runs, against {estimates} ms for the estimates" in prose

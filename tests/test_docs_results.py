@@ -1700,3 +1700,93 @@ def test_cuc_md_value_order_table_is_its_json() -> None:
         assert abs(_mean(rs, "test", "util") - studies[0.002][f"azure{year}"]["CUC (p = 0.1 %)"]["util"]) < 1e-9
     assert (f"Per half, CUC's Vio is {vio['2017'][0]:.2f} / {vio['2017'][1]:.2f} % on Azure 2017 and "
             f"{vio['2019'][0]:.2f} / {vio['2019'][1]:.2f} % on Azure 2019") in _prose(_doc("cuc.md"))
+
+
+CUC_P_ROWS = tuple(f"CUC (p = {p} %)" for p in ("0.1", "0.2", "0.5", "1", "2", "5", "10"))
+
+
+def _levels_met(results: dict[str, Any]) -> int:
+    return sum(results[label]["violation"] <= float(label[9:-3]) for label in CUC_P_ROWS)
+
+
+def test_cuc_md_forecaster_choice_tables_are_their_json() -> None:
+    """BO choosing the forecaster (`--forecaster tsdec,ar1`): the p = 0.1 % table and the table over every p, each
+    column a committed `cuc-study` run (the default's columns its own committed runs)."""
+    default = _cuc_study("cuc-study-default", "ratio", ["tsdec"])["results"]
+    value = _cuc_study("cuc-study-order-value", "value", ["tsdec"])["results"]
+    both = _cuc_study("cuc-study-forecasters", "ratio", ["tsdec", "ar1"])["results"]
+    both_value = _cuc_study("cuc-study-forecasters-order-value", "value", ["tsdec", "ar1"])["results"]
+    text = _section(_doc("cuc.md"), "**BO choosing the forecaster.**", "**What the kappa of the test days")
+    datasets = ("azure2017", "azure2019")
+    for label, key, runs, p in (
+            ("CUC, TSDec (the default)", "CUC (p = 0.1 %)", (default, value), 0.1),
+            ("CUC, BO over TSDec and the AR(1)", "CUC (p = 0.1 %)", (both, both_value), 0.1),
+            ("Hindsight kappa, θ's other parameters BO's (not a method)", "Hindsight kappa (p = 0.1 %)",
+             (both, both_value), None)):
+        _row(text, label, *(_cell(run[d][key], p) for run in runs for d in datasets))
+    columns = [run[d] for run in (default, both, both_value) for d in datasets]
+    for label in CUC_P_ROWS:
+        _row(text, label, *(_cell(c[label], float(label[9:-3])) for c in columns))
+    _row(text, "levels with Vio <= p", *(f"{_levels_met(c)} of 7" for c in columns))
+
+
+def _misses(results: dict[str, Any]) -> list[str]:
+    return [label for label in CUC_P_ROWS if results[label]["violation"] > float(label[9:-3])]
+
+
+def test_cuc_md_targets_table_is_its_json() -> None:
+    """"The targets": every figure of ours derives from the committed studies and per-type runs."""
+    default = _cuc_study("cuc-study-default", "ratio", ["tsdec"])["results"]
+    shares = _cuc_study("cuc-study-max-share-0.05", "ratio", ["tsdec"], 0.05)["results"]
+    both = _cuc_study("cuc-study-forecasters", "ratio", ["tsdec", "ar1"])["results"]
+    both_value = _cuc_study("cuc-study-forecasters-order-value", "value", ["tsdec", "ar1"])["results"]
+    value = _cuc_study("cuc-study-order-value", "value", ["tsdec"])["results"]
+    once = [_json(f"cuc-once-a-day-{name}.json")["results"] for name in CUC_ONCE_A_DAY_RUNS]
+    d17, d19 = default["azure2017"], default["azure2019"]
+    text = _doc("cuc.md")
+    row = _row(text, "test Vio <= p for every p in {0.1, ..., 10} % on both datasets")
+    misses = _misses(d17)
+    assert [m[9:-3] for m in misses] == ["0.1", "0.2", "0.5"] and _misses(d19) == ["CUC (p = 0.1 %)"]
+    vio = ", ".join(f"{d17[m]['violation']:.2f}" for m in misses[:-1]) + f" and {d17[misses[-1]]['violation']:.2f}"
+    assert (f"Azure 2017 meets {_levels_met(d17)} of 7 levels (misses p = 0.1, 0.2 and 0.5 %: {vio} %), Azure 2019 "
+            f"{_levels_met(d19)} of 7 (misses p = 0.1 %: {d19['CUC (p = 0.1 %)']['violation']:.2f} %)") in row
+    halves = {year: [_cuc_type(year, t)["test"]["violation"] for t in CUC_TYPES] for year in ("2017", "2019")}
+    assert max(halves["2017"][:3]) == 0 < max(halves["2017"][3:]) and max(halves["2019"][3:]) < max(halves["2019"][:3])
+    levels = [f"{_levels_met(run['azure2017'])} and {_levels_met(run['azure2019'])} of 7" for run in (shares, both)]
+    assert (f"With max_share 0.05 the same study meets {levels[0]}; with BO choosing the forecaster "
+            f"(`--forecaster tsdec,ar1`), {levels[1]}") in row
+    assert (f"at most {max(_levels_met(r['azure2017']) for r in once)} and "
+            f"{max(_levels_met(r['azure2019']) for r in once)} of 7 under every objective and order") in row
+    row = _row(text, "Util >= 90 % of the clairvoyant optimum at p = 0.1 %")
+    cuc = "CUC (p = 0.1 %)"
+    assert (f"(max_share 0.05: {shares['azure2017'][cuc]['util']:.2f} and {shares['azure2019'][cuc]['util']:.2f} %)"
+            in row)
+    closest = both_value["azure2019"][cuc]
+    assert max(r["azure2019"][cuc]["util"] for r in (default, value, both, both_value)) == closest["util"] < 90
+    assert f"gives {closest['util']:.2f} % at Vio {closest['violation']:.2f} %" in row
+    ar1 = [_cuc_type("2019", t, "ar1") for t in CUC_TYPES]
+    best = sum(max(r["hindsight"]["util"], a["hindsight"]["util"])
+               for r, a in zip((_cuc_type("2019", t) for t in CUC_TYPES), ar1, strict=True)) / 6 * 100
+    assert (f"{best:.2f} % with the better of TSDec and the AR(1) per type, and "
+            f"{value['azure2019']['Hindsight kappa (p = 0.1 %)']['util']:.2f} % with line 1 by c_i d_i") in row
+    assert f"Alg. 3 itself reaches {d19['Alg. 3 with the true capacity']['util']:.2f} % under the true capacity" in row
+    row = _row(text, "the no-uncertainty baselines violate far above p")
+    x = [r[m]["violation"] for r in (d17, d19) for m in ("TSDEC+HiGHS", "AR1+HiGHS")]
+    w = [r["W/o uncertainty"]["violation"] for r in (d17, d19)]
+    assert f"X+HiGHS {min(x):.1f}-{max(x):.1f} % of the hours" in row
+    assert f"W/o uncertainty {min(w):.1f}-{max(w):.1f} %" in row
+
+
+def test_cuc_md_one_day_target_is_its_bench_json() -> None:
+    """"The targets": one test day's wall and CPU time, the committed `bench cuc` runs (timings: one run each)."""
+    runs = [_json(f"bench-cuc-day-{name}.json") for name in ("2017-t1str", "2019-t7str", "2017-t1str-max-share-0.05")]
+    assert [(r["vm_type"], r["max_share"], r["p"]) for r in runs] == [
+        ("t1str", 0.002, 0.001), ("t7str", 0.002, 0.001), ("t1str", 0.05, 0.001)]
+    row = _row(_doc("cuc.md"), "one test day (24 hourly decisions) in at most 1 s")
+    verdict = "**yes:**" if all(r["median_s"] <= 1 for r in runs) else "**no:**"
+    assert row.startswith(f"| one test day (24 hourly decisions) in at most 1 s | {verdict} "
+                          f"{runs[0]['median_s']:.2f} s on Azure 2017 t1str and {runs[1]['median_s']:.2f} s on Azure "
+                          f"2019 t7str at up to {_thousands(runs[0]['max_jobs_per_decision'])} and "
+                          f"{_thousands(runs[1]['max_jobs_per_decision'])} jobs per decision"), row
+    assert f"wall time, {runs[0]['median_cpu_s']:.2f} and {runs[1]['median_cpu_s']:.2f} s of CPU)" in row
+    assert f"(`--max-share 0.05`, {runs[2]['max_jobs_per_decision']} jobs) {runs[2]['median_s']:.2f} s" in row

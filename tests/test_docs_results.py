@@ -826,8 +826,11 @@ def test_prediction_md_headroom_rows_are_their_json(trace: str) -> None:
     assert row in lines, row
 
 
-@pytest.mark.parametrize(("h", "suffix"), [(0, ""), (12, "-headroom-12")])
-def test_prediction_md_headroom_tuning_rows_that_are_pinned_are_their_json(h: int, suffix: str) -> None:
+HEADROOMS = [(0, ""), *((h, f"-headroom-{h}") for h in (4, 8, 12, 16, 20, 24))]  # (H, the runs' file suffix)
+
+
+@pytest.mark.parametrize(("h", "suffix"), HEADROOMS)
+def test_prediction_md_headroom_tuning_rows_are_their_json(h: int, suffix: str) -> None:
     cells = []
     for trace in ("CTC-SP2", "SDSC-SP2"):
         ln, q, e = _sim_three(trace, suffix)
@@ -836,8 +839,8 @@ def test_prediction_md_headroom_tuning_rows_that_are_pinned_are_their_json(h: in
     assert row in _lines(_doc("prediction.md")), row
 
 
-@pytest.mark.parametrize(("h", "suffix"), [(0, ""), (12, "-headroom-12")])
-def test_prediction_md_headroom_grid_rows_that_are_pinned_are_their_json(h: int, suffix: str) -> None:
+@pytest.mark.parametrize(("h", "suffix"), HEADROOMS)
+def test_prediction_md_headroom_grid_rows_are_their_json(h: int, suffix: str) -> None:
     cells, met = [], 0
     for trace in SIX:
         ln, q, e = (run["welfare"] for run in _sim_three(trace, suffix))
@@ -872,15 +875,20 @@ def test_prediction_md_reserve_rows_are_their_json(trace: str) -> None:
     assert row in lines, row
 
 
-def test_prediction_md_reserve_tuning_row_that_is_pinned_is_its_json() -> None:
+@pytest.mark.parametrize(("up", "down"), [(2, 0.05), (4, 0.05), (8, 0.05), (2, 0.25), (4, 0.25), (8, 0.25)])
+def test_prediction_md_reserve_tuning_rows_are_their_json(up: int, down: float) -> None:
     cells, ratios = [], []
     for trace in ("CTC-SP2", "SDSC-SP2"):
-        ln = _sim(trace, f"learned-{RESERVE}")["welfare"]
+        run = _sim(trace, f"learned-reserve-{up}-{down}")
+        assert run["reserve"] == {"up": up, "down": down, "most": 31}
+        ln = run["welfare"]
         q, e = (_sim(trace, s)["welfare"] for s in ("requested", "exact"))
         cells.append(f"{ln:,.0f} | {ln / q:.2f} | {ln / e:.3f}")
         ratios.append(ln / e)
-    row = "| 8, 0.25 | " + " | ".join(cells) + f" | {min(ratios):.3f} |"
-    assert any(line.startswith(row) for line in _lines(_doc("prediction.md"))), row
+    wide = _sim("CTC-SP2", f"learned-boosted-wide-reserve-{up}-{down}")["welfare"]
+    exact = _sim("CTC-SP2", "exact")["welfare"]
+    row = f"| {up}, {down} | " + " | ".join(cells) + f" | {min(ratios):.3f} | {wide:,.0f} / {wide / exact:.3f} |"
+    assert row in _lines(_doc("prediction.md")), row
 
 
 @pytest.mark.parametrize("trace", SIX)

@@ -30,7 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=bounded_int(1), help="prefix of every trace (default: all)")
     p.add_argument("--configs", type=nonempty, default="risk=0.9,reservation_q=0.4",
                    help="easy-learned configurations, ';'-separated, each comma-separated key=value of "
-                        "risk, reservation_q, guard, calibrate (the leave-one-trace-out choice is among them)")
+                        "risk, reservation_q, guard, calibrate, wide_risk, portfolio (the leave-one-trace-out "
+                        "choice is among them)")
     p.add_argument("--scores", action="store_true", help="also score the tsafrir and learned predictors "
                    "(coverage, pinball, log score) on each trace")
 
@@ -40,10 +41,10 @@ def parse_config(text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for item in text.split(","):
         key, sep, value = item.partition("=")
-        if not sep or key not in ("risk", "reservation_q", "guard", "calibrate", "wide_risk"):
+        if not sep or key not in ("risk", "reservation_q", "guard", "calibrate", "wide_risk", "portfolio"):
             raise ValueError(f"--configs item {item!r} must be key=value with key risk, reservation_q, guard, "
-                             "calibrate or wide_risk")
-        out[key] = int(value) if key == "calibrate" else float(value)
+                             "calibrate, wide_risk or portfolio")
+        out[key] = int(value) if key in ("calibrate", "portfolio") else float(value)
     return out
 
 
@@ -83,8 +84,10 @@ def _run(workload: Workload, table: JobTable, name: str, **options: float) -> tu
     began = time.perf_counter()
     run = run_predictive(workload, table, name, **options)
     seconds = time.perf_counter() - began
-    return ({"BSLD": run.metrics.BSLD, "AF": run.metrics.AF, "seconds": round(seconds, 2)},
-            np.asarray(run.starts, dtype=np.float64))
+    out = {"BSLD": run.metrics.BSLD, "AF": run.metrics.AF, "seconds": round(seconds, 2)}
+    if "portfolio" in run.details:  # how often each policy was chosen
+        out["portfolio"] = run.details["portfolio"]
+    return out, np.asarray(run.starts, dtype=np.float64)
 
 
 def meets(pp: dict[str, Any], learned: dict[str, Any]) -> bool:

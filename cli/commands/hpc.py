@@ -56,6 +56,9 @@ def register(sub: Any) -> None:
                         "the time left to it (default: no bound)")
     p.add_argument("--calibrate", type=bounded_int(0), default=0,
                    help="easy-learned: recalibrate the risk test on the PIT of this many recent completions (0: off)")
+    p.add_argument("--portfolio", type=bounded_int(0), default=0,
+                   help="easy-learned: every PORTFOLIO hours, schedule with EASY++ or the risk test, whichever had "
+                        "the lower BSLD replaying the last week's completed jobs (0: off)")
     p.add_argument("--window", type=bounded_int(10), default=None,
                    help="easy-learned: completed jobs the engine trains on (default: LearnedConfig's)")
     p.set_defaults(func=_on_trace("hpc", hpc))
@@ -153,6 +156,8 @@ def _predictive(args: argparse.Namespace, trace: SwfTrace) -> int:
         options["guard"] = args.guard
     if args.calibrate:
         options["calibrate"] = args.calibrate
+    if args.portfolio:
+        options["portfolio"] = args.portfolio
     if args.window is not None:
         from models.predict.learned import LearnedConfig
         options["config"] = LearnedConfig(window=args.window)

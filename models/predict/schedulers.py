@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -9,7 +10,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from models.hpc.jobs import Workload
+from models.hpc.jobs import Job, Workload
+from models.hpc.metrics import bsld
 from models.hpc.point_backfill import PointMode, simulate_point
 from models.hpc.prediction_backfill import BackfillResult, simulate_backfill
 from models.hpc.runs import Run, score
@@ -26,6 +28,10 @@ DEFAULT_RESERVATION_Q = 0.4
 WIDE_SHARE = 1 / 8  # a head needing more of the machine than this is wide (docs/prediction.md: who loses)
 CALIBRATION_MIN = 200  # completions before the risk test is recalibrated
 CALIBRATION_EVERY = 50  # completions between recalibrations
+# The portfolio rule replays the jobs submitted in the last week (the weekly cycle of submissions: chosen before
+# any run, not tuned on a trace; docs/prediction.md), choosing between its policies, a tie to the first.
+PORTFOLIO_WINDOW_S = 7 * 86400
+PORTFOLIO = ("easy-pp", "easy-learned")
 # The point schedulers as the compiled simulator runs them: prediction, shortest-first backfilling, and pyss's
 # plain-EASY submission rule (the same choices make_policy's PointPolicy makes for the reference simulator).
 POINT_RUNS: dict[str, tuple[PointMode, bool, bool]] = {
@@ -183,11 +189,177 @@ def threshold_summary(thresholds: Sequence[float], nominal: float) -> dict[str, 
             "share_below_nominal": round(float(np.mean(t < nominal - 1e-9)), 4)}
 
 
+@dataclass
+class _Replay:
+    """A replay's policy: every job keeps the prediction it got at its live submission (indices: the replay's).
+    `laws` None is EASY++ (point predictions, shortest first, the requested time on an overrun), else the risk
+    test on the laws with `corrector`."""
+
+    predicted: list[int]
+    key: list[float]
+    requested: list[int]
+    laws: list[Law] | None
+    threshold: float
+    corrector: str
+    reservation_q: float
+
+    def on_submit(self, index: int, now: int) -> int:
+        return self.predicted[index]
+
+    def on_prediction_over(self, index: int, now: int, elapsed: int) -> int:
+        law = None if self.laws is None else self.laws[index]
+        new = _correct("reqtime" if law is None else self.corrector, law, elapsed, self.predicted[index],
+                       self.requested[index], self.reservation_q)
+        self.predicted[index] = new
+        return new
+
+    def on_complete(self, index: int, now: int) -> None:
+        """A replay learns nothing: its predictions are the live ones."""
+
+    def backfill_key(self, index: int) -> float:
+        return self.key[index]
+
+    def ends_by(self, index: int, now: int, shadow: int) -> bool:
+        if self.laws is None:
+            return now + self.predicted[index] <= shadow
+        return self.laws[index].z_cdf(shadow - now) >= self.threshold
+
+    def on_reservation(self, head: int, share: float) -> None:
+        """Both replayed policies treat every head alike."""
+
+
+def portfolio_choice(jobs: Sequence[Job], nodes: int, point: Sequence[int], laws: Sequence[Law],
+                     key: Sequence[float], predicted: Sequence[int], risk: float = DEFAULT_RISK,
+                     reservation_q: float = DEFAULT_RESERVATION_Q,
+                     corrector: str = "conditional") -> tuple[str, float, float]:
+    """The portfolio's choice on completed `jobs` (sorted by submission) replayed on an empty machine of `nodes`:
+    under EASY++ with each job's Tsafrir prediction `point`, and under the risk test with its law, backfill key
+    and predicted runtime, all as the job got them at its submission. Returns the policy whose replay has the
+    lower BSLD ("easy-learned" only if strictly lower; no job: "easy-pp") and the two BSLDs (NaN with no job)."""
+    if not jobs:
+        return PORTFOLIO[0], float("nan"), float("nan")
+    workload = Workload(tuple(jobs), nodes)
+    requested = [j.requested for j in jobs]
+    threshold = 1.0 - risk - 1e-12  # RiskPolicy's test
+    pp = simulate_backfill(workload, _Replay(list(point), [float(p) for p in point], requested, None, threshold,
+                                             corrector, reservation_q))
+    learned = simulate_backfill(workload, _Replay(list(predicted), list(key), requested, list(laws), threshold,
+                                                  corrector, reservation_q))
+    b_pp, b_learned = bsld(jobs, pp.starts), bsld(jobs, learned.starts)
+    return (PORTFOLIO[1] if b_learned < b_pp else PORTFOLIO[0]), b_pp, b_learned
+
+
+@dataclass
+class PortfolioPolicy(RiskPolicy):
+    """easy-learned's portfolio rule (Deng, Verboon and Iosup 2013): every `portfolio` hours from the first
+    submission, at instant t, the jobs submitted in [t - PORTFOLIO_WINDOW_S, t) and completed before t are
+    replayed by `portfolio_choice` on the machine's `nodes`; the passes until the next choice use the policy it
+    returns (EASY++ before the first). A job keeps the prediction and the corrector of the policy in force at
+    its submission; a pass orders and tests candidates by the policy in force at the pass."""
+
+    portfolio: int = 24  # hours between two choices
+    nodes: int = 0
+    mode: str = PORTFOLIO[0]
+    choices: list[tuple[int, str, float, float]] = field(default_factory=list)  # (t, policy, BSLD EASY++, learned)
+
+    def __post_init__(self) -> None:
+        if self.portfolio < 1:
+            raise ValueError(f"portfolio={self.portfolio} must be >= 1 (hours between two choices)")
+        if self.nodes < 1:
+            raise ValueError(f"nodes={self.nodes} must be >= 1 (the machine the portfolio replays on)")
+        if self.guard is not None or self.calibrate or self.wide_risk is not None:
+            raise ValueError(f"portfolio={self.portfolio} replays the plain risk test: guard={self.guard}, "
+                             f"calibrate={self.calibrate} and wide_risk={self.wide_risk} must be off")
+        super().__post_init__()
+        self._tsafrir = Tsafrir().fit(self.table)
+        self._submit: list[int] = self.table.submit.tolist()
+        self._size: list[int] = self.table.size.tolist()
+        self._point: dict[int, int] = {}  # Tsafrir's prediction of each job in the system
+        self._pp_owned: set[int] = set()  # jobs in the system submitted under EASY++
+        self._recent: deque[int] = deque()  # the jobs submitted in the window, in order
+        self._seen: dict[int, tuple[int, int, float, Law]] = {}  # their Tsafrir prediction, predicted runtime,
+        self._ended: set[int] = set()  # backfill key and law at submission; those of them that completed
+        self._next = int(self.table.submit.min()) + 3600 * self.portfolio if len(self.table) else 0
+        self.submitted = dict.fromkeys(PORTFOLIO, 0)
+        self.replayed = 0
+        self.replay_s = 0.0
+
+    @property
+    def compiles(self) -> bool:
+        """The portfolio runs on the policy-driven simulator only."""
+        return False
+
+    def _advance(self, now: int) -> None:
+        """Make every choice due by `now`, before the instant's events: all it replays ended before."""
+        while now >= self._next:
+            t = self._next
+            while self._recent and self._submit[self._recent[0]] < t - PORTFOLIO_WINDOW_S:
+                old = self._recent.popleft()
+                del self._seen[old]
+                self._ended.discard(old)
+            done = [j for j in self._recent if j in self._ended]
+            rows = [self._seen[j] for j in done]
+            jobs = [Job(id=j, submit=self._submit[j], runtime=self._runtime[j], size=self._size[j],
+                        requested=self._requested[j]) for j in done]
+            began = time.perf_counter()
+            self.mode, b_pp, b_learned = portfolio_choice(
+                jobs, self.nodes, [r[0] for r in rows], [r[3] for r in rows], [r[2] for r in rows],
+                [r[1] for r in rows], self.risk, self.reservation_q, self.corrector)
+            self.replay_s += time.perf_counter() - began
+            self.replayed += len(jobs)
+            self.choices.append((t, self.mode, b_pp, b_learned))
+            self._next += 3600 * self.portfolio
+
+    def on_submit(self, index: int, now: int) -> int:
+        self._advance(now)
+        learned = super().on_submit(index, now)
+        point = self._point[index] = max(1, self._tsafrir.point(index))
+        self._seen[index] = (point, learned, self.key[index], self.laws[index])
+        self._recent.append(index)
+        self.submitted[self.mode] += 1
+        if self.mode == PORTFOLIO[1]:
+            return learned
+        self._pp_owned.add(index)
+        self.predicted[index] = point
+        return point
+
+    def on_prediction_over(self, index: int, now: int, elapsed: int) -> int:
+        self._advance(now)
+        if index not in self._pp_owned:
+            return super().on_prediction_over(index, now, elapsed)
+        self.predicted[index] = self._requested[index]  # EASY++'s correction
+        return self.predicted[index]
+
+    def on_complete(self, index: int, now: int) -> None:
+        self._advance(now)
+        super().on_complete(index, now)
+        self._tsafrir.observe(index)
+        del self._point[index]
+        self._pp_owned.discard(index)
+        if index in self._seen:
+            self._ended.add(index)
+
+    def backfill_key(self, index: int) -> float:
+        return float(self._point[index]) if self.mode == PORTFOLIO[0] else self.key[index]
+
+    def ends_by(self, index: int, now: int, shadow: int) -> bool:
+        if self.mode == PORTFOLIO[0]:
+            return now + self._point[index] <= shadow
+        return super().ends_by(index, now, shadow)
+
+    def summary(self) -> dict[str, Any]:
+        """How often each policy was chosen, the jobs submitted under each, and the replays' cost."""
+        return {"period_h": self.portfolio, "window_h": PORTFOLIO_WINDOW_S // 3600, "choices": len(self.choices),
+                "chosen": {name: sum(c[1] == name for c in self.choices) for name in PORTFOLIO},
+                "submitted": dict(self.submitted), "replayed_jobs": self.replayed,
+                "replay_s": round(self.replay_s, 3)}
+
+
 def make_policy(name: str, table: JobTable, risk: float = DEFAULT_RISK,
                 reservation_q: float = DEFAULT_RESERVATION_Q, corrector: str = "conditional",
                 config: LearnedConfig | None = None, order_q: float = 0.5,
                 guard: float | None = None, calibrate: int = 0,
-                wide_risk: float | None = None) -> tuple[Any, bool]:
+                wide_risk: float | None = None, portfolio: int = 0, nodes: int = 0) -> tuple[Any, bool]:
     """The policy of a PREDICTIVE_SCHEDULERS name, and whether it runs pyss's plain-EASY submission rule."""
     if name == "easy-requested":
         return PointPolicy(RequestedTime(), table, sjf=False), True
@@ -197,6 +369,9 @@ def make_policy(name: str, table: JobTable, risk: float = DEFAULT_RISK,
         return PointPolicy(Tsafrir(), table, sjf=True), False
     if name == "easy-learned":
         predictor = LearnedPredictor(config or LearnedConfig())
+        if portfolio:
+            return PortfolioPolicy(predictor, table, risk, reservation_q, corrector, order_q, guard, calibrate,
+                                   wide_risk, portfolio=portfolio, nodes=nodes), False
         return RiskPolicy(predictor, table, risk, reservation_q, corrector, order_q, guard, calibrate,
                           wide_risk), False
     raise ValueError(f"scheduler={name!r} must be one of {PREDICTIVE_SCHEDULERS}")
@@ -208,7 +383,6 @@ def run_predictive(workload: Workload, table: JobTable, name: str, **options: An
     The point schedulers (POINT_RUNS) and easy-learned's default policy (`RiskPolicy.compiles`) run on compiled
     simulators, which tests hold equal to the policy one.
     """
-    import time
     if name in POINT_RUNS and not options:
         mode, sjf, plain = POINT_RUNS[name]
         began = time.perf_counter()
@@ -216,7 +390,8 @@ def run_predictive(workload: Workload, table: JobTable, name: str, **options: An
         seconds = time.perf_counter() - began
         return score(name, workload, point, {"passes": point.passes, "backfilled": point.backfilled,
                                              "corrections": point.corrections, "seconds": round(seconds, 3)})
-    policy, plain = make_policy(name, table, **options)
+    extra: dict[str, Any] = {"nodes": workload.nodes} if options.get("portfolio") else {}
+    policy, plain = make_policy(name, table, **options, **extra)
     began = time.perf_counter()
     result: BackfillResult
     if isinstance(policy, RiskPolicy) and policy.compiles:
@@ -231,4 +406,6 @@ def run_predictive(workload: Workload, table: JobTable, name: str, **options: An
         details["engine"] = {**policy.predictor.stats, "window": policy.predictor.config.window}
         if policy.calibrate:
             details["threshold"] = threshold_summary(policy.thresholds, 1.0 - policy.risk)
+    if isinstance(policy, PortfolioPolicy):
+        details["portfolio"] = policy.summary()
     return score(name, workload, result, details)

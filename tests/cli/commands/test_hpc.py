@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -54,12 +55,24 @@ def test_an_unknown_scheduler_exits_2_before_the_trace_is_read(command: str, fla
     ("hpc-study", ["--cp-jobs", "-1"], "argument --cp-jobs: -1 is below the bound 0"),
     ("hpc", ["--scheduler", "easy-learned", "--guard", "-1"], "argument --guard: -1.0 must be"),
     ("hpc", ["--scheduler", "easy-learned", "--calibrate", "-1"], "argument --calibrate: -1 is below the bound 0"),
+    ("hpc", ["--scheduler", "easy-learned", "--portfolio", "-1"], "argument --portfolio: -1 is below the bound 0"),
 ])
 def test_bad_limits_and_counts_are_refused_by_the_parser(command: str, flags: list[str], match: str, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main([command, "--trace", str(write_trace(tmp_path)), *flags])
     assert info.value.code == 2 and match in capsys.readouterr().err
+
+
+def test_the_portfolio_reports_its_choices_and_refuses_a_guard(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    trace = str(write_trace(tmp_path))
+    assert main(["hpc", "--trace", trace, "--scheduler", "easy-learned", "--portfolio", "24", "--json"]) == 0
+    details = json.loads(capsys.readouterr().out)["details"]
+    assert details["portfolio"]["chosen"] == {"easy-pp": 0, "easy-learned": 0}  # three jobs in one period
+    assert details["portfolio"]["submitted"] == {"easy-pp": 3, "easy-learned": 0}
+    assert main(["hpc", "--trace", trace, "--scheduler", "easy-learned", "--portfolio", "24", "--guard", "1"]) == 2
+    assert "portfolio=24 replays the plain risk test: guard=1.0" in capsys.readouterr().err
 
 
 def test_a_good_trace_still_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

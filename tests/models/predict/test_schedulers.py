@@ -14,8 +14,10 @@ from models.hpc.prediction_backfill import simulate_backfill
 from models.law import Law
 from models.predict.jobs import JobTable, load_trace
 from models.predict.schedulers import (
+    PortfolioPolicy,
     RiskPolicy,
     make_policy,
+    portfolio_choice,
     recalibrated_threshold,
     run_predictive,
     threshold_summary,
@@ -216,3 +218,101 @@ def test_a_wide_head_is_protected_by_its_own_risk() -> None:
     _, table = _trace()
     with pytest.raises(ValueError, match=r"wide_risk=2\.0 must lie in \[0, 1\]"):
         make_policy("easy-learned", table, wide_risk=2.0)  # type: ignore[arg-type]
+
+
+def _choice(runtime: int) -> tuple[str, float, float]:
+    # 2 nodes: j0 (1 node, 100 s) from 0; j1 (2 nodes, 10 s) arrives at 1 and is reserved at j0's end, 100; j2
+    # (1 node, requested 1000) arrives at 2. EASY++ predicts j2 its requested 1000 s (no history): it waits for j1
+    # (starts 110). Its law, 30 s or 1000 s with equal odds, passes the risk test (P(X <= 98) = 0.5 >= 0.1): it
+    # starts at 2. Running 30 s, it ends before the reservation; running 1000 s, it holds j1 back to 1002.
+    jobs = [Job(id=0, submit=0, runtime=100, size=1, requested=100), Job(id=1, submit=1, runtime=10, size=2,
+            requested=10), Job(id=2, submit=2, runtime=runtime, size=1, requested=1000)]
+    laws = [Law.atoms(np.array([100.0]), np.array([1.0])), Law.atoms(np.array([10.0]), np.array([1.0])),
+            Law.atoms(np.array([30.0, 1000.0]), np.array([0.5, 0.5]))]
+    return portfolio_choice(jobs, 2, [100, 10, 1000], laws, [100.0, 10.0, 30.0], [100, 10, 30])
+
+
+def test_the_portfolio_chooses_the_policy_whose_replay_has_the_lower_bsld_and_a_tie_goes_to_easy_pp() -> None:
+    # j2 runs 30 s: EASY++ BSLD (1 + (100 - 1 + 10) / 10 + (110 - 2 + 30) / 30) / 3 = 5.5, the risk test
+    # (1 + 10.9 + 1) / 3 = 4.3; j2 runs 1000 s: EASY++ (1 + 10.9 + 1108 / 1000) / 3, the risk test
+    # (1 + (1002 - 1 + 10) / 10 + 1) / 3
+    assert _choice(30) == ("easy-learned", pytest.approx(5.5), pytest.approx(4.3))
+    assert _choice(1000) == ("easy-pp", pytest.approx(13.008 / 3), pytest.approx(103.1 / 3))
+    # one job alone: both replays give BSLD 1, and the tie goes to EASY++; no job: EASY++
+    one = [Job(id=0, submit=0, runtime=100, size=1, requested=100)]
+    law = Law.atoms(np.array([100.0]), np.array([1.0]))
+    assert portfolio_choice(one, 2, [100], [law], [100.0], [100]) == ("easy-pp", 1.0, 1.0)
+    assert portfolio_choice([], 2, [], [], [], [])[0] == "easy-pp"
+
+
+def _portfolio(table: JobTable, **options: Any) -> PortfolioPolicy:
+    policy, plain = make_policy("easy-learned", table, portfolio=24, nodes=2, **options)
+    assert isinstance(policy, PortfolioPolicy) and not plain and not policy.compiles
+    return policy
+
+
+def test_a_portfolio_pass_orders_and_tests_candidates_by_the_policy_in_force() -> None:
+    # job 4's Tsafrir prediction is 10 s, its law 500 s or 1000 s: EASY++ backfills it 100 s before the
+    # reservation, the risk test does not (P(X <= 100) = 0 < 0.1); each orders by its own prediction
+    _, table = _workload(ROWS, 2)
+    policy = _portfolio(table)
+    policy._point[4] = 10
+    policy.laws[4] = Law.atoms(np.array([500.0, 1000.0]), np.array([0.5, 0.5]))
+    policy.key[4] = 500.0
+    seen = []
+    for mode in ("easy-pp", "easy-learned"):
+        policy.mode = mode
+        seen.append((policy.ends_by(4, now=0, shadow=100), policy.backfill_key(4)))
+    assert seen == [(True, 10.0), (False, 500.0)]
+
+
+def test_a_portfolio_that_never_chooses_is_easy_pp() -> None:
+    # a period longer than the trace: no choice is made, every pass is EASY++'s, and the starts are the compiled
+    # EASY++ simulator's
+    workload, table = load_trace(str(KTH_SP2), 1500)
+    run = run_predictive(workload, table, "easy-learned", portfolio=10**6)
+    assert run.starts == run_predictive(workload, table, "easy-pp").starts
+    assert run.details["portfolio"]["choices"] == 0
+    assert run.details["portfolio"]["submitted"] == {"easy-pp": 1500, "easy-learned": 0}
+
+
+def test_a_portfolio_choice_ignores_the_trace_after_its_instant() -> None:
+    # causality: change every job submitted at or after the instant t of a choice (runtimes, requests, sizes); that
+    # choice, every one before it (and the two replays' BSLD, NaN before any job completed: compared by repr) and
+    # every start before t stay as they were
+    workload, table = load_trace(str(KTH_SP2), 1500)
+    runs: list[tuple[tuple[int, ...], list[tuple[int, str, float, float]]]] = []
+    for altered in (False, True):
+        w, tab = workload, table
+        if altered:
+            t = runs[0][1][19][0]  # the 20th choice: 1,147 jobs submitted before it, 353 after
+            later = table.submit >= t
+            runtime = np.where(later, table.runtime * 3 + 7, table.runtime)
+            requested = np.maximum(table.requested, runtime)
+            size = np.where(later, np.minimum(table.size * 2, workload.nodes), table.size)
+            tab = replace(table, runtime=runtime, requested=requested, size=size)
+            w = Workload(tuple(Job(id=j.id, submit=j.submit, runtime=int(runtime[i]), size=int(size[i]),
+                                   requested=int(requested[i])) for i, j in enumerate(workload.jobs)),
+                         workload.nodes)
+        policy, _ = make_policy("easy-learned", tab, portfolio=24, nodes=workload.nodes)
+        assert isinstance(policy, PortfolioPolicy)
+        runs.append((simulate_backfill(w, policy).starts, policy.choices))
+    (starts, choices), (starts_b, choices_b) = runs
+    t = choices[19][0]
+    assert repr(choices_b[:20]) == repr(choices[:20]) and {c[1] for c in choices[:20]} == {"easy-pp", "easy-learned"}
+    assert all(starts_b[i] == b for i, b in enumerate(starts) if b < t)
+    assert choices_b != choices and sum(b < t for b in starts) > 1000
+
+
+def test_the_portfolio_validates_its_period_machine_and_risk_test() -> None:
+    _, table = _workload(ROWS, 2)
+    with pytest.raises(ValueError, match=r"portfolio=-1 must be >= 1 \(hours between two choices\)"):
+        make_policy("easy-learned", table, portfolio=-1, nodes=2)
+    with pytest.raises(ValueError, match=r"nodes=0 must be >= 1"):
+        make_policy("easy-learned", table, portfolio=24)
+    with pytest.raises(ValueError, match=r"portfolio=24 replays the plain risk test: guard=1\.0, calibrate=0"):
+        _portfolio(table, guard=1.0)
+    with pytest.raises(ValueError, match=r"calibrate=100 and wide_risk=None must be off"):
+        _portfolio(table, calibrate=100)
+    with pytest.raises(ValueError, match=r"wide_risk=0\.5 must be off"):
+        _portfolio(table, wide_risk=0.5)

@@ -1,0 +1,21 @@
+"""`sowsched bench backfill --configs`: each item is key=value of easy-learned's options; counts are integers."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.backfill import parse_config
+
+
+def test_a_config_reads_the_portfolio_period_and_the_calibration_window_as_integers() -> None:
+    config = parse_config("risk=0.9,reservation_q=0.4,portfolio=24")
+    assert config == {"risk": 0.9, "reservation_q": 0.4, "portfolio": 24} and isinstance(config["portfolio"], int)
+    assert isinstance(parse_config("calibrate=1000")["calibrate"], int)
+
+
+def test_a_config_item_that_is_not_key_value_of_a_known_option_is_refused() -> None:
+    with pytest.raises(ValueError, match="--configs item 'period=24' must be key=value with key risk, "
+                                         "reservation_q, guard, calibrate, wide_risk or portfolio"):
+        parse_config("risk=0.9,period=24")
+    with pytest.raises(ValueError, match="--configs item 'portfolio' must be key=value"):
+        parse_config("portfolio")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,12 +22,16 @@ def error_rule(err: Mapping[str, object]) -> str:
     return str(err["msg"]).removeprefix("Value error, ")
 
 
+def field_path(loc: Sequence[int | str], prefix: str = "") -> str:
+    """A pydantic error's location as every message names a field: `prefix.field[i].field`."""
+    return "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in (prefix, *loc) if x != "").removeprefix(".")
+
+
 def validation_message(exc: ValidationError, prefix: str = "") -> str:
     """`prefix.field[i].field (value v): rule` per error, joined by "; " (no URLs, no line breaks)."""
     parts = []
     for err in exc.errors():
-        loc = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in (prefix, *err["loc"]) if x != "")
-        loc = loc.removeprefix(".")
+        loc = field_path(err["loc"], prefix)
         value = err.get("input")
         shown = f" (value {value!r})" if value is None or isinstance(value, (bool, int, float, str)) else ""
         if err["type"] == "missing":

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mechanism.platform import Platform
-from mechanism.validation import error_rule
+from mechanism.validation import error_rule, field_path
 from server.limits import MAX_TENANT_NAME, MAX_TOKEN_FILE
 
 OPERATOR = "operator"
@@ -292,7 +292,7 @@ def _may_be_secret(err: Any) -> bool:
 def _explain(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        loc = field_path(err["loc"]) or "(top level)"
         value = err.get("input")
         if isinstance(value, dict):
             shown = ""

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from mechanism.engine import Engine
 from mechanism.platform import Platform
 from mechanism.sow import SoW
-from mechanism.validation import error_rule
+from mechanism.validation import error_rule, field_path
 from models.predict.online import REFIT_EVERY, DurationEngine, EngineConfig, JobFeatures, Prediction, feature_sow
 from server import namespace
 from server.errors import Refused, Unavailable
@@ -41,8 +41,8 @@ def features_body(data: dict[str, Any]) -> tuple[JobFeatures, list[tuple[int, fl
                                                if k in data})
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise Refused(f"features.{where}: {error_rule(first)} (got {first.get('input')!r})") from None
+        where = field_path(first["loc"], "features")
+        raise Refused(f"{where}: {error_rule(first)} (got {first.get('input')!r})") from None
     arrival = [(int(o), float(p)) for o, p in data.get("arrival") or [(0, 1.0)]]
     steps = [[int(k), float(v)] for k, v in data.get("value_steps") or []]
     return features, arrival, steps

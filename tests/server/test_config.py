@@ -55,7 +55,7 @@ def test_a_file_round_trips(tmp_path: Path) -> None:
         (with_(platform={**PLATFORM, "C": 0}), r"platform.C \(value 0\).*greater than or equal to 1"),
         (
             with_(tenants=[{"name": "acme", "token": "short"}]),
-            r"tenants.0.token \(value hidden: 5 characters\).*at least 8",
+            r"tenants\[0\]\.token \(value hidden: 5 characters\).*at least 8",
         ),
         (
             with_(tenants=[{"name": "acme"}]),
@@ -64,7 +64,7 @@ def test_a_file_round_trips(tmp_path: Path) -> None:
         (with_(tenants=[{"name": "operator", "token": "tok-tok-tok"}]), r"name='operator' is reserved"),
         # wall-clock rounds are logged as the caller 'clock', which the scheduler lets act on every job
         (with_(tenants=[{"name": "clock", "token": "tok-tok-tok"}]), r"name='clock' is reserved for the wall clock"),
-        (with_(tenants=[{"name": "bad name", "token": "tok-tok-tok"}]), r"tenants.0.name \(value 'bad name'\)"),
+        (with_(tenants=[{"name": "bad name", "token": "tok-tok-tok"}]), r"tenants\[0\]\.name \(value 'bad name'\)"),
         (
             with_(tenants=[{"name": "a", "token": "tok-tok-1"}, {"name": "a", "token": "tok-tok-2"}]),
             r"tenants\[1\].name='a' is used twice",
@@ -75,19 +75,19 @@ def test_a_file_round_trips(tmp_path: Path) -> None:
         (with_(extra=1), r"extra \(value 1\).*not permitted"),
         (
             with_(tenants=[{"name": "a", "token": "tok-tok-1", "max_active_jobs": 0}]),
-            r"tenants.0.max_active_jobs \(value 0\).*greater than or equal to 1",
+            r"tenants\[0\]\.max_active_jobs \(value 0\).*greater than or equal to 1",
         ),
         (
             with_(tenants=[{"name": "a", "token": "tok-tok-1", "max_active_jobs": "many"}]),
-            r"tenants.0.max_active_jobs \(value 'many'\).*valid integer",
+            r"tenants\[0\]\.max_active_jobs \(value 'many'\).*valid integer",
         ),
         (
             with_(tenants=[{"name": "a", "token": "tok-tok-1", "max_active_jobs": True}]),
-            r"tenants.0.max_active_jobs \(value True\).*valid integer",
+            r"tenants\[0\]\.max_active_jobs \(value True\).*valid integer",
         ),
         (
             with_(tenants=[{"name": "a", "token": "tok-tok-1", "max_active_jobs": "3"}]),
-            r"tenants.0.max_active_jobs \(value '3'\).*valid integer",
+            r"tenants\[0\]\.max_active_jobs \(value '3'\).*valid integer",
         ),
     ],
 )
@@ -145,8 +145,8 @@ def test_every_line_of_a_token_file_is_a_token_of_its_tenant_so_a_rotation_can_o
 
 
 @pytest.mark.parametrize(("tenant", "shown"), [
-    ({"name": "acme", "toke": "acme-secret-value"}, r"tenants.0.toke \(value hidden: 17 characters\): Extra inputs"),
-    ({"name": "acme", "token": 12345678}, r"tenants.0.token \(value hidden: int\): Input should be a valid string"),
+    ({"name": "acme", "toke": "acme-secret-value"}, r"tenants\[0\]\.toke \(value hidden: 17 characters\): Extra"),
+    ({"name": "acme", "token": 12345678}, r"tenants\[0\]\.token \(value hidden: int\): Input should be a valid string"),
 ])
 def test_a_configuration_error_describes_a_token_or_an_unknown_key_without_echoing_it(
         tenant: dict[str, Any], shown: str) -> None:
@@ -295,7 +295,7 @@ def test_every_token_source_takes_8_characters_and_refuses_7(tmp_path: Path, mon
     monkeypatch.setenv("ACME_TOKEN_8", "acme-tok")
     (tmp_path / "seven").write_text("acme-to\n")
     (tmp_path / "eight").write_text("acme-tok\n")
-    for source, short in (({"token": "acme-to"}, r"tenants.0.token \(value hidden: 7 characters\).*at least 8"),
+    for source, short in (({"token": "acme-to"}, r"tenants\[0\]\.token \(value hidden: 7 characters\).*at least 8"),
                           ({"token_env": "ACME_TOKEN_7"}, r"token_env='ACME_TOKEN_7': the variable is unset or shorter "
                                                           r"than 8 characters"),
                           ({"token_file": "seven"}, r"token_file='.*/seven' line 1: the token has 7 characters, below "
@@ -325,7 +325,7 @@ def test_a_tenant_name_is_1_to_64_characters_starting_with_a_letter_or_digit() -
     for name in ("a", "7", "a" * 64, "A.b_c-9"):
         assert parse_config(with_(tenants=[{"name": name, "token": ACME}])).tenants == (name,)
     for name in ("a" * 65, "-acme", ".acme", "_acme", ""):
-        with pytest.raises(ConfigError, match=rf"tenants\.0\.name \(value '{re.escape(name)}'\): String should match "
+        with pytest.raises(ConfigError, match=rf"tenants\[0\]\.name \(value '{re.escape(name)}'\): String should match "
                                               r"pattern"):
             parse_config(with_(tenants=[{"name": name, "token": ACME}]))
 
@@ -337,7 +337,7 @@ def test_two_token_sources_are_refused_without_echoing_the_token(monkeypatch: py
         {"token": "acme-secret-value", "token_file": "acme"},
         {"token_env": "ACME_TOKEN", "token_file": "acme"},
     ):
-        with pytest.raises(ConfigError, match=r"^tenants\.0: give exactly one of token") as info:
+        with pytest.raises(ConfigError, match=r"^tenants\[0\]: give exactly one of token") as info:
             parse_config(with_(tenants=[{"name": "acme", **both}]))
         assert "secret-value" not in str(info.value)  # the error is about the whole entry: its value is not shown
 
@@ -361,14 +361,14 @@ def test_a_model_level_error_reads_without_pydantics_value_error_prefix(data: di
     [
         (
             {"token_env": ""},
-            r"tenants\.0\.token_env \(value hidden: 0 characters\): String should have at least 1 character",
+            r"tenants\[0\]\.token_env \(value hidden: 0 characters\): String should have at least 1 character",
         ),
         (
             {"token_file": ""},
-            r"tenants\.0\.token_file \(value hidden: 0 characters\): String should have at least 1 "
+            r"tenants\[0\]\.token_file \(value hidden: 0 characters\): String should have at least 1 "
             r"character",
         ),
-        ({"token_file": 12345678}, r"tenants\.0\.token_file \(value hidden: int\)"),
+        ({"token_file": 12345678}, r"tenants\[0\]\.token_file \(value hidden: int\)"),
     ],
 )
 def test_an_empty_token_variable_or_file_name_is_refused_as_a_field(source: dict[str, Any], match: str) -> None:
@@ -406,7 +406,7 @@ def test_a_caller_is_renewed_under_a_new_configuration_only_if_its_token_still_n
 def test_reinstate_is_a_toml_boolean_only(value: Any) -> None:
     with pytest.raises(
         ConfigError,
-        match=rf"tenants\.0\.reinstate \(value {re.escape(repr(value))}\): Input should be a "
+        match=rf"tenants\[0\]\.reinstate \(value {re.escape(repr(value))}\): Input should be a "
         r"valid boolean",
     ):
         parse_config(with_(tenants=[{"name": "acme", "token": ACME, "reinstate": value}]))

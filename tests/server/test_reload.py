@@ -519,7 +519,7 @@ def test_a_store_that_recorded_no_tenants_takes_the_configured_ones_as_they_are(
 
 def test_reinstate_must_be_a_boolean() -> None:
     doc = edited(tenants=[{"name": "acme", "token": ACME, "reinstate": "yes"}])
-    with pytest.raises(ConfigError, match=r"tenants\.0\.reinstate \(value 'yes'\): Input should be a valid boolean"):
+    with pytest.raises(ConfigError, match=r"tenants\[0\]\.reinstate \(value 'yes'\): Input should be a valid boolean"):
         parse_config(doc)
     assert parse_config(ACME_BACK).reinstated == frozenset({"acme"})
 

@@ -1,4 +1,5 @@
-"""Recalibrated laws: R o F by hand, untouched before enough completions, calibrated coverage, validation."""
+"""Recalibrated laws: R o F by hand, untouched before enough completions, capped where the inner law is, calibrated
+coverage, validation."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from models.predict.evaluate import make_predictor, replay
 from models.predict.jobs import JobTable
-from models.predict.recalibrate import Recalibrated
+from models.predict.recalibrate import Recalibrated, cdf_probs
 from models.predictive import Discrete
 from tests.models.predict.conftest import make_table
 
@@ -44,23 +45,26 @@ def spaced(runtime: Sequence[int]) -> JobTable:
     return make_table(submit=[1000 * i for i in range(len(runtime))], runtime=runtime)
 
 
+def learn(model: Recalibrated, n: int) -> None:
+    """Predict and complete jobs 0, ..., n - 1 in turn."""
+    for i in range(n):
+        model.predict([i])
+        model.observe(i)
+
+
 def test_the_recalibrated_cdf_is_the_empirical_pit_cdf_of_the_raw_cdf() -> None:
     # Raw law uniform on {1, 2, 3, 4}; runtimes 1, 1, 2, 4 give u = 0.25, 0.25, 0.5, 1.0, so
     # R(0.25) = 1/2, R(0.5) = 3/4, R(0.75) = 3/4, R(1) = 1: probabilities 1/2, 1/4, 0, 1/4.
     table = spaced([1, 1, 2, 4, 3])
     model = Recalibrated(uniform(4), min_observed=4).fit(table)
-    for i in range(4):
-        model.predict([i])
-        model.observe(i)
+    learn(model, 4)
     np.testing.assert_allclose(model.predict([4]).probs, [[0.5, 0.25, 0.0, 0.25]])
 
 
 def test_laws_are_the_inner_laws_until_min_observed_completions() -> None:
     table = spaced([1, 1, 1, 1])
     model = Recalibrated(uniform(4), min_observed=3).fit(table)
-    for i in range(2):
-        model.predict([i])
-        model.observe(i)
+    learn(model, 2)
     np.testing.assert_array_equal(model.predict([2]).probs, [[0.25] * 4])
 
 
@@ -69,6 +73,25 @@ def test_a_job_observed_without_a_prediction_adds_no_pit() -> None:
     model = Recalibrated(uniform(4), min_observed=1).fit(table)
     model.observe(0)
     np.testing.assert_array_equal(model.predict([1]).probs, [[0.25] * 4])
+
+
+def test_a_mapped_law_puts_no_mass_above_the_last_atom_of_the_inner_law() -> None:
+    # the second row's law ends at its third atom; a mapped CDF short of 1 there must not spill onto the fourth
+    probs = np.array([[0.25, 0.25, 0.25, 0.25], [0.5, 0.25, 0.25, 0.0]])
+    mapped = np.array([[0.1, 0.2, 0.3, 0.4], [0.4, 0.8, 0.9, 0.9]])
+    np.testing.assert_allclose(cdf_probs(mapped, probs), [[0.1, 0.1, 0.1, 0.7], [0.4, 0.4, 0.2, 0.0]])
+
+
+def test_a_recalibrated_law_stays_capped_when_its_cdf_sums_short_of_one() -> None:
+    # four u's of exactly 1.0, then a law of ten 0.1's on 12 atoms, whose cumulative sum is 0.999...: R maps every
+    # atom to 0, and the whole mass goes to the law's last atom (10), not the support's (12)
+    table = spaced([4, 4, 4, 4, 10])
+    model = Recalibrated(uniform(4), min_observed=4).fit(table)
+    learn(model, 4)
+    assert isinstance(model.inner, Fixed)
+    model.inner.probs = np.array([0.1] * 10 + [0.0, 0.0])
+    assert np.cumsum(model.inner.probs)[-1] < 1.0
+    np.testing.assert_array_equal(model.predict([4]).probs, [[0.0] * 9 + [1.0, 0.0, 0.0]])
 
 
 def test_recalibration_brings_a_miscalibrated_law_to_its_stated_coverage() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from models.predict.adaptive import Adaptive
 from models.predict.baselines import Exact, LastFive, RequestedTime, Tsafrir
 from models.predict.boosted import BoostedConfig, BoostedPredictor
 from models.predict.jobs import JobTable
@@ -37,6 +38,8 @@ PREDICTORS: dict[str, Callable[[], Predictor]] = {
     # the clusters also regrown each time the completions double (docs/prediction.md, "An earlier tree")
     "learned-doubling": lambda: LearnedPredictor(LearnedConfig(refit_growth=2.0), name="learned-doubling"),
     "learned-calibrated": lambda: Recalibrated(LearnedPredictor(), name="learned-calibrated"),
+    # the 0.9-quantile by adaptive conformal inference, gamma 0.02 from ACI's bound (docs/prediction.md)
+    "learned-aci": lambda: Adaptive(LearnedPredictor(), name="learned-aci"),
     "learned-boosted": BoostedPredictor,
     # half the global histogram: the floor chosen on KTH-SP2 and LANL-CM5 (docs/prediction.md, "A sharper model")
     "learned-boosted-wide": lambda: BoostedPredictor(BoostedConfig(floor=0.5), name="learned-boosted-wide"),

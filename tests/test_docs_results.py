@@ -765,6 +765,14 @@ def _lines(text: str) -> set[str]:
     return {line.strip() for line in text.splitlines()}
 
 
+def _wrapped_row(trace: str, c: dict[str, Any], ln: dict[str, Any], q: dict[str, Any], e: dict[str, Any]) -> str:
+    """A row of the tables of the learned laws' wrappers (learned-calibrated, learned-aci): welfare, against the
+    requested, exact and learned runs, coverage, failed jobs."""
+    w = c["welfare"]
+    return (f"| {trace} | {w:,.0f} | {w / q['welfare']:.2f} | {w / e['welfare']:.2f} | {w / ln['welfare']:.2f} | "
+            f"{c['coverage']['0.5']:.2f} / {c['coverage']['0.9']:.2f} | {c['cancelled']} + {c['evicted']} |")
+
+
 @pytest.mark.parametrize("trace", SIX)
 def test_prediction_md_simulate_trace_rows_are_their_json(trace: str) -> None:
     lines = _lines(_doc("prediction.md"))
@@ -777,14 +785,31 @@ def test_prediction_md_simulate_trace_rows_are_their_json(trace: str) -> None:
         f"{ln['welfare'] / q['welfare']:.2f} | {ln['welfare'] / e['welfare']:.2f} | {ratios} | "
         f"{ln['coverage']['0.5']:.2f} / {ln['coverage']['0.9']:.2f} | {ln['completed']} / {e['completed']} | "
         f"{ln['cancelled']} + {ln['evicted']} | {ln['predict_ms_p50']:.3f} |",
-        f"| {trace} | {c['welfare']:,.0f} | {c['welfare'] / q['welfare']:.2f} | {c['welfare'] / e['welfare']:.2f} | "
-        f"{c['welfare'] / ln['welfare']:.2f} | {c['coverage']['0.5']:.2f} / {c['coverage']['0.9']:.2f} | "
-        f"{c['cancelled']} + {c['evicted']} |",
+        _wrapped_row(trace, c, ln, q, e),
         f"| {trace} | {s['welfare']:,.0f} | {s['welfare'] / q['welfare']:.2f} | {s['welfare'] / e['welfare']:.2f} | "
         f"{s['completed']} / {s['not_scheduled']} | {s['cancelled']} + {s['evicted']} | "
         f"{s['coverage']['0.5']:.2f} / {s['coverage']['0.9']:.2f} | {s['learned_quotes']} | {s['model_versions']} |",
     ]
     for row in rows:
+        assert row in lines, row
+
+
+@pytest.mark.parametrize("trace", SIX)
+def test_prediction_md_learned_aci_rows_are_their_json(trace: str) -> None:
+    lines = _lines(_doc("prediction.md"))
+    ln, q, e = _sim_three(trace)
+    a = _sim(trace, "learned-aci")
+    scored = _json(f"predict-evaluate-{trace}-2000-learned-aci.json")
+    r = scored["predictors"]["learned-aci"]
+    engine, cover = r["engine"], a["coverage"]["0.9"]
+    assert a["jobs"] == scored["jobs"] == 2000 and a["offline"] is None
+    assert r["coverage"]["0.9"] == cover and abs(cover - 0.9) <= 0.03  # the same replay; the target, met
+    learned, d = engine["learned"], engine["pending_max"]
+    bound = (0.9 + 0.02 * d) / (0.02 * learned)
+    assert abs(engine["missed"] / learned - 0.1) <= bound  # the delayed bound holds
+    for row in (_wrapped_row(trace, a, ln, q, e),
+                f"| {trace} | {cover:.4f} | {learned:,} | {engine['missed'] / learned:.3f} | {d} | {bound:.3f} | "
+                f"{engine['alpha_min']:.2f} / {engine['alpha_max']:.2f} |"):
         assert row in lines, row
 
 

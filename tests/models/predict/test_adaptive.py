@@ -1,5 +1,6 @@
-"""Adaptive conformal laws: h sends 1 - alpha to the level and is monotone, alpha's updates by hand, the edges,
-causality, ACI's long-run coverage bound (with delayed feedback), validation."""
+"""Adaptive conformal laws: h sends 1 - alpha to the level and is monotone, the given law is a capped law on the
+inner law's durations, alpha's updates by hand, the edges, causality, ACI's long-run coverage bound (with delayed
+feedback), validation."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from hypothesis import strategies as st
 from models.predict.adaptive import GAMMA, Adaptive, level_map
 from models.predict.evaluate import make_predictor, replay
 from models.predict.jobs import JobTable
+from models.predict.sows import rounds_law
 from models.predictive import Discrete
 from tests.models.predict.conftest import make_table
-from tests.models.predict.test_recalibrate import Fixed, spaced, uniform
+from tests.models.predict.test_recalibrate import SUPPORT, Fixed, spaced, uniform
 
 UNIT = st.floats(0.001, 0.999)
 
@@ -56,6 +58,19 @@ def test_the_given_law_is_a_capped_law_whose_level_quantile_is_the_inner_one_min
         assert q == out.support[positive[0]]
     elif np.all(np.abs(np.cumsum(probs) - (1 - alpha)) > 1e-9):
         assert q == float(inner.quantile(1 - alpha)[0])
+
+
+@given(weights=st.lists(st.integers(0, 5), min_size=1, max_size=8).filter(lambda w: sum(w) > 0),
+       alpha=st.floats(-0.2, 1.2), round_seconds=st.integers(1, 4))
+def test_on_the_platforms_rounds_the_given_law_keeps_the_inner_laws_durations(
+        weights: list[int], alpha: float, round_seconds: int) -> None:
+    probs = np.asarray([*weights, 0, 0], dtype=np.float64) / sum(weights)
+    model = Adaptive(Fixed(probs)).fit(spaced([1]))
+    model.alpha = alpha
+    out, inner = model.predict([0]), Discrete(SUPPORT[: probs.size], probs)
+    given_rounds, inner_rounds = (rounds_law(law, 0, round_seconds, 100) for law in (out, inner))
+    assert [d for d, _ in given_rounds] == [d for d, _ in inner_rounds]  # the same durations, capped alike
+    assert sum(p for _, p in given_rounds) == pytest.approx(1.0) and all(p > 0 for _, p in given_rounds)
 
 
 def test_alpha_follows_the_misses_on_a_hand_computed_sequence() -> None:

@@ -348,9 +348,12 @@ class PortfolioPolicy(RiskPolicy):
         return super().ends_by(index, now, shadow)
 
     def summary(self) -> dict[str, Any]:
-        """How often each policy was chosen, the jobs submitted under each, and the replays' cost."""
+        """How often each policy was chosen (and how often EASY++ by a tie or an empty window), the jobs submitted
+        under each, and the replays' cost."""
         return {"period_h": self.portfolio, "window_h": PORTFOLIO_WINDOW_S // 3600, "choices": len(self.choices),
                 "chosen": {name: sum(c[1] == name for c in self.choices) for name in PORTFOLIO},
+                "ties": sum(c[2] == c[3] for c in self.choices),
+                "empty": sum(c[2] != c[2] for c in self.choices),  # NaN: no completed job in the window
                 "submitted": dict(self.submitted), "replayed_jobs": self.replayed,
                 "replay_s": round(self.replay_s, 3)}
 

@@ -71,6 +71,7 @@ def test_the_portfolio_reports_its_choices_and_refuses_a_guard(tmp_path: Path,
     details = json.loads(capsys.readouterr().out)["details"]
     assert details["portfolio"]["chosen"] == {"easy-pp": 0, "easy-learned": 0}  # three jobs in one period
     assert details["portfolio"]["submitted"] == {"easy-pp": 3, "easy-learned": 0}
+    assert details["portfolio"]["ties"] == details["portfolio"]["empty"] == 0
     assert main(["hpc", "--trace", trace, "--scheduler", "easy-learned", "--portfolio", "24", "--guard", "1"]) == 2
     assert "portfolio=24 replays the plain risk test: guard=1.0" in capsys.readouterr().err
 

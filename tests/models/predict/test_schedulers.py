@@ -266,6 +266,16 @@ def test_a_portfolio_pass_orders_and_tests_candidates_by_the_policy_in_force() -
     assert seen == [(True, 10.0), (False, 500.0)]
 
 
+def test_the_portfolio_summary_counts_each_choice_its_ties_and_its_empty_windows() -> None:
+    _, table = _workload(ROWS, 2)
+    policy = _portfolio(table)
+    policy.choices = [(0, "easy-pp", float("nan"), float("nan")), (86400, "easy-pp", 1.0, 1.0),
+                      (172800, "easy-learned", 2.0, 1.5), (259200, "easy-pp", 2.0, 2.5)]
+    summary = policy.summary()
+    assert summary["chosen"] == {"easy-pp": 3, "easy-learned": 1} and summary["choices"] == 4
+    assert (summary["ties"], summary["empty"], summary["period_h"], summary["window_h"]) == (1, 1, 24, 168)
+
+
 def test_a_portfolio_that_never_chooses_is_easy_pp() -> None:
     # a period longer than the trace: no choice is made, every pass is EASY++'s, and the starts are the compiled
     # EASY++ simulator's

@@ -344,7 +344,31 @@ def test_prediction_md_whole_trace_backfill_tables_are_their_json_but_the_wall_s
              _thousands(learned["AF"]), f"{af} %")
         _row(text, _trace(r["trace"]), *(f"{r['learned'][c]['BSLD']:.2f}: {_gain_af(pp, r['learned'][c])}"
                                          for c in whole["configs"]))
-    _loto_rows(text, whole["leave_one_out"])
+
+
+def test_prediction_md_portfolio_tables_are_their_json_but_the_wall_seconds() -> None:
+    """The portfolio's table from backfill-portfolio.json, and the leave-one-trace-out table over the three
+    configurations of backfill-whole.json and the portfolio, recomputed by the benchmark's own rule."""
+    from benchmarks.backfill import FLOOR, leave_one_out, meets
+
+    text = _doc("prediction.md")
+    whole, port = _json("backfill-whole.json"), _json("backfill-portfolio.json")
+    assert port["configs"] == [BACKFILL_DEFAULT, f"{BACKFILL_DEFAULT},portfolio=24"]
+    mine = port["configs"][1]
+    for w, r in zip(whole["rows"], port["rows"], strict=True):
+        pp, default, p = r["easy-pp"], r["learned"][BACKFILL_DEFAULT], r["learned"][mine]
+        assert w["trace"] == r["trace"] and w["easy-pp"]["BSLD"] == pp["BSLD"]
+        assert (default["BSLD"], default["AF"]) == (w["learned"][BACKFILL_DEFAULT]["BSLD"],
+                                                    w["learned"][BACKFILL_DEFAULT]["AF"])
+        chosen, submitted = p["portfolio"]["chosen"], p["portfolio"]["submitted"]
+        _row(text, _trace(r["trace"]), f"{pp['BSLD']:.2f}", f"{default['BSLD']:.2f}: {_gain_af(pp, default)}",
+             f"{p['BSLD']:.2f}: {_gain_af(pp, p)}", _yes(meets(pp, p)), _yes(p["BSLD"] <= (1 + FLOOR) * pp["BSLD"]),
+             f"{chosen['easy-pp']:,} / {chosen['easy-learned']:,}",
+             f"{p['portfolio']['ties']:,} / {p['portfolio']['empty']:,}",
+             f"{submitted['easy-pp']:,} / {submitted['easy-learned']:,}")
+    merged = [{**w, "learned": {**w["learned"], mine: r["learned"][mine]}}
+              for w, r in zip(whole["rows"], port["rows"], strict=True)]
+    _loto_rows(text, leave_one_out(merged, whole["configs"] + [mine]))
 
 
 def test_prediction_md_prefix_backfill_tables_are_their_json() -> None:

@@ -1,4 +1,4 @@
-"""Backfilling policies on the engine's predictions: EASY, EASY++ and risk-aware EASY on learned distributions."""
+"""Backfilling policies on predictions: EASY, EASY++, risk-aware EASY on learned laws, and their portfolio."""
 
 from __future__ import annotations
 

@@ -395,7 +395,8 @@ class Engine:
 
     def _overload(self, t: int, capacity: int) -> bool:
         """While the committed load exceeds the round's capacity (C, or as reported), the newest active job goes
-        (Remark 2: contributing or not). True if a job went."""
+        (Remark 2: contributing or not; under the `newest_demanding` rule, the newest that demands round t). True if
+        a job went."""
         load = sum(j.sow.concurrency for j in self._active if self._demands(j, t))
         removed = False
         for job in reversed(self._active):
@@ -405,6 +406,8 @@ class Engine:
                 continue
             if self._demands(job, t):
                 load -= job.sow.concurrency
+            elif not self.platform.cancels_waiting:
+                continue
             if job.state is JobState.RUNNING:
                 job.move(JobState.EVICTED, t)
                 self._emit("evict", job, reason="overload")

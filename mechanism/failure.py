@@ -3,7 +3,8 @@
 For round t the oracle draws N samples of every earlier active job's residual outcome and plays LIFO among
 them, giving per sample the load L(tau) those jobs demand in each round tau in [t, t + S_m + D_m - 1) before that
 round's evictions. A newer job j with concurrency c that starts at s and runs d rounds fails in a sample iff
-L(tau) > C for some tau in [t, s) or L(tau) + c > C for some tau in [s, s + d) (docs/model.md section 5). So one set of
+L(tau) > C for some tau in [t, s) or L(tau) + c > C for some tau in [s, s + d) (docs/model.md section 5; under the
+`newest_demanding` overload rule only the second: an overflow removes the jobs that demand its round). So one set of
 paths answers every (s, d) at once, and a job born later in the same round only appends itself to the paths:
 being the newest, it is evicted first and never changes what the older jobs do.
 
@@ -352,7 +353,7 @@ class MonteCarloOracle:
             lo, hi = int(app.ptr[k]), int(app.ptr[k + 1])
             _append_job(self._paths, self._peak, self._first, self._applied, *self._marks.arrays(), k, app.keys[k],
                         r.concurrency, app.start[lo:hi], app.length[lo:hi], app.cdf[lo:hi],
-                        self.platform.capacity_top, *self._scratch)
+                        self.platform.capacity_top, *self._scratch, self.platform.cancels_waiting)
         self._bound[:] = self._peak
         self._behind = False
         self._floor = len(self._appended)
@@ -373,7 +374,7 @@ class MonteCarloOracle:
             with _threads_for(self.samples * (packed.keys.size + p.horizon)):
                 self._paths, self._peak, self._first = _build_paths(*packed.arrays(), self.samples, p.horizon,
                                                                     p.capacity_top, np.zeros(0, dtype=self._dtype()),
-                                                                    *streams.arrays())
+                                                                    *streams.arrays(), p.cancels_waiting)
             self._applied = np.zeros(self.samples, dtype=np.int32)
             self._floor = 0
             self._marks = Marks.none(self.samples)
@@ -392,7 +393,7 @@ class MonteCarloOracle:
             self._counts, self._marks = {}, Marks.none(self.samples)
         with _threads_for(self.samples * (self._app.keys.size + self.platform.horizon)):
             _materialise_all(paths, self._peak, self._first, self._bound, self._applied, *self._app.arrays(),
-                             self.platform.capacity_top)
+                             self.platform.capacity_top, self.platform.cancels_waiting)
         self._behind = False
         self._floor = len(self._appended)
         return paths
@@ -413,7 +414,7 @@ class MonteCarloOracle:
                 self._floor = None
             counts.roomy = _survival_counts(paths, self._peak, self._first, self._bound, self._applied,
                                             *self._app.arrays(), *marks.arrays(), *counts.arrays(), concurrency,
-                                            p.S_m, p.capacity_top)
+                                            p.S_m, p.capacity_top, p.cancels_waiting)
         else:  # every row holds every job: only the rows marked for c can have changed
             counts.roomy = _recount_marked(paths, self._first, marks.dirty, marks.listed, marks.count,
                                            *counts.arrays(), concurrency, p.S_m, p.capacity_top)
@@ -472,11 +473,13 @@ def _crossed(old: int, new: int, capacity: int, c_marked: int) -> np.uint64:  # 
 
 @numba.njit(cache=True, inline="always", nogil=True)
 def _add_newest(row: np.ndarray, peak: int, first: int, s: int, d: int, c: int, capacity: int,
-                c_marked: int) -> tuple[int, int, np.uint64]:  # pragma: no cover
+                c_marked: int, cancels_waiting: bool) -> tuple[int, int, np.uint64]:  # pragma: no cover
     """Add a job newer than all of `row`'s jobs: it demands c over [s, s+d) until the first overflow removes it.
 
     `peak` and `first` are the row's highest load and first overflowing round; returns them updated, and the dirty
     bits of the concurrencies 1..c_marked whose full rounds may have changed (all when the first overflow moved).
+    Without `cancels_waiting` (the `newest_demanding` rule) an overflow removes only the jobs that demand its round,
+    so `first` stays at the horizon: the row's later rounds keep counting.
     """
     if s < 0 or s > first:  # never runs, or cancelled while waiting by an earlier overflow
         return peak, first, np.uint64(0)
@@ -500,6 +503,8 @@ def _add_newest(row: np.ndarray, peak: int, first: int, s: int, d: int, c: int, 
         peak = max(peak, v)
         bits |= _crossed(old, v, capacity, c_marked)
         if v > capacity:
+            if not cancels_waiting:
+                return peak, first, bits
             if tau < first:  # every later round becomes full for every concurrency
                 bits = ~np.uint64(0)
             return peak, min(first, tau), bits
@@ -525,8 +530,8 @@ def _threads_for(work: int) -> Iterator[None]:
 def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
                  cdf: np.ndarray, n_samples: int, horizon: int, capacity: int, like: np.ndarray,
                  cap_keys: np.ndarray, cap_errors: np.ndarray, cap_cdf: np.ndarray, cap_mean: float, cap_phi: float,
-                 cap_low: int, cap_last: int,
-                 cap_now: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+                 cap_low: int, cap_last: int, cap_now: int,
+                 cancels_waiting: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     """The rows of the earlier jobs; with capacity streams (cap_keys not empty) `capacity` is the process's top
     and each row starts from the sample's shortfall top - C_tau (the module docstring)."""
     paths = np.zeros((n_samples, horizon), dtype=like.dtype)
@@ -576,7 +581,8 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
                     top = max(top, short[tau])
                 for k in range(n_jobs):
                     i = chosen[k]
-                    top, fa, _ = _add_newest(row, top, fa, start[i], length[i], conc[k], capacity, 0)
+                    top, fa, _ = _add_newest(row, top, fa, start[i], length[i], conc[k], capacity, 0,
+                                             cancels_waiting)
                 first[n] = fa
             peak[n] = min(top, cap)
     return paths, peak, first
@@ -586,14 +592,14 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
 def _materialise(row: np.ndarray, n: int, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
                  applied: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray,
                  length: np.ndarray, cdf: np.ndarray, dirty: np.ndarray, listed: np.ndarray, count: np.ndarray,
-                 live: np.uint64, c_top: int, capacity: int) -> None:  # pragma: no cover
+                 live: np.uint64, c_top: int, capacity: int, cancels_waiting: bool) -> None:  # pragma: no cover
     """Apply to row n the appended jobs it has not applied yet, oldest first; its bound becomes exact. Marks the row
     for the live concurrencies (up to c_top) whose full rounds it may have changed (`Marks`)."""
     bits = np.uint64(0)
     for k in range(applied[n], keys.size):
         i = _draw(keys[k], n, cdf, ptr[k], ptr[k + 1])
         peak[n], first[n], b = _add_newest(row, int(peak[n]), int(first[n]), start[i], length[i], conc[k], capacity,
-                                           c_top)
+                                           c_top, cancels_waiting)
         bits |= b
     if bits & live:
         _mark(dirty, listed, count, n, bits & live)
@@ -604,14 +610,15 @@ def _materialise(row: np.ndarray, n: int, peak: np.ndarray, first: np.ndarray, b
 @numba.njit(cache=True, parallel=True)  # holds the GIL: the workqueue threading layer is not re-entrant
 def _materialise_all(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
                      applied: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray,
-                     length: np.ndarray, cdf: np.ndarray, capacity: int) -> None:  # pragma: no cover
+                     length: np.ndarray, cdf: np.ndarray, capacity: int,
+                     cancels_waiting: bool) -> None:  # pragma: no cover
     """Apply every pending job to every row, marking none (the caller drops any kept counts)."""
     dirty = np.zeros(0, dtype=np.uint64)
     listed = np.zeros(0, dtype=np.int32)
     count = np.zeros(2, dtype=np.int64)
     for n in numba.prange(paths.shape[0]):
         _materialise(paths[n], n, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, dirty, listed,
-                     count, np.uint64(0), 0, capacity)
+                     count, np.uint64(0), 0, capacity, cancels_waiting)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -688,7 +695,7 @@ def _crossed_table(c: int, capacity: int, live: np.uint64, c_top: int) -> tuple[
 def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, applied: np.ndarray, dirty: np.ndarray,
                 listed: np.ndarray, count: np.ndarray, live: np.uint64, c_top: int, k: int, key: np.uint64, c: int,
                 start: np.ndarray, length: np.ndarray, cdf: np.ndarray, capacity: int, idx: np.ndarray,
-                work: np.ndarray, u: np.ndarray) -> None:  # pragma: no cover
+                work: np.ndarray, u: np.ndarray, cancels_waiting: bool) -> None:  # pragma: no cover
     """Apply appended job k (concurrency c, outcomes start/length/cdf) to every row that has applied jobs < k,
     marking each for the live concurrencies whose full rounds it may have changed (`_add_newest`, row by row, gives
     the same rows, peaks, first overflows and marks: tests/mechanism/test_failure_kernels.py).
@@ -740,7 +747,7 @@ def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, applied:
                 row[tau] = v
                 pk = max(pk, v)
                 if v > capacity:
-                    if tau < fa:  # every later round becomes full for every concurrency
+                    if cancels_waiting and tau < fa:  # every later round becomes full for every concurrency
                         bits = live
                         first[n] = tau
                     break
@@ -807,7 +814,7 @@ def _survival_counts(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bou
                      cdf: np.ndarray, dirty: np.ndarray, listed: np.ndarray, count: np.ndarray, live: np.uint64,
                      c_top: int, masks: np.ndarray,
                      diff: np.ndarray, zero: np.ndarray, roomy: int, c: int, n_starts: int,
-                     capacity: int) -> int:  # pragma: no cover
+                     capacity: int, cancels_waiting: bool) -> int:  # pragma: no cover
     """Update concurrency c's survival counts (masks, diff, zero, roomy: `SurvivalCounts`) to the rows; the new roomy.
 
     Per sample, round b is full when the job does not fit there (L(b) + c > C) or b comes after the first
@@ -833,7 +840,7 @@ def _survival_counts(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bou
         else:
             if applied[n] < keys.size:
                 _materialise(paths[n], n, peak, first, bound, applied, keys, conc, ptr, start, length, cdf, dirty,
-                             listed, count, live, c_top, capacity)
+                             listed, count, live, c_top, capacity, cancels_waiting)
             fits = peak[n] <= room
         if fits:
             if counted:  # loads only grow within a round, so this does not happen; kept exact all the same
@@ -960,11 +967,12 @@ def _failure_fractions(diff: np.ndarray, zero: np.ndarray, roomy: int, n_starts:
 def _survival_histogram(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, bound: np.ndarray,
                         applied: np.ndarray, keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray,
                         length: np.ndarray, cdf: np.ndarray, c: int, n_starts: int, max_d: int,
-                        capacity: int) -> np.ndarray:
+                        capacity: int, cancels_waiting: bool = True) -> np.ndarray:
     """hist[s, g]: samples where a job starting at s survives exactly the durations 1..g (g capped at D_m), counted
     from scratch; kept counts must always equal it (`_survival_counts` says how a row is counted)."""
     n_samples, horizon = paths.shape
     counts = SurvivalCounts.empty(n_samples, n_starts, horizon)
     roomy = _survival_counts(paths, peak, first, bound, applied, keys, conc, ptr, start, length, cdf,
-                             *Marks.none(n_samples).arrays(), *counts.arrays(), c, n_starts, capacity)
+                             *Marks.none(n_samples).arrays(), *counts.arrays(), c, n_starts, capacity,
+                             cancels_waiting)
     return _histogram(counts.diff, counts.zero, roomy, n_starts, max_d)

@@ -74,8 +74,8 @@ class ExactOracle:
             weight = math.prod(float(r.probability[i]) for r, i in zip(self._residuals, combo, strict=True))
             jobs = [(int(r.start[i]), int(r.length[i]), r.concurrency)
                     for r, i in zip(self._residuals, combo, strict=True)]
-            loads, _ = lifo_loads(jobs, p.horizon, p.C)
-            fail += weight * failure_table(np.array(loads), concurrency, p.S_m, p.D_m, p.C)
+            loads, _ = lifo_loads(jobs, p.horizon, p.C, p.cancels_waiting)
+            fail += weight * failure_table(np.array(loads), concurrency, p.S_m, p.D_m, p.C, p.cancels_waiting)
         return np.clip(fail, 0.0, 1.0)
 
     def _with_capacity_paths(self, concurrency: int, paths: dict[tuple[int, ...], float]) -> np.ndarray:
@@ -87,18 +87,21 @@ class ExactOracle:
             jobs = [(int(r.start[i]), int(r.length[i]), r.concurrency)
                     for r, i in zip(self._residuals, combo, strict=True)]
             for path, p_path in paths.items():
-                loads, _ = lifo_loads(jobs, p.horizon, path)
-                fail += weight * p_path * failure_table(np.array(loads), concurrency, p.S_m, p.D_m, np.array(path))
+                loads, _ = lifo_loads(jobs, p.horizon, path, p.cancels_waiting)
+                fail += weight * p_path * failure_table(np.array(loads), concurrency, p.S_m, p.D_m, np.array(path),
+                                                        p.cancels_waiting)
         return fail
 
 
-def failure_table(loads: np.ndarray, c: int, n_starts: int, max_d: int, capacity: int | np.ndarray) -> np.ndarray:
+def failure_table(loads: np.ndarray, c: int, n_starts: int, max_d: int, capacity: int | np.ndarray,
+                  cancels_waiting: bool = True) -> np.ndarray:
     """fail[s, d-1] for one load path, straight from the definition (docs/model.md section 5); `capacity` is C or
-    the capacity C_tau of each round of the path."""
+    the capacity C_tau of each round of the path; without `cancels_waiting` (the `newest_demanding` rule) an
+    overflow while the job waits does not fail it."""
     cap = np.broadcast_to(np.asarray(capacity), loads.shape)
     out = np.zeros((n_starts, max_d), dtype=np.float64)
     for s in range(n_starts):
-        waiting_overflow = bool(np.any(loads[:s] > cap[:s]))
+        waiting_overflow = cancels_waiting and bool(np.any(loads[:s] > cap[:s]))
         for d in range(1, max_d + 1):
             out[s, d - 1] = float(waiting_overflow or bool(np.any(loads[s:s + d] + c > cap[s:s + d])))
     return out

@@ -55,7 +55,10 @@ def literal_failure(platform: Platform, round_: int, residuals: list[Residual], 
         load = (running * conc).sum(axis=1)
         over = load > cap[:, tau]
         while over.any():
-            newest = k - np.argmax(active[:, ::-1], axis=1)  # index of the newest active job per sample
+            # the newest active job per sample (under `newest_demanding`, the newest running one: the load only
+            # exceeds C while some job runs, so one exists)
+            candidates = active if platform.cancels_waiting else active & running
+            newest = k - np.argmax(candidates[:, ::-1], axis=1)
             hit = rows[over]
             victim = newest[over]
             active[hit, victim] = False

@@ -10,14 +10,15 @@ def capacity_of(capacity: int | Sequence[int], tau: int) -> int:
     return int(capacity[tau]) if hasattr(capacity, "__getitem__") else int(capacity)
 
 
-def lifo_loads(jobs: Sequence[tuple[int, int, int]], horizon: int,
-               capacity: int | Sequence[int]) -> tuple[list[int], list[int | None]]:
+def lifo_loads(jobs: Sequence[tuple[int, int, int]], horizon: int, capacity: int | Sequence[int],
+               cancels_waiting: bool = True) -> tuple[list[int], list[int | None]]:
     """Play rounds 0..horizon-1 for jobs given oldest first as (start, length, concurrency), start -1 = never.
 
     Returns the load the still-active jobs demand in each round before its evictions, and the round each job
     was evicted or cancelled in (None if never). While the load exceeds the round's capacity (a fixed C, or
     capacity[tau] of a capacity path) the newest active job goes, whether or not it contributes to the round
-    (Remark 2).
+    (Remark 2); with `cancels_waiting` false, the newest active job that demands the round goes (the
+    `newest_demanding` rule).
     """
     active = [True] * len(jobs)
     removed_at: list[int | None] = [None] * len(jobs)
@@ -30,20 +31,25 @@ def lifo_loads(jobs: Sequence[tuple[int, int, int]], horizon: int,
         loads.append(load)
         k = len(jobs) - 1
         while load > capacity_of(capacity, tau):
-            while not active[k]:
+            while not active[k] or not (cancels_waiting or _demands(jobs[k], tau)):
                 k -= 1
             active[k] = False
             removed_at[k] = tau
-            s, n, c = jobs[k]
-            if s >= 0 and s <= tau < s + n:
-                load -= c
+            if _demands(jobs[k], tau):
+                load -= jobs[k][2]
     return loads, removed_at
 
 
+def _demands(job: tuple[int, int, int], tau: int) -> bool:
+    s, n, _ = job
+    return s >= 0 and s <= tau < s + n
+
+
 def fails_given_loads(loads: Sequence[int], start: int, duration: int, concurrency: int,
-                      capacity: int | Sequence[int]) -> bool:
-    """A newer job fails iff the earlier jobs overflow while it waits, or it does not fit while it runs."""
-    if any(load > capacity_of(capacity, tau) for tau, load in enumerate(loads[:start])):
+                      capacity: int | Sequence[int], cancels_waiting: bool = True) -> bool:
+    """A newer job fails iff the earlier jobs overflow while it waits (only under Remark 2's rule), or it does not
+    fit while it runs."""
+    if cancels_waiting and any(load > capacity_of(capacity, tau) for tau, load in enumerate(loads[:start])):
         return True
     return any(loads[tau] + concurrency > capacity_of(capacity, tau)
                for tau in range(start, min(start + duration, len(loads))))

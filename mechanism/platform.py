@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -47,6 +47,10 @@ class Bundle(BaseModel):
         return runs
 
 
+Overload = Literal["newest", "newest_demanding"]  # step 3's rules (docs/model.md 6)
+OVERLOAD_RULES: tuple[str, ...] = get_args(Overload)
+
+
 class Platform(BaseModel):
     """C identical nodes, the SoW bounds C_m, D_m, S_m, H, and the mechanism's parameters."""
 
@@ -72,6 +76,9 @@ class Platform(BaseModel):
         default=None, description="capacity of future rounds: None = fixed C; else a stochastic process")
     reserve: Reserve | None = Field(default=None, description=(
         "None: the failure oracle assumes C; else nodes it leaves out, raised after overloads (docs/model.md 10.9)"))
+    overload: Overload = Field(default="newest", description=(
+        "step 3's victim while the load exceeds C: 'newest', the newest active job, demanding this round or not "
+        "(Remark 2); 'newest_demanding', the newest active job that demands this round (docs/model.md 6)"))
 
     # `C = "32"` or `true` in a file is refused
     _numbers = field_validator("C", "C_m", "D_m", "S_m", "H", "epsilon", "eps0", "delta0", "seed", "samples",
@@ -79,8 +86,8 @@ class Platform(BaseModel):
 
     @model_serializer(mode="wrap")
     def _defaults_unsaid(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The exponential prices and a fixed capacity, the defaults, are not written out: the dumps, files and state
-        digests of such a platform read as they always did."""
+        """The exponential prices, a fixed capacity and Remark 2's overload rule, the defaults, are not written
+        out: the dumps, files and state digests of such a platform read as they always did."""
         data: dict[str, Any] = handler(self)
         if self.pricing == "exponential" and not self.bundles:
             data.pop("pricing", None)
@@ -91,7 +98,14 @@ class Platform(BaseModel):
             data.pop("reserve", None)
         if self.bundle_window == 0:
             data.pop("bundle_window", None)
+        if self.overload == "newest":
+            data.pop("overload", None)
         return data
+
+    @property
+    def cancels_waiting(self) -> bool:
+        """Whether an overflow of the earlier jobs' load cancels a newer job that is only waiting (Remark 2's rule)."""
+        return self.overload == "newest"
 
     @model_validator(mode="after")
     def _check_relations(self) -> Platform:

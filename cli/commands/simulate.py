@@ -26,6 +26,7 @@ from cli.args import (
 from cli.commands.jobs import DEFAULT_ATTEMPTS
 from cli.verbs import add_verb
 from mechanism.failure_exact import OracleTooLarge
+from mechanism.platform import OVERLOAD_RULES
 from models.predict.names import PREDICTORS
 from models.simulation import SimulationResult, Workload, drive, run_simulation
 from models.workloads import WORKLOADS, load_workload_file, make_workload, workload_document
@@ -62,6 +63,10 @@ def register(sub: Any) -> None:
                    help="with --trace: the failure estimates hold back a reserve the platform sets itself, UP nodes "
                         "more after a round whose overload step removed a job, DOWN fewer after any other, within "
                         "[0, C - 1]; prices and overload keep C (docs/model.md 10.9, docs/prediction.md)")
+    p.add_argument("--overload", choices=OVERLOAD_RULES, default=None,
+                   help="with --trace: step 3's rule while the load exceeds C: newest, the newest active job, "
+                        "waiting or not (Remark 2, the default); newest_demanding, the newest active job that "
+                        "demands the round (docs/model.md 6)")
     p.add_argument("--seed", type=_seed, default=None,
                    help="seed (named workloads: default 0; files: overrides platform.seed)")
     p.add_argument("--load", type=float, default=None,
@@ -201,6 +206,8 @@ def load(args: argparse.Namespace) -> Workload:
         raise ValueError(f"--headroom {args.headroom} needs --trace")
     if getattr(args, "reserve", None) is not None:
         raise ValueError(f"--reserve {_reserve_text(args.reserve)} needs --trace")
+    if getattr(args, "overload", None) is not None:
+        raise ValueError(f"--overload {args.overload} needs --trace (a workload's platform states its own rule)")
     if args.workload_file:
         if args.load is not None:
             raise ValueError(f"--load {args.load} does not apply with --workload-file {args.workload_file}: "
@@ -232,12 +239,15 @@ def trace_workload(args: argparse.Namespace) -> Workload:
     trace, table = load_trace(args.trace, args.jobs)
     service = args.sows == "service"
     config = ExportConfig(round_seconds=args.round_seconds, predictor="requested" if service else args.sows,
-                          headroom=headroom, reserve=None if reserve is None else (reserve[0], reserve[1]))
+                          headroom=headroom, reserve=None if reserve is None else (reserve[0], reserve[1]),
+                          overload=getattr(args, "overload", None) or "newest")
     document, args.trace_report = trace_document(table, trace.nodes, config)
     if headroom:
         args.trace_report["headroom"] = headroom
     if reserve is not None:
         args.trace_report["reserve"] = document["platform"]["reserve"]
+    if config.overload != "newest":
+        args.trace_report["overload"] = config.overload
     if service:  # the workload's SoWs only carry the jobs' terms: the port submits the features
         from models.predict.trace_workload import feature_submissions
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from mechanism.capacity import CapacityModel
+from mechanism.platform import Overload
 from mechanism.reserve import Reserve
 from models.predict.evaluate import make_predictor, replay
 from models.predict.jobs import JobTable
@@ -47,6 +48,7 @@ class ExportConfig:
     seed: int = 0
     headroom: int = 0  # nodes the failure oracle leaves out of C (0: none, the platform has no capacity model)
     reserve: tuple[float, float] | None = None  # (up, down) of the platform's own reserve (mechanism/reserve.py)
+    overload: Overload = "newest"  # the platform's overload rule (Platform.overload, docs/model.md 6)
 
     def __post_init__(self) -> None:
         if self.round_seconds < 1:
@@ -116,6 +118,8 @@ def trace_platform(config: ExportConfig, d_max: int, s_max: int, jobs: Sequence[
     if config.reserve is not None:
         up, down = config.reserve
         platform["reserve"] = Reserve(up=up, down=down, most=config.nodes - 1).model_dump(mode="json")
+    if config.overload != "newest":
+        platform["overload"] = config.overload
     return platform
 
 

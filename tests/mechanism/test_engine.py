@@ -40,13 +40,15 @@ def one_round_sow(p: Platform, c: int = 1, d: int = 1, arrivals: tuple[int, ...]
 @dataclass
 class RoundRecord:
     active_at_overload: dict[str, int]  # job -> seq, active when step 3 ran
+    demanding: set[str]  # active jobs demanding the round when step 3 ran (running, or starting there)
     removed: dict[str, int]  # evicted or cancelled by overload this round
     ran: dict[str, int]  # job -> concurrency, for every job that occupied this round
 
 
-def random_run(seed: int, n_jobs: int = 12, rounds: int = 14) -> tuple[Engine, list[RoundRecord]]:
+def random_run(seed: int, n_jobs: int = 12, rounds: int = 14,
+               overload: str = "newest") -> tuple[Engine, list[RoundRecord]]:
     """Drive an engine with random SoWs and random (possibly off-plan) reports; record every round."""
-    p = small_platform(C=4, samples=300, seed=seed % 1000)
+    p = small_platform(C=4, samples=300, seed=seed % 1000, overload=overload)
     rng = np.random.default_rng(seed)
     e = Engine(p)
     records = []
@@ -64,7 +66,11 @@ def random_run(seed: int, n_jobs: int = 12, rounds: int = 14) -> tuple[Engine, l
                 with contextlib.suppress(InvalidReport):
                     e.report_completion(job.id)
         active = {j.id: j.seq for j in e.jobs.values() if j.state.active}
+        t = e.now
+        waiting_starts = {j.id for j in e.jobs.values() if j.state is JobState.WAITING and j.start == t}
+        running_before = {j.id for j in e.jobs.values() if j.state is JobState.RUNNING}
         report = e.advance()
+        arrived_now = {ev.job for ev in report.events if ev.type == "arrive" and ev.data.get("start") == t}
         kinds = {ev.job: ev for ev in report.events}
         step2 = {j for j, ev in kinds.items() if ev.type in ("expire", "not_scheduled")}
         removed = {j: e.jobs[j].seq for j, ev in kinds.items() if ev.data.get("reason") == "overload"}
@@ -72,7 +78,8 @@ def random_run(seed: int, n_jobs: int = 12, rounds: int = 14) -> tuple[Engine, l
                          if ev.type == "complete" or ev.data.get("reason") == "overrun"}
         ran = {j.id: j.concurrency for j in e.jobs.values()
                if j.state is JobState.RUNNING or j.id in ended_running}
-        records.append(RoundRecord({j: s for j, s in active.items() if j not in step2}, removed, ran))
+        demanding = (running_before | waiting_starts | arrived_now) - step2
+        records.append(RoundRecord({j: s for j, s in active.items() if j not in step2}, demanding, removed, ran))
         assert report.running == sum(ran.values())
     return e, records
 
@@ -98,6 +105,27 @@ def test_running_jobs_never_exceed_capacity(seed: int) -> None:
 def test_random_runs_do_exercise_lifo_removals() -> None:
     removed = sum(len(r.removed) for seed in range(8) for r in random_run(seed)[1])
     assert removed > 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_newest_demanding_removes_only_demanding_jobs_newest_first_and_fits_capacity(seed: int) -> None:
+    e, records = random_run(seed, overload="newest_demanding")
+    for r in records:
+        assert set(r.removed) <= r.demanding
+        survivors = [r.active_at_overload[j] for j in r.demanding if j not in r.removed]
+        for seq in r.removed.values():
+            assert all(s < seq for s in survivors)
+        assert sum(r.ran.values()) <= e.platform.C
+
+
+def test_random_runs_under_newest_demanding_do_spare_waiting_jobs_that_remark_2_cancels() -> None:
+    # Remark 2 removes jobs that do not demand the round in these runs; the other rule still removes some.
+    spared = removed = 0
+    for seed in range(8):
+        spared += sum(1 for r in random_run(seed)[1] for j in r.removed if j not in r.demanding)
+        removed += sum(len(r.removed) for r in random_run(seed, overload="newest_demanding")[1])
+    assert spared > 0 and removed > 0
 
 
 def two_way_sow(p: Platform, c: int) -> SoW:
@@ -135,6 +163,21 @@ def test_newest_active_job_is_cancelled_even_when_it_does_not_contribute() -> No
     removed = [ev.job for ev in e.advance().events if ev.data.get("reason") == "overload"]
     assert removed == ["late", "mid"]
     assert e.jobs["old"].state is JobState.COMPLETED
+
+
+def test_newest_demanding_spares_the_waiting_newest_job_and_evicts_the_newest_demanding_one() -> None:
+    # The case above under the newest_demanding rule: "late" does not demand round 0 and stays; "mid" goes.
+    p = small_platform(C=3, samples=200, overload="newest_demanding")
+    e = Engine(p)
+    e.submit("old", two_way_sow(p, 2))
+    e.submit("mid", two_way_sow(p, 2))
+    e.submit("late", SoW.parse({"concurrency": 1, "value_steps": [[6, 40.0]], "outcomes": [[2, 1, 1.0]]}, p))
+    e.report_arrival("old", None)
+    e.report_arrival("mid", None)
+    e.report_completion("old")
+    removed = [ev.job for ev in e.advance().events if ev.data.get("reason") == "overload"]
+    assert removed == ["mid"]
+    assert e.jobs["old"].state is JobState.COMPLETED and e.jobs["late"].state.active
 
 
 def test_illegal_transitions_raise() -> None:

@@ -69,12 +69,13 @@ def test_estimates_after_lazy_appends_equal_a_rebuilt_oracle(seed: int, n_jobs: 
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 5), st.integers(1, 3), st.sampled_from([4, 40_000]))
+@given(st.integers(0, 2**32 - 1), st.integers(1, 5), st.integers(1, 3), st.sampled_from([4, 40_000]),
+       st.sampled_from(["newest", "newest_demanding"]))
 def test_sampled_estimates_equal_the_literal_procedure_on_the_same_draws(seed: int, n_jobs: int, c: int,
-                                                                         capacity: int) -> None:
+                                                                         capacity: int, overload: str) -> None:
     # C = 4 stores saturated loads in int16; C = 40,000 (C_m = C) needs int32.
     scale = capacity // 4
-    p = small_platform(C=capacity, samples=400, seed=seed % 89, C_m=3 * scale)
+    p = small_platform(C=capacity, samples=400, seed=seed % 89, C_m=3 * scale, overload=overload)
     rs = random_residuals(np.random.default_rng(seed), p, n_jobs)
     c *= scale
     oracle = mc(p, rs)
@@ -87,8 +88,9 @@ def test_sampled_estimates_equal_the_literal_procedure_on_the_same_draws(seed: i
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_sampled_estimates_are_within_the_hoeffding_bound_of_exact(seed: int) -> None:
-    p = small_platform(C=4, samples=6000, seed=seed)
+@pytest.mark.parametrize("overload", ["newest", "newest_demanding"])
+def test_sampled_estimates_are_within_the_hoeffding_bound_of_exact(seed: int, overload: str) -> None:
+    p = small_platform(C=4, samples=6000, seed=seed, overload=overload)
     rs = random_residuals(np.random.default_rng(100 + seed), p, n_jobs=4)
     exact = ExactOracle(p)
     exact.reset(3, rs)
@@ -127,6 +129,23 @@ def test_lifo_evicts_newest_first_even_when_it_does_not_contribute() -> None:
     assert removed == [None, 0, 0]  # C goes first (Remark 2), load still 5 -> B goes too
     loads, removed = lifo_loads([(0, 2, 3), (0, 2, 2)], horizon=3, capacity=4)
     assert removed == [None, 0]
+
+
+@pytest.mark.parametrize(("overload", "fails"), [("newest", 1.0), ("newest_demanding", 0.0)])
+def test_an_overflow_while_a_job_waits_fails_it_under_remark_2_and_not_under_newest_demanding(
+        overload: str, fails: float) -> None:
+    # C = 3: A and B (c = 2 each) both run round 1, which overflows. A new job (c = 1) that starts at round 2 is
+    # cancelled while it waits under Remark 2 ("newest"); under "newest_demanding" B goes and round 2 is free.
+    # Starting at round 1 it fails under both (it demands the overflowing round).
+    p = small_platform(C=3, samples=100, overload=overload)
+    a, b = (Residual(job=k, concurrency=2, start=np.array([1]), length=np.array([1]), probability=np.array([1.0]))
+            for k in range(2))
+    exact = ExactOracle(p)
+    exact.reset(0, [a, b])
+    for est in (exact.estimates(1), mc(p, [a, b], round_=0).estimates(1)):
+        assert est[2, 0] == fails and est[1, 0] == 1.0 and est[0, 0] == 0.0
+    assert literal_failure(p, 0, [a, b], 1, 2, 1, p.sample_count) == fails
+    assert failure_table(np.array([0, 4, 0, 0, 0, 0, 0, 0]), 1, 6, 3, 3, overload == "newest")[2, 0] == fails
 
 
 def test_exact_oracle_refuses_clearly_above_its_bound_and_changes_nothing() -> None:

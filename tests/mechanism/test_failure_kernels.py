@@ -31,6 +31,7 @@ from mechanism.rng import stream_key, uniform, uniforms
 from tests.conftest import small_platform
 
 ROUND = 3
+OVERLOAD_RULES = ["newest", "newest_demanding"]  # step 3's two rules (docs/model.md 6): every kernel serves both
 
 
 @pytest.fixture(params=["parallel", "one thread"])
@@ -60,18 +61,19 @@ def _lifo_rows(p: Platform, residuals: list[Residual], samples: int) -> list[lis
     rows = []
     for n in range(samples):
         jobs = [(int(r.start[idx[n, k]]), int(r.length[idx[n, k]]), r.concurrency) for k, r in enumerate(residuals)]
-        rows.append(lifo_loads(jobs, p.horizon, p.C)[0])
+        rows.append(lifo_loads(jobs, p.horizon, p.C, p.cancels_waiting)[0])
     return rows
 
 
 def _check_rows(oracle: MonteCarloOracle, expected: list[list[int]]) -> None:
-    """Each path is the LIFO load saturated at C + 1; its peak, first overflow (horizon if none) and bound match."""
+    """Each path is the LIFO load saturated at C + 1; its peak, first overflow (horizon if none, or if an overflow
+    does not cancel the waiting jobs) and bound match."""
     p = oracle.platform
     paths = oracle.paths()
     want = np.minimum(np.array(expected, dtype=np.int64).reshape(paths.shape), p.C + 1)
     assert np.array_equal(paths.astype(np.int64), want)
     over = want > p.C
-    first = np.where(over.any(axis=1), over.argmax(axis=1), p.horizon)
+    first = np.where(over.any(axis=1) & p.cancels_waiting, over.argmax(axis=1), p.horizon)
     assert np.array_equal(oracle._peak, want.max(axis=1, initial=0))
     assert np.array_equal(oracle._first, first)
     assert np.array_equal(oracle._bound, oracle._peak)
@@ -149,9 +151,11 @@ def test_a_uniform_equal_to_a_cdf_entry_draws_the_next_outcome(outcomes: int) ->
 
 @pytest.mark.parametrize("samples", [1, CHUNKS - 1, CHUNKS + 1, 2 * CHUNKS + 1, 3 * CHUNKS - 1])
 @pytest.mark.parametrize("capacity", [3, 5])
-def test_every_sampled_path_is_the_lifo_load_saturated_at_c_plus_1(samples: int, capacity: int, threads: str) -> None:
+@pytest.mark.parametrize("overload", OVERLOAD_RULES)
+def test_every_sampled_path_is_the_lifo_load_saturated_at_c_plus_1(samples: int, capacity: int, overload: str,
+                                                                   threads: str) -> None:
     # Sample counts around the 64 chunks of the path build: every row is built, once, whatever the count.
-    p = small_platform(C=capacity, samples=samples, seed=samples, C_m=3)
+    p = small_platform(C=capacity, samples=samples, seed=samples, C_m=3, overload=overload)
     rs = _residuals(np.random.default_rng(samples * 10 + capacity), p, 7)
     oracle = MonteCarloOracle(p)
     oracle.reset(ROUND, rs)
@@ -159,8 +163,10 @@ def test_every_sampled_path_is_the_lifo_load_saturated_at_c_plus_1(samples: int,
 
 
 @pytest.mark.parametrize("settle", [False, True])
-def test_appended_jobs_reach_every_path_lazily_or_all_at_once_as_lifo_plays_them(settle: bool, threads: str) -> None:
-    p = small_platform(C=4, samples=130, seed=2, C_m=3)
+@pytest.mark.parametrize("overload", OVERLOAD_RULES)
+def test_appended_jobs_reach_every_path_lazily_or_all_at_once_as_lifo_plays_them(settle: bool, overload: str,
+                                                                                 threads: str) -> None:
+    p = small_platform(C=4, samples=130, seed=2, C_m=3, overload=overload)
     rng = np.random.default_rng(8)
     rs = _residuals(rng, p, 9)
     oracle = MonteCarloOracle(p)
@@ -202,16 +208,17 @@ def test_a_row_that_turns_out_roomy_once_its_pending_job_is_applied_survives_eve
 
 def _definition(p: Platform, rows: list[list[int]], c: int) -> np.ndarray:
     """E(s, c, d) as docs/model.md section 5 defines it, from each sample's LIFO loads."""
-    return np.array([[np.mean([fails_given_loads(r, s, d, c, p.C) for r in rows]) for d in range(1, p.D_m + 1)]
+    return np.array([[np.mean([fails_given_loads(r, s, d, c, p.C, p.cancels_waiting) for r in rows])
+                      for d in range(1, p.D_m + 1)]
                      for s in range(p.S_m)])
 
 
 # ---- estimates against fails_given_loads, across 64-round words ----
 
 
-def _window_case(s_m: int, seed: int, late_jobs: int) -> tuple[Platform, list[Residual]]:
+def _window_case(s_m: int, seed: int, late_jobs: int, overload: str = "newest") -> tuple[Platform, list[Residual]]:
     """Three early jobs of one node that never overflow C = 4, and later ones from round 58 on."""
-    p = small_platform(C=4, samples=40, seed=s_m, S_m=s_m, C_m=3)
+    p = small_platform(C=4, samples=40, seed=s_m, S_m=s_m, C_m=3, overload=overload)
     rng = np.random.default_rng(seed)
     early = [Residual(job=k, concurrency=1, start=rng.integers(-1, p.S_m, size=2).astype(np.int64),
                       length=np.array([p.D_m, 1]), probability=np.array([0.5, 0.5])) for k in range(3)]
@@ -230,11 +237,12 @@ WINDOWS = [(5, 0, 6), (61, 1, 6), (62, 1, 6), (63, 1, 6), (64, 1, 6), (65, 1, 3)
 
 
 @pytest.mark.parametrize(("s_m", "seed", "late_jobs"), WINDOWS)
+@pytest.mark.parametrize("overload", OVERLOAD_RULES)
 def test_estimates_equal_the_lifo_definition_for_every_start_and_duration_across_64_round_words(
-        s_m: int, seed: int, late_jobs: int) -> None:
+        s_m: int, seed: int, late_jobs: int, overload: str) -> None:
     # horizon = S_m + 2 straddles the 64-bit words of the full-round bitmap (63, 64, 65, ... 129 rounds), and
     # first overflows fall before, at and after round 64.
-    p, rs = _window_case(s_m, seed, late_jobs)
+    p, rs = _window_case(s_m, seed, late_jobs, overload)
     rows, oracle = _rows_and_oracle(p, rs)
     firsts = {next((t for t, load in enumerate(r) if load > p.C), p.horizon) for r in rows}
     if s_m > 64:  # overflows first in the first word, in a later one, and not at all
@@ -259,20 +267,22 @@ def test_a_first_overflow_on_a_word_boundary_fails_only_the_starts_from_it_on(fi
 
 
 @pytest.mark.parametrize(("s_m", "seed", "late_jobs"), [WINDOWS[0], WINDOWS[5], WINDOWS[7]])
+@pytest.mark.parametrize("overload", OVERLOAD_RULES)
 def test_the_survival_histogram_counts_each_sample_once_per_start_at_the_durations_it_survives(
-        s_m: int, seed: int, late_jobs: int) -> None:
+        s_m: int, seed: int, late_jobs: int, overload: str) -> None:
     # hist[s, g]: samples where a job starting at s survives exactly durations 1..g (g = D_m: all of them), g = 0
     # included (the estimates read only g >= 1, so that column is checked here).
-    p, rs = _window_case(s_m, seed, late_jobs)
+    p, rs = _window_case(s_m, seed, late_jobs, overload)
     rows, oracle = _rows_and_oracle(p, rs)
     paths = oracle.paths()
     for c in (1, 3):
         hist = _survival_histogram(paths, oracle._peak, oracle._first, oracle._bound, oracle._applied,
-                                   *oracle._app.arrays(), c, p.S_m, p.D_m, p.C)
+                                   *oracle._app.arrays(), c, p.S_m, p.D_m, p.C, p.cancels_waiting)
         want = np.zeros((p.S_m, p.D_m + 1), dtype=np.int64)
         for r in rows:
             for s in range(p.S_m):
-                want[s, sum(not fails_given_loads(r, s, d, c, p.C) for d in range(1, p.D_m + 1))] += 1
+                want[s, sum(not fails_given_loads(r, s, d, c, p.C, p.cancels_waiting)
+                            for d in range(1, p.D_m + 1))] += 1
         assert np.array_equal(hist, want), c
 
 
@@ -356,7 +366,8 @@ def _append_row_by_row(oracle: MonteCarloOracle, k: int) -> None:
         if oracle._applied[n] == k:
             i = _draw(key, n, r.cdf, 0, r.cdf.size)
             peak, first, bits = _add_newest(oracle._paths[n], oracle._peak[n], oracle._first[n], r.start[i],
-                                            r.length[i], r.concurrency, oracle.platform.capacity_top, c_top)
+                                            r.length[i], r.concurrency, oracle.platform.capacity_top, c_top,
+                                            oracle.platform.cancels_waiting)
             oracle._peak[n], oracle._first[n] = peak, first
             if bits & live:
                 _mark(marks.dirty, marks.listed, marks.count, n, bits & live)
@@ -367,13 +378,15 @@ def _append_row_by_row(oracle: MonteCarloOracle, k: int) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10**6), capacity=st.integers(2, 9), samples=st.integers(1, 260), jobs=st.integers(0, 8),
-       appended=st.integers(1, 5), outcomes=st.integers(1, 70), full_list=st.booleans())
+       appended=st.integers(1, 5), outcomes=st.integers(1, 70), full_list=st.booleans(),
+       overload=st.sampled_from(OVERLOAD_RULES))
 def test_the_appending_pass_equals_row_by_row_lifo_and_keeps_the_counts_equal_to_counts_from_scratch(
-        seed: int, capacity: int, samples: int, jobs: int, appended: int, outcomes: int, full_list: bool) -> None:
+        seed: int, capacity: int, samples: int, jobs: int, appended: int, outcomes: int, full_list: bool,
+        overload: str) -> None:
     # Rows, peaks, first overflows, applied counts and marks equal the row-by-row reference, every marked row is
     # listed; the kept survival counts of every live concurrency, recounted on the listed rows (or on every row,
     # as after the list overflowed: full_list), equal a count of every row from scratch.
-    p = small_platform(C=capacity, samples=samples, seed=seed, C_m=min(capacity, 4), S_m=9, D_m=5)
+    p = small_platform(C=capacity, samples=samples, seed=seed, C_m=min(capacity, 4), S_m=9, D_m=5, overload=overload)
     rng = np.random.default_rng(seed)
     rs = _residuals(rng, p, jobs + appended, max_outcomes=outcomes)
     fast, slow = MonteCarloOracle(p), MonteCarloOracle(p)
@@ -398,6 +411,7 @@ def test_the_appending_pass_equals_row_by_row_lifo_and_keeps_the_counts_equal_to
             counts = fast._counts[c]
             kept = _histogram(counts.diff, counts.zero, counts.roomy, p.S_m, p.D_m)
             scratch = _survival_histogram(fast._built(), fast._peak, fast._first, fast._bound, fast._applied,
-                                          *fast._app.arrays(), c, p.S_m, p.D_m, p.capacity_top)
+                                          *fast._app.arrays(), c, p.S_m, p.D_m, p.capacity_top,
+                                          p.cancels_waiting)
             assert np.array_equal(kept, scratch), c
     _check_rows(fast, _lifo_rows(p, rs, samples))

@@ -85,21 +85,25 @@ def _runs(job: tuple[int, int, int], tau: int) -> bool:
     return job[0] >= 0 and job[0] <= tau < job[0] + job[1]
 
 
-def _survivors(jobs: list[tuple[int, int, int]], active: list[int], tau: int, capacity: int) -> list[int]:
-    """The rule as a recursion: while the running demand exceeds capacity, drop the newest active job."""
+def _survivors(jobs: list[tuple[int, int, int]], active: list[int], tau: int, capacity: int,
+               demanding: bool) -> list[int]:
+    """The rule as a recursion: while the running demand exceeds capacity, drop the newest active job (with
+    `demanding`, the newest active job that runs in round tau)."""
     if sum(jobs[k][2] for k in active if _runs(jobs[k], tau)) <= capacity:
         return active
-    return _survivors(jobs, active[:-1], tau, capacity)
+    victim = max(k for k in active if _runs(jobs[k], tau)) if demanding else active[-1]
+    return _survivors(jobs, [k for k in active if k != victim], tau, capacity, demanding)
 
 
-def _brute_lifo(jobs: list[tuple[int, int, int]], horizon: int, capacity: int) -> list[int | None]:
+def _brute_lifo(jobs: list[tuple[int, int, int]], horizon: int, capacity: int,
+                demanding: bool = False) -> list[int | None]:
     """Removal rounds by set arithmetic: each round, drop the completed jobs, then remove by the recursion."""
     alive = list(range(len(jobs)))
     removed: list[int | None] = [None] * len(jobs)
     for tau in range(horizon):
         alive = [k for k in alive if not (jobs[k][0] >= 0 and tau >= jobs[k][0] + jobs[k][1])]
-        survivors = _survivors(jobs, alive, tau, capacity)
-        for k in alive[len(survivors):]:
+        survivors = _survivors(jobs, alive, tau, capacity, demanding)
+        for k in set(alive) - set(survivors):
             removed[k] = tau
         alive = survivors
     return removed
@@ -113,6 +117,19 @@ job = st.tuples(st.integers(-1, 4), st.integers(1, 3), st.integers(1, 3))
 def test_removals_equal_the_recursive_statement_of_the_rule(jobs: list[tuple[int, int, int]], capacity: int) -> None:
     _, removed = lifo_loads(jobs, horizon=8, capacity=capacity)
     assert removed == _brute_lifo(jobs, 8, capacity)
+    _, removed = lifo_loads(jobs, horizon=8, capacity=capacity, cancels_waiting=False)
+    assert removed == _brute_lifo(jobs, 8, capacity, demanding=True)
+
+
+def test_under_newest_demanding_a_waiting_job_newer_than_the_overflow_is_spared() -> None:
+    # A (c = 3) and B (c = 2) collide in round 0 (C = 4); C waits for round 2. Remark 2 cancels C, then B; the
+    # newest_demanding rule evicts B alone, and C runs.
+    jobs = [(0, 3, 3), (0, 3, 2), (2, 1, 1)]
+    assert lifo_loads(jobs, horizon=3, capacity=4)[1] == [None, 0, 0]
+    loads, removed = lifo_loads(jobs, horizon=3, capacity=4, cancels_waiting=False)
+    assert removed == [None, 0, None] and loads == [5, 3, 4]
+    assert fails_given_loads([5, 3, 3], start=2, duration=1, concurrency=1, capacity=4)  # round 0 overflows
+    assert not fails_given_loads([5, 3, 3], start=2, duration=1, concurrency=1, capacity=4, cancels_waiting=False)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])

@@ -94,3 +94,16 @@ def test_a_platform_is_frozen_and_refuses_unknown_fields() -> None:
         p.C = 5  # type: ignore[misc]
     with pytest.raises(ValidationError, match=r"typo\n.*Extra inputs are not permitted"):
         platform(typo=1)
+
+
+def test_the_overload_rule_defaults_to_remark_2_and_is_written_out_only_when_it_differs() -> None:
+    p = Platform(C=4, C_m=2, D_m=2, S_m=3, H=5.0)
+    assert p.overload == "newest" and p.cancels_waiting and "overload" not in p.model_dump()
+    q = Platform(C=4, C_m=2, D_m=2, S_m=3, H=5.0, overload="newest_demanding")
+    assert not q.cancels_waiting and q.model_dump()["overload"] == "newest_demanding"
+    assert Platform.model_validate(q.model_dump()) == q
+
+
+def test_an_unknown_overload_rule_is_refused_naming_the_field() -> None:
+    with pytest.raises(ValidationError, match=r"overload\n  Input should be 'newest' or 'newest_demanding'"):
+        Platform(C=4, C_m=2, D_m=2, S_m=3, H=5.0, overload="oldest")

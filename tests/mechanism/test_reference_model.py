@@ -70,8 +70,11 @@ def residual(job: RefJob, state: JobState, arrival: int | None, signal: Signal, 
     return [(q / total, s, d) for q, s, d in rows]
 
 
-def new_job_fails(earlier: list[tuple[int | None, int, int]], t: int, s: int, d: int, c: int, capacity: int) -> bool:
-    """Play LIFO literally from round t with the new job (newest) inside; True if it is evicted or cancelled."""
+def new_job_fails(earlier: list[tuple[int | None, int, int]], t: int, s: int, d: int, c: int, capacity: int,
+                  overload: str = "newest") -> bool:
+    """Play LIFO literally from round t with the new job (newest) inside; True if it is evicted or cancelled. Each
+    overflow removes the newest active job ("newest") or the newest active job running in the round
+    ("newest_demanding")."""
     jobs = [*earlier, (s, d, c)]
     active = [True] * len(jobs)
     for tau in range(t, s + d):
@@ -81,7 +84,7 @@ def new_job_fails(earlier: list[tuple[int | None, int, int]], t: int, s: int, d:
         load = sum(ck for k, (sk, dk, ck) in enumerate(jobs) if active[k] and sk is not None and sk <= tau < sk + dk)
         k = len(jobs) - 1
         while load > capacity:
-            while not active[k]:
+            while not active[k] or (overload == "newest_demanding" and not runs(jobs[k], tau)):
                 k -= 1
             if k == len(jobs) - 1:
                 return True
@@ -92,13 +95,18 @@ def new_job_fails(earlier: list[tuple[int | None, int, int]], t: int, s: int, d:
     return False
 
 
+def runs(job: tuple[int | None, int, int], tau: int) -> bool:
+    start, d, _ = job
+    return start is not None and start <= tau < start + d
+
+
 def ref_failure(residuals: list[tuple[list[tuple[float, int | None, int]], int]], t: int, s: int, d: int, c: int,
-                capacity: int) -> float:
+                capacity: int, overload: str) -> float:
     total = 0.0
     for combo in itertools.product(*(r for r, _ in residuals)):
         w = math.prod(q for q, _, _ in combo)
         earlier = [(st, dur, ck) for (_, st, dur), (_, ck) in zip(combo, residuals, strict=True)]
-        total += w * new_job_fails(earlier, t, s, d, c, capacity)
+        total += w * new_job_fails(earlier, t, s, d, c, capacity, overload)
     return total
 
 
@@ -112,13 +120,15 @@ def labelled(rng: np.random.Generator, p: Platform, sow: SoW) -> SoW:
     return SoW.parse(data, p)
 
 
-def tiny_platform(seed: int) -> Platform:
-    return Platform(C=3, C_m=2, D_m=2, S_m=4, H=20.0, epsilon=0.1, eps0=0.05, delta0=0.05, seed=seed, samples=50)
+def tiny_platform(seed: int, overload: str = "newest") -> Platform:
+    return Platform(C=3, C_m=2, D_m=2, S_m=4, H=20.0, epsilon=0.1, eps0=0.05, delta0=0.05, seed=seed, samples=50,
+                    overload=overload)
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_quotes_plans_and_charges_equal_an_independent_reimplementation_of_model_md(seed: int) -> None:
-    p = tiny_platform(seed)
+@pytest.mark.parametrize("overload", ["newest", "newest_demanding"])
+def test_quotes_plans_and_charges_equal_an_independent_reimplementation_of_model_md(seed: int, overload: str) -> None:
+    p = tiny_platform(seed, overload)
     rng = np.random.default_rng(seed)
     e = Engine(p, oracle="exact")
     y: dict[int, float] = {}
@@ -136,7 +146,7 @@ def test_quotes_plans_and_charges_equal_an_independent_reimplementation_of_model
                 if j.state.active:
                     earlier.append((residual(ref[j.id], j.state, j.arrival, j.signal, j.start, t), j.concurrency))
             c = sow.concurrency
-            fail = {(s, d): ref_failure(earlier, t, s, d, c, p.C) for s in range(t, t + p.S_m)
+            fail = {(s, d): ref_failure(earlier, t, s, d, c, p.C, overload) for s in range(t, t + p.S_m)
                     for d in range(1, p.D_m + 1)}
             bar = {k: (f if f > p.failure_threshold else 0.0) for k, f in fail.items()}
             quote = e.submit(job_id, sow).plan

@@ -98,10 +98,30 @@ def test_a_negative_headroom_is_refused(capsys: pytest.CaptureFixture[str]) -> N
     assert "argument --headroom: -1 is below the bound 0" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("flag", [["--headroom", "3"], ["--reserve", "4,0.25"]])
-def test_headroom_and_reserve_need_a_trace(flag: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("flag", [["--headroom", "3"], ["--reserve", "4,0.25"], ["--overload", "newest_demanding"]])
+def test_headroom_reserve_and_overload_need_a_trace(flag: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--workload", "toy", *flag, "--json"]) == 2
     assert f"{flag[0]} {flag[1]} needs --trace" in capsys.readouterr().err
+
+
+def test_overload_writes_its_rule_into_the_platform_and_reports_itself(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    out = tmp_path / "w.json"
+    assert main(["simulate", "--trace", str(trace), "--jobs", "30", "--sows", "learned", "--round-seconds", "60",
+                 "--overload", "newest_demanding", "--no-offline", "--write-workload", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    plain = _run(trace, "learned", tmp_path / "plain.json", capsys)
+    assert report["overload"] == "newest_demanding" and "overload" not in plain
+    assert report["coverage"] == plain["coverage"]  # the same laws: the rule is the platform's
+    assert json.loads(out.read_text())["platform"]["overload"] == "newest_demanding"
+    assert "overload" not in json.loads((tmp_path / "plain.json").read_text())["platform"]
+
+
+def test_an_unknown_overload_rule_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit, match="2"):
+        main(["simulate", "--trace", "t.swf", "--overload", "oldest", "--json"])
+    assert "argument --overload: invalid choice: 'oldest'" in capsys.readouterr().err
 
 
 def test_reserve_writes_its_rule_into_the_platform_and_reports_itself(tmp_path: Path,

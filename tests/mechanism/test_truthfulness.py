@@ -42,9 +42,10 @@ def true_utility(plan: LaunchPlan, reported: SoW, truth: SoW, engine: Engine, me
     return total
 
 
-def engine_with_history(seed: int, samples: int = 400, jobs_below: int = 6) -> tuple[Engine, np.random.Generator]:
+def engine_with_history(seed: int, samples: int = 400, jobs_below: int = 6,
+                        overload: str = "newest") -> tuple[Engine, np.random.Generator]:
     """An engine that admitted fewer than `jobs_below` random SoWs over a few rounds, and the generator, to go on."""
-    p = small_platform(C=4, samples=samples, seed=seed % 1000)
+    p = small_platform(C=4, samples=samples, seed=seed % 1000, overload=overload)
     rng = np.random.default_rng(seed)
     e = Engine(p)
     for i in range(int(rng.integers(0, jobs_below))):
@@ -55,9 +56,10 @@ def engine_with_history(seed: int, samples: int = 400, jobs_below: int = 6) -> t
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.sampled_from(["none", "duration"]), st.integers(0, 3))
-def test_truthful_plan_is_never_beaten_by_a_misreport(seed: int, mode: str, kind: int) -> None:
-    e, _ = engine_with_history(seed)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["none", "duration"]), st.integers(0, 3),
+       st.sampled_from(["newest", "newest_demanding"]))
+def test_truthful_plan_is_never_beaten_by_a_misreport(seed: int, mode: str, kind: int, overload: str) -> None:
+    e, _ = engine_with_history(seed, overload=overload)
     p = e.platform
     rng = np.random.default_rng(seed + 1)
     truth = random_sow(rng, p, max_outcomes=4, signal_mode=mode)

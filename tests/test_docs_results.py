@@ -838,6 +838,33 @@ def test_prediction_md_learned_aci_rows_are_their_json(trace: str) -> None:
 
 
 @pytest.mark.parametrize("trace", SIX)
+def test_prediction_md_newest_demanding_rows_are_their_json(trace: str) -> None:
+    """The overload rule's table: learned and learned-aci under `--overload newest_demanding`; its requested and
+    exact runs equal the first table's (point laws never overflow)."""
+    ln, q, e = _sim_three(trace)
+    rn, qn, en = _sim_three(trace, "-newest-demanding")
+    a = _sim(trace, "learned-aci-newest-demanding")
+    assert all(x["overload"] == "newest_demanding" and x["jobs"] == 2000 for x in (rn, qn, en, a))
+    assert (qn["welfare"], en["welfare"]) == (q["welfare"], e["welfare"])
+    w, v = rn["welfare"], a["welfare"]
+    row = (f"| {trace} | {w:,.0f} | {w / q['welfare']:.2f} | {w / e['welfare']:.2f} | {w / ln['welfare']:.2f} | "
+           f"{rn['coverage']['0.9']:.2f} | {rn['completed']} / {e['completed']} | "
+           f"{rn['cancelled']} + {rn['evicted']} | "
+           f"{v:,.0f} | {v / q['welfare']:.2f} | {v / e['welfare']:.2f} | {a['coverage']['0.9']:.4f} | "
+           f"{a['cancelled']} + {a['evicted']} |")
+    assert row in _lines(_doc("prediction.md")), row
+
+
+def test_prediction_md_newest_demanding_prose_is_its_json() -> None:
+    text = _doc("prediction.md").split("### An overload rule that spares waiting jobs", 1)[1].split("\n## ", 1)[0]
+    for trace in ("CTC-SP2", "SDSC-SP2"):
+        rn, e = _sim(trace, "learned-newest-demanding"), _sim(trace, "exact")
+        assert f"{rn['welfare'] / rn['completed']:.1f} against {e['welfare'] / e['completed']:.1f}" in text, trace
+    aci = [_sim(t, "learned-aci-newest-demanding")["coverage"]["0.9"] for t in SIX]
+    assert f"({min(aci):.4f}-{max(aci):.4f})" in text and all(abs(c - 0.9) <= 0.03 for c in aci)
+
+
+@pytest.mark.parametrize("trace", SIX)
 def test_prediction_md_oracle_mix_and_boosted_rows_are_their_json(trace: str) -> None:
     lines = _lines(_doc("prediction.md"))
     ln, q, e = _sim_three(trace)

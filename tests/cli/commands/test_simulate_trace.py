@@ -39,8 +39,9 @@ def test_a_trace_refuses_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "--load 2.0 does not apply with --trace" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("overload", [[], ["--overload", "newest_demanding"]])
 def test_feature_submissions_through_a_real_server_give_the_in_process_runs_welfare(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], overload: list[str]) -> None:
     from server.app import ServerOptions, start_server
     from server.config import parse_config
     from tests.grpc_support import OP
@@ -52,12 +53,13 @@ def test_feature_submissions_through_a_real_server_give_the_in_process_runs_welf
     trace, workload = tmp_path / "small.swf", tmp_path / "w.json"
     trace.write_text("\n".join(["; MaxProcs: 32", *lines]) + "\n")
     args = ["simulate", "--trace", str(trace), "--jobs", "50", "--sows", "service", "--round-seconds", "60",
-            "--no-offline", "--json"]
+            "--no-offline", "--json", *overload]
     assert main([*args, "--cold-start", "5", "--write-workload", str(workload)]) == 0
     local = json.loads(capsys.readouterr().out)
     platform = json.loads(workload.read_text())["platform"]
     config = parse_config({"platform": platform, "operator": {"token": OP},
                            "server": {"prediction_cold_start": 5}})
+    assert config.platform.overload == ("newest_demanding" if overload else "newest")  # the server's rule too
     srv = start_server(config, ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0", round_seconds=60))
     try:
         assert main([*args, "--server", f"127.0.0.1:{srv.port}", "--token", OP]) == 0

@@ -855,6 +855,19 @@ def test_prediction_md_newest_demanding_rows_are_their_json(trace: str) -> None:
     assert row in _lines(_doc("prediction.md")), row
 
 
+@pytest.mark.parametrize("trace", SIX)
+def test_prediction_md_newest_demanding_oracle_mix_rows_are_their_json(trace: str) -> None:
+    e = _sim(trace, "exact")["welfare"]
+    mixes = [_sim(trace, f"learned-oracle-{p}-newest-demanding") for p in (50, 80, 95)]
+    old = [_sim(trace, f"learned-oracle-{p}") for p in (50, 80, 95)]
+    assert all(m["overload"] == "newest_demanding" and "overload" not in o for m, o in zip(mixes, old, strict=True))
+    row = (f"| {trace} | " + " | ".join(f"{m['welfare'] / e:.2f}" for m in mixes) + " | "
+           + " / ".join(f"{m['cancelled']} + {m['evicted']}" for m in mixes) + " | "
+           + " / ".join(f"{m['welfare'] / e:.2f}" for m in old) + " |")
+    assert row in _lines(_doc("prediction.md")), row
+    assert mixes[0]["welfare"] >= 0.70 * e  # half the mass on the runtime reaches 0.70x exact on every trace
+
+
 def test_prediction_md_newest_demanding_prose_is_its_json() -> None:
     text = _doc("prediction.md").split("### An overload rule that spares waiting jobs", 1)[1].split("\n## ", 1)[0]
     for trace in ("CTC-SP2", "SDSC-SP2"):

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from cli.args import bounded_int, nonempty
-from models.data import SIX_TRACES
+from models.data import SIX_TRACES, recorded_path
 from models.hpc.jobs import Workload
 from models.hpc.metrics import BSLD_BOUND
 from models.predict.evaluate import evaluate
@@ -123,7 +123,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rows = []
     for trace in traces:
         workload, table = load_trace(trace, args.jobs)
-        row: dict[str, Any] = {"trace": trace, "jobs": len(table), "traits": characteristics(workload, table)}
+        row: dict[str, Any] = {"trace": recorded_path(trace), "jobs": len(table),
+                               "traits": characteristics(workload, table)}
         row["easy-requested"], _ = _run(workload, table, "easy-requested")
         row["easy-pp"], pp_starts = _run(workload, table, "easy-pp")
         row["learned"] = {}

@@ -310,6 +310,20 @@ def test_cuc_md_t_type_targets_are_their_json(year: str) -> None:
         assert f"Util {results['CUC (p = 0.1 %)']['util']:.2f} %" in part, (name, part)
 
 
+def test_cuc_md_t_types_with_30_bo_steps_are_their_json() -> None:
+    """The default 30 BO steps per p on the t-types: levels met, every Vio and the Util at p = 0.1 %."""
+    text = " ".join(_doc("cuc.md").split("More BO steps do not make ours meet it", 1)[1].split("\n\n", 1)[0].split())
+    for year in ("2017", "2019"):
+        run = _json(f"cuc-tt-{year}-bo30.json")
+        assert (run["bo_steps"], run["errors"], run["validation_hours"]) == (30, "newest", 48)
+        results = run["results"][f"azure{year}"]
+        vio = [results[f"CUC (p = {100 * p:g} %)"]["violation"] for p in CUC_P_LEVELS]
+        met = sum(v <= 100 * p for p, v in zip(CUC_P_LEVELS, vio, strict=True))
+        part = text.split(f"{year} meets {met} of 7" if year == "2017" else f"{year} {met} of 7", 1)[1]
+        assert ", ".join(f"{v:.2f}" for v in vio[:-1]) in part
+        assert f"{vio[-1]:.2f} %" in part and f"Util {results['CUC (p = 0.1 %)']['util']:.2f} %" in part
+
+
 BACKFILL_DEFAULT = "risk=0.9,reservation_q=0.4"
 
 

@@ -318,6 +318,7 @@ eps0 = 0.05
 delta0 = 0.05
 seed = 7
 # samples = 2000  # Monte Carlo samples; default ceil(2 ln(D_m S_m / delta0) / eps0^2) (Lemma F.1)
+# overload = "newest_demanding"  # step 3 spares jobs waiting for a later start; default "newest" (Remark 2)
 
 [server]
 oracle = "mc"   # or "exact" (small instances only)

@@ -29,6 +29,7 @@ from models.predict.recalibrate import CdfMapped
 from models.predictive import Discrete
 
 GAMMA = 0.02  # ACI's step: its bound (0.9 + gamma) / (2,000 gamma) is 0.023 <= 0.03 at T = 2,000 jobs
+LEVEL = 0.9  # the quantile ACI sets
 
 
 def level_map(u: NDArray[np.float64], source: float, level: float) -> NDArray[np.float64]:
@@ -41,25 +42,61 @@ def level_map(u: NDArray[np.float64], source: float, level: float) -> NDArray[np
     return np.interp(u, [0.0, source, 1.0], [0.0, level, 1.0])
 
 
-@dataclass
-class Adaptive(CdfMapped):
-    """`inner`'s laws with their `level`-quantile set by adaptive conformal inference (see the module docstring)."""
+@dataclass(frozen=True)
+class AciRule:
+    """ACI at `level` with step `gamma`: the map of a law's CDF at a given alpha, the quantile it quotes (what a
+    miss is judged against), and alpha's update on one learned error. Stateless: its users keep alpha."""
 
-    name: str = "adaptive"
-    level: float = 0.9
+    level: float = LEVEL
     gamma: float = GAMMA
-    alpha: float = field(default=0.0, init=False)
-    _state: dict[str, float] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.level < 1.0:
             raise ValueError(f"level={self.level} must lie in (0, 1)")
         if not 0.0 < self.gamma <= 1.0:
             raise ValueError(f"gamma={self.gamma} must lie in (0, 1]")
+
+    @property
+    def alpha_1(self) -> float:
+        """alpha before any error is learned: 1 - level."""
+        return 1.0 - self.level
+
+    def map(self, cum: NDArray[np.float64], alpha: float) -> NDArray[np.float64]:
+        """h_alpha of the cumulative probabilities `cum`."""
+        return level_map(cum, 1.0 - alpha, self.level)
+
+    def quoted(self, out: Discrete, alpha: float) -> list[float]:
+        """Each row's quoted `level`-quantile of the mapped laws `out`: every duration (inf) when alpha <= 0, none
+        (-inf) when alpha >= 1."""
+        if alpha <= 0.0:
+            return [np.inf] * len(out)
+        if alpha >= 1.0:
+            return [-np.inf] * len(out)
+        return [float(q) for q in out.quantile(self.level)]
+
+    def step(self, alpha: float, runtime: float, quoted: float) -> tuple[float, bool]:
+        """alpha after a job quoted `quoted` ran `runtime`, and whether that was a miss (runtime > quoted)."""
+        missed = runtime > quoted
+        return alpha + self.gamma * (1.0 - self.level - float(missed)), missed
+
+
+@dataclass
+class Adaptive(CdfMapped):
+    """`inner`'s laws with their `level`-quantile set by adaptive conformal inference (see the module docstring)."""
+
+    name: str = "adaptive"
+    level: float = LEVEL
+    gamma: float = GAMMA
+    alpha: float = field(default=0.0, init=False)
+    _rule: AciRule = field(default_factory=AciRule, init=False, repr=False)
+    _state: dict[str, float] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rule = AciRule(self.level, self.gamma)
         self._reset()
 
     def _reset(self) -> None:
-        self.alpha = 1.0 - self.level
+        self.alpha = self._rule.alpha_1
         self._state = {"alpha_min": self.alpha, "alpha_max": self.alpha, "learned": 0, "missed": 0, "pending_max": 0}
 
     @property
@@ -68,26 +105,21 @@ class Adaptive(CdfMapped):
         return {**getattr(self.inner, "stats", {}), **self._state}
 
     def _map(self, cum: NDArray[np.float64]) -> NDArray[np.float64]:
-        return level_map(cum, 1.0 - self.alpha, self.level)
+        return self._rule.map(cum, self.alpha)
 
     def _records(self, law: Discrete, cum: NDArray[np.float64], out: Discrete) -> list[Any]:
         self._state["pending_max"] = max(self._state["pending_max"], len(self._pending) + len(out))
-        if self.alpha <= 0.0:
-            return [np.inf] * len(out)
-        if self.alpha >= 1.0:
-            return [-np.inf] * len(out)
-        return [float(q) for q in out.quantile(self.level)]
+        return self._rule.quoted(out, self.alpha)
 
     def _learn(self, record: Any, runtime: float) -> None:
-        err = float(runtime > record)
-        self.alpha += self.gamma * (1.0 - self.level - err)
+        self.alpha, missed = self._rule.step(self.alpha, runtime, record)
         self._state["alpha_min"] = min(self._state["alpha_min"], self.alpha)
         self._state["alpha_max"] = max(self._state["alpha_max"], self.alpha)
         self._state["learned"] += 1
-        self._state["missed"] += int(err)
+        self._state["missed"] += int(missed)
 
     def bound(self) -> float:
         """ACI's bound on |mean err - (1 - level)| over the jobs learned from, with the delay D = pending_max."""
-        alpha_1 = 1.0 - self.level
+        alpha_1 = self._rule.alpha_1
         delay = max(1.0, self._state["pending_max"])
         return (max(alpha_1, 1.0 - alpha_1) + self.gamma * delay) / (self.gamma * max(1.0, self._state["learned"]))

@@ -117,6 +117,7 @@ class ServerStatus:
     # fit due (docs/prediction.md).
     prediction_trained: int = dataclass_field(default=0, compare=False)
     prediction_settled: bool = dataclass_field(default=False, compare=False)
+    prediction_conformal_gamma: float | None = dataclass_field(default=None, compare=False)  # None: off
 
     @cached_property
     def platform(self) -> Platform:
@@ -368,7 +369,9 @@ class SchedulerClient:
                             server_version=r.server_version, code_identity=r.code_identity, capacity=r.capacity,
                             capacity_reports=tuple(convert.capacity_from_proto(c) for c in r.capacity_reports),
                             capacity_level=r.capacity_level if r.HasField("capacity_level") else None,
-                            prediction_trained=r.prediction_trained, prediction_settled=r.prediction_settled)
+                            prediction_trained=r.prediction_trained, prediction_settled=r.prediction_settled,
+                            prediction_conformal_gamma=r.prediction_conformal_gamma
+                            if r.HasField("prediction_conformal_gamma") else None)
 
     def echo(self, payload: bytes = b"") -> bytes:
         return self._call(self.stub.Echo, pb.EchoRequest(payload=payload)).payload

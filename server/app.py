@@ -239,7 +239,8 @@ def start_server(config: ServerConfig, options: ServerOptions) -> RunningServer:
     warming = time.perf_counter()
     warm(config.platform, config.oracle)  # loads the kernels before any client's first quote
     log.info("warmed", extra={"fields": {"s": round(time.perf_counter() - warming, 3)}})
-    predictions = Predictions(EngineConfig(cold_start=config.prediction_cold_start), options.round_seconds)
+    predictions = Predictions(EngineConfig(cold_start=config.prediction_cold_start,
+                                           conformal_gamma=config.prediction_conformal_gamma), options.round_seconds)
     with scheduler.reading() as engine:
         predictions.rebuild(scheduler.store, engine)
     predictions.start(scheduler.reading, scheduler.changed)

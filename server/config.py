@@ -134,6 +134,8 @@ class ServerSection(BaseModel):
     oracle: Literal["mc", "exact"] = "mc"
     # completions before the prediction engine's learned laws replace the requested duration as a point law
     prediction_cold_start: int = Field(default=20, ge=1, strict=True)
+    # adaptive conformal inference on the learned laws' 0.9-quantile with this step (absent: the laws as learned)
+    prediction_conformal_gamma: float | None = Field(default=None, gt=0, le=1, strict=True)
 
 
 class ConfigFile(BaseModel):
@@ -211,6 +213,7 @@ class ServerConfig:
     max_active_jobs: Mapping[str, int] = field(default_factory=dict)  # tenant -> its limit (absent: none)
     reinstated: frozenset[str] = frozenset()  # tenants marked `reinstate = true`: may take back a name owning jobs
     prediction_cold_start: int = 20  # [server] prediction_cold_start (docs/prediction.md)
+    prediction_conformal_gamma: float | None = None  # [server] prediction_conformal_gamma (docs/prediction.md)
 
     def identity(self) -> dict[str, Any]:
         """What a command log must be replayed with: the platform and the oracle."""
@@ -249,7 +252,8 @@ def parse_config(data: dict[str, Any], resolve_tokens: bool = True, base: Path =
     if not resolve_tokens:
         return ServerConfig(platform=doc.platform, oracle=doc.server.oracle, tokens=tokens,
                             tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits, reinstated=reinstated,
-                        prediction_cold_start=doc.server.prediction_cold_start)
+                        prediction_cold_start=doc.server.prediction_cold_start,
+                        prediction_conformal_gamma=doc.server.prediction_conformal_gamma)
     holders: list[tuple[str, str, TokenSource]] = [("operator", OPERATOR, doc.operator)] if doc.operator else []
     holders += [("executor", EXECUTOR, doc.executor)] if doc.executor else []
     holders += [(f"tenants[{i}]", t.name, t) for i, t in enumerate(doc.tenants)]
@@ -260,7 +264,8 @@ def parse_config(data: dict[str, Any], resolve_tokens: bool = True, base: Path =
             tokens[token] = name
     return ServerConfig(platform=doc.platform, oracle=doc.server.oracle, tokens=tokens,
                         tenants=tuple(t.name for t in doc.tenants), max_active_jobs=limits, reinstated=reinstated,
-                        prediction_cold_start=doc.server.prediction_cold_start)
+                        prediction_cold_start=doc.server.prediction_cold_start,
+                        prediction_conformal_gamma=doc.server.prediction_conformal_gamma)
 
 
 def load_config(path: str | Path, resolve_tokens: bool = True) -> ServerConfig:

@@ -8,22 +8,31 @@ completion, in rounds times `round_seconds`) to the engine in completion order, 
 completions; the new model is swapped in whole. After a restart, `rebuild` reads the logged submissions and the
 completions again and fits on as many completions as the last logged quote's model had learned, so the engine
 predicts what it did before.
+
+With conformal laws (`EngineConfig.conformal_gamma`), the log keeps each quote's alpha with its law, and a
+completion is learned with the 0.9-quantile quoted to its job on the platform's rounds (ceil(q / round_seconds)
+rounds, the SoW's own quantile, in seconds), the resolution the server observes durations in: alpha is a function
+of the log, and `rebuild` gives the same alpha as before a restart.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from mechanism.engine import Engine
 from mechanism.platform import Platform
 from mechanism.sow import SoW
 from mechanism.validation import error_rule, field_path
+from models.predict.adaptive import AciRule
 from models.predict.online import REFIT_EVERY, DurationEngine, EngineConfig, JobFeatures, Prediction, feature_sow
+from models.predictive import Discrete
 from server import namespace
 from server.errors import Refused, Unavailable
 from server.store import CommandStore
@@ -59,7 +68,8 @@ class Predictions:
         self.engine = DurationEngine(config)
         self.round_seconds = round_seconds
         self.refit_every = refit_every
-        self._jobs: dict[str, JobFeatures] = {}  # engine job key -> features, of feature submissions
+        # engine job key -> features and the quoted 0.9-quantile (conformal laws; else None), of feature submissions
+        self._jobs: dict[str, tuple[JobFeatures, float | None]] = {}
         self._lock = threading.Lock()
         self._seq = 0  # the next engine event to read
         self._stop = threading.Event()
@@ -84,8 +94,10 @@ class Predictions:
     def submitted(self, tenant: str, job_id: str, body: dict[str, Any]) -> None:
         """A feature submission was accepted: learn its duration once it completes."""
         feats = {k: v for k, v in body["features"].items() if k != "arrival"}
+        rule = self.engine.config.rule()
+        quoted = None if rule is None else quoted_on_rounds(rule, body["prediction"], self.round_seconds)
         with self._lock:
-            self._jobs[namespace.key(tenant, job_id)] = JobFeatures.model_validate(feats)
+            self._jobs[namespace.key(tenant, job_id)] = (JobFeatures.model_validate(feats), quoted)
 
     # ---- learning ----
 
@@ -106,10 +118,11 @@ class Predictions:
         """The job with engine key `job_key` completed after `rounds` rounds: learn it if it was submitted by
         features (whether it was)."""
         with self._lock:
-            features = self._jobs.pop(job_key, None)
-        if features is None:
+            job = self._jobs.pop(job_key, None)
+        if job is None:
             return False
-        self.engine.observe(namespace.tenant_of(job_key), features, round(rounds * self.round_seconds))
+        features, quoted = job
+        self.engine.observe(namespace.tenant_of(job_key), features, round(rounds * self.round_seconds), quoted)
         return True
 
     def settled(self, engine: Engine) -> bool:
@@ -172,6 +185,20 @@ class Predictions:
 
 
 def prediction_json(prediction: Prediction) -> dict[str, Any]:
-    """What the log (and the quote) keeps of a prediction."""
-    return {"seconds": list(prediction.seconds), "probabilities": list(prediction.probs),
-            "model_version": prediction.version, "trained": prediction.trained}
+    """What the log (and the quote) keeps of a prediction (the log also its conformal alpha, when there is one)."""
+    out = {"seconds": list(prediction.seconds), "probabilities": list(prediction.probs),
+           "model_version": prediction.version, "trained": prediction.trained}
+    return out if prediction.alpha is None else {**out, "conformal_alpha": prediction.alpha}
+
+
+def quoted_on_rounds(rule: AciRule, prediction: dict[str, Any], round_seconds: float) -> float:
+    """The 0.9-quantile a logged prediction quoted, in seconds on whole rounds of `round_seconds` (as the SoW
+    quotes it: ceil(q / round_seconds) rounds, at least 1); inf or -inf where ACI quoted every duration or none.
+    A law logged without an alpha (quoted before conformal laws were on) quotes its own quantile."""
+    law = Discrete(np.asarray(prediction["seconds"], dtype=np.float64), np.asarray([prediction["probabilities"]]))
+    alpha = prediction.get("conformal_alpha")
+    q = float(law.quantile(rule.level)[0]) if alpha is None else rule.quoted(law, float(alpha))[0]
+    if not math.isfinite(q):
+        return q
+    whole = max(1, int(round_seconds))
+    return float(max(1, math.ceil(q / whole)) * whole)

@@ -427,6 +427,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 if self.predictions is not None:
                     info.prediction_trained = self.predictions.engine.model.trained
                     info.prediction_settled = self.predictions.settled(engine)
+                    gamma = self.predictions.engine.config.conformal_gamma
+                    if gamma is not None:
+                        info.prediction_conformal_gamma = gamma
             info.own_max_active_jobs = self.scheduler.config.max_active_jobs.get(p.name, 0)
             if not p.is_operator:  # platform-wide views are the operator's
                 for name in ("events", "active_jobs", "state_digest", "capacity_reports"):

@@ -17,6 +17,7 @@ from cli.args import (
     add_output_arguments,
     bounded_int,
     comma_list,
+    interval,
     level_weight,
     nonempty,
     positive_float,
@@ -56,6 +57,10 @@ def register(sub: Any) -> None:
     p.add_argument("--cold-start", type=bounded_int(1), default=20,
                    help="with --trace --sows service in process: completions before learned laws (the server's "
                         "prediction_cold_start; default %(default)s)")
+    p.add_argument("--conformal-gamma", type=interval(0.0, 1.0, closed="hi"), default=None, metavar="G",
+                   help="with --trace --sows service: the engine's laws recalibrated by adaptive conformal inference "
+                        "on their 0.9-quantile with step G (the server's prediction_conformal_gamma, which a "
+                        "--server must be started with; default: off; docs/prediction.md)")
     p.add_argument("--headroom", type=bounded_int(0), default=None, metavar="H",
                    help="with --trace: the failure estimates assume H nodes fewer than C (a capacity model fixed at "
                         "C - H, prices floored at C); prices and overload keep C (default 0; docs/prediction.md)")
@@ -208,6 +213,8 @@ def load(args: argparse.Namespace) -> Workload:
         raise ValueError(f"--reserve {_reserve_text(args.reserve)} needs --trace")
     if getattr(args, "overload", None) is not None:
         raise ValueError(f"--overload {args.overload} needs --trace (a workload's platform states its own rule)")
+    if getattr(args, "conformal_gamma", None) is not None:
+        raise ValueError(f"--conformal-gamma {args.conformal_gamma:g} needs --trace and --sows service")
     if args.workload_file:
         if args.load is not None:
             raise ValueError(f"--load {args.load} does not apply with --workload-file {args.workload_file}: "
@@ -236,8 +243,12 @@ def trace_workload(args: argparse.Namespace) -> Workload:
     if reserve is not None and headroom:
         raise ValueError(f"--reserve {_reserve_text(reserve)} and --headroom {headroom} exclude each other: both "
                          "set the nodes the failure estimates leave out")
-    trace, table = load_trace(args.trace, args.jobs)
     service = args.sows == "service"
+    gamma = getattr(args, "conformal_gamma", None)
+    if gamma is not None and not service:
+        raise ValueError(f"--conformal-gamma {gamma:g} needs --sows service (the service's engine; the offline "
+                         f"adaptive laws are --sows learned-aci)")
+    trace, table = load_trace(args.trace, args.jobs)
     config = ExportConfig(round_seconds=args.round_seconds, predictor="requested" if service else args.sows,
                           headroom=headroom, reserve=None if reserve is None else (reserve[0], reserve[1]),
                           overload=getattr(args, "overload", None) or "newest")
@@ -363,9 +374,14 @@ def simulated(args: argparse.Namespace, workload: Workload) -> SimulationResult:
             if client.status().round_seconds != args.round_seconds:
                 raise RemoteSchedulerError(f"the server's rounds are {client.status().round_seconds} s; --trace runs "
                                            f"on --round-seconds {args.round_seconds}: start it with that")
+            gamma = getattr(args, "conformal_gamma", None)
+            if client.status().prediction_conformal_gamma != gamma:
+                raise RemoteSchedulerError(f"the server's prediction_conformal_gamma is "
+                                           f"{client.status().prediction_conformal_gamma}; --conformal-gamma is "
+                                           f"{gamma}: start it with that")
             port = FeatureGrpcScheduler(client, features)
             result = drive(workload, port)
-            args.trace_report = service_report(args, port.laws)
+            args.trace_report = service_report(args, port.laws, result)
             return result
     except (RpcFailure, RemoteSchedulerError) as exc:
         raise Refused(str(exc), exit_code(exc) if isinstance(exc, RpcFailure) else 1) from None
@@ -376,21 +392,29 @@ def service_run(args: argparse.Namespace, workload: Workload, features: dict[str
     from models.predict.online import EngineConfig
     from server.feature_sim import FeatureEngine
 
-    port = FeatureEngine(workload.platform, features, EngineConfig(cold_start=args.cold_start), args.round_seconds,
-                         args.oracle)
+    config = EngineConfig(cold_start=args.cold_start, conformal_gamma=getattr(args, "conformal_gamma", None))
+    port = FeatureEngine(workload.platform, features, config, args.round_seconds, args.oracle)
     result = drive(workload, port)
-    args.trace_report = service_report(args, port.laws)
+    args.trace_report = service_report(args, port.laws, result)
     return result
 
 
-def service_report(args: argparse.Namespace, laws: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def service_report(args: argparse.Namespace, laws: dict[str, dict[str, Any]],
+                   result: SimulationResult) -> dict[str, Any]:
     """Coverage of the laws the quotes carried, how many were learned (not the cold start's point) and from how many
-    models (predict_ms_p50 is the servicer's, not measured here: null)."""
+    models (predict_ms_p50 is the servicer's, not measured here: null); with --conformal-gamma, the option and the
+    coverage over the completed jobs alone (`coverage_learned`: the jobs whose durations the engine learns)."""
     from models.predict.trace_workload import quoted_coverage
 
-    return {"sows": "service", "jobs": len(laws), "coverage": quoted_coverage(args.trace_table, laws),
-            "predict_ms_p50": None, "learned_quotes": sum(1 for law in laws.values() if law["trained"] > 0),
-            "model_versions": len({law["model_version"] for law in laws.values()})}
+    report = {"sows": "service", "jobs": len(laws), "coverage": quoted_coverage(args.trace_table, laws),
+              "predict_ms_p50": None, "learned_quotes": sum(1 for law in laws.values() if law["trained"] > 0),
+              "model_versions": len({law["model_version"] for law in laws.values()})}
+    gamma = getattr(args, "conformal_gamma", None)
+    if gamma is None:
+        return report
+    completed = {r.id for r in result.jobs if r.state == "completed"}
+    learned = {job: law for job, law in laws.items() if job in completed}
+    return {**report, "conformal_gamma": gamma, "coverage_learned": quoted_coverage(args.trace_table, learned)}
 
 
 def output(args: argparse.Namespace, workload: Workload, result: SimulationResult, pricing: dict[str, Any] | None,

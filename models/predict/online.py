@@ -5,6 +5,11 @@ trains the learned predictor (seed 004: clusters of a regression tree, smoothed 
 drift-update policy of `LearnedPredictor`) on that training set, replayed causally, and swaps the fitted model in
 as one reference, so predictions never see a half-built model. Until `cold_start` completions the law is the
 requested duration as a point. A model's version is the SHA-256 of its training set and configuration.
+
+With `conformal_gamma` set, every law is mapped by adaptive conformal inference (`models/predict/adaptive.py`'s
+`AciRule`, at its level 0.9): each completion carries the 0.9-quantile its job was quoted (`Observation.quoted`),
+and a model's alpha is ACI's update run over its training set in order, so alpha, like the learned laws, is a
+function of the training set the version hashes.
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mechanism.platform import Platform
 from mechanism.sow import SoW
+from models.predict.adaptive import AciRule
 from models.predict.jobs import JobTable
 from models.predict.learned import LearnedConfig, LearnedPredictor, Submission
+from models.predict.recalibrate import cdf_probs
 from models.predict.sows import rounds_law
 from models.predictive import Discrete
 
@@ -48,28 +55,46 @@ class EngineConfig:
 
     cold_start: int = 20  # completions before learned laws replace the requested duration as a point
     learned: LearnedConfig = field(default_factory=LearnedConfig)
+    conformal_gamma: float | None = None  # ACI's step on the laws' 0.9-quantile; None: the laws as learned
 
     def __post_init__(self) -> None:
         if self.cold_start < 1:
             raise ValueError(f"cold_start={self.cold_start} must be >= 1")
+        self.rule()  # refuses a bad conformal_gamma
+
+    def rule(self) -> AciRule | None:
+        """ACI's rule with step `conformal_gamma` (None when it is off)."""
+        if self.conformal_gamma is None:
+            return None
+        try:
+            return AciRule(gamma=self.conformal_gamma)
+        except ValueError as exc:
+            raise ValueError(f"conformal_{exc}") from None
 
     def to_dict(self) -> dict[str, object]:
         learned = asdict(self.learned)
         if learned["refit_growth"] is None:  # the default: versions hash as before the option existed
             del learned["refit_growth"]
-        return {"cold_start": self.cold_start, "learned": learned}
+        out: dict[str, object] = {"cold_start": self.cold_start, "learned": learned}
+        if self.conformal_gamma is not None:  # likewise: off, it is not hashed
+            out["conformal_gamma"] = self.conformal_gamma
+        return out
 
 
 @dataclass(frozen=True)
 class Observation:
-    """One completed job of the training set: its tenant, features and observed duration (seconds)."""
+    """One completed job of the training set: its tenant, features and observed duration (seconds), and with
+    conformal laws the 0.9-quantile it was quoted (seconds, on the rounds the duration is observed in; inf or -inf
+    when ACI quoted every duration or none)."""
 
     tenant: str
     features: JobFeatures
     seconds: int
+    quoted: float | None = None
 
     def to_json(self) -> list[object]:
-        return [self.tenant, self.features.model_dump(mode="json"), self.seconds]
+        row: list[object] = [self.tenant, self.features.model_dump(mode="json"), self.seconds]
+        return row if self.quoted is None else [*row, self.quoted]
 
 
 @dataclass(frozen=True)
@@ -89,6 +114,7 @@ class Prediction:
     probs: tuple[float, ...]
     version: str
     trained: int  # completions the model learned from
+    alpha: float | None = None  # ACI's alpha the law was mapped with (None: conformal laws are off)
 
 
 def model_version(config: EngineConfig, rows: Sequence[Observation]) -> str:
@@ -119,6 +145,8 @@ class Model:
         self.known = KnownValues(executable=tuple(sorted({r.features.executable for r in rows})),
                                  queue=tuple(sorted({r.features.queue for r in rows})),
                                  tags=tuple(sorted({tuple(sorted(r.features.tags)) for r in rows})))
+        self.rule = config.rule()
+        self.alpha = None if self.rule is None else conformal_alpha(self.rule, rows)
         self._predictor: LearnedPredictor | None = None
         if len(rows) >= config.cold_start:
             self._predictor = LearnedPredictor(config.learned).fit(self._table(rows))
@@ -146,15 +174,18 @@ class Model:
     def predict(self, tenant: str, f: JobFeatures) -> Prediction:
         """The law of a new job's duration, capped at its requested duration."""
         p = self._predictor
-        if p is None:
-            return Prediction((float(f.requested_seconds),), (1.0,), self.version, self.trained)
+        if p is None:  # a point law: ACI's map leaves it as it is
+            return Prediction((float(f.requested_seconds),), (1.0,), self.version, self.trained, self.alpha)
         with self._lock:
             user, group, exe, queue, size = self._row(tenant, f)
         law = p.predict_submission(Submission(submit=self.trained, requested=f.requested_seconds, size=size,
                                               user=user, group=group, executable=exe, queue=queue))
-        keep = law.probs > 0
-        return Prediction(tuple(law.support[keep].tolist()), tuple(law.probs[keep].tolist()), self.version,
-                          self.trained)
+        probs = law.probs
+        if self.rule is not None and self.alpha is not None:
+            probs = cdf_probs(self.rule.map(np.cumsum(probs)[None, :], self.alpha), probs[None, :])[0]
+        keep = probs > 0
+        return Prediction(tuple(law.support[keep].tolist()), tuple(probs[keep].tolist()), self.version,
+                          self.trained, self.alpha)
 
 
 class DurationEngine:
@@ -167,10 +198,15 @@ class DurationEngine:
         self._fit_lock = threading.Lock()
         self.model = Model(self.config, [])  # replaced as a whole by `refit`
 
-    def observe(self, tenant: str, f: JobFeatures, seconds: int) -> None:
-        """A job submitted with features `f` completed after `seconds`."""
+    def observe(self, tenant: str, f: JobFeatures, seconds: int, quoted: float | None = None) -> None:
+        """A job submitted with features `f` completed after `seconds`; `quoted`: the 0.9-quantile it was quoted
+        (needed with conformal laws, and ignored without them)."""
+        if self.config.conformal_gamma is None:
+            quoted = None
+        elif quoted is None:
+            raise ValueError("conformal laws learn each completion's quoted 0.9-quantile: quoted is missing")
         with self._rows_lock:
-            self._rows.append(Observation(tenant, f, max(1, int(seconds))))
+            self._rows.append(Observation(tenant, f, max(1, int(seconds)), quoted))
 
     @property
     def observed(self) -> int:
@@ -193,6 +229,16 @@ class DurationEngine:
 
     def predict(self, tenant: str, f: JobFeatures) -> Prediction:
         return self.model.predict(tenant, f)
+
+
+def conformal_alpha(rule: AciRule, rows: Sequence[Observation]) -> float:
+    """ACI's alpha after learning `rows` in order: each a miss when its duration exceeded its quoted quantile."""
+    alpha = rule.alpha_1
+    for r in rows:
+        if r.quoted is None:
+            raise ValueError(f"a completion of {r.tenant!r} has no quoted quantile: conformal laws cannot learn it")
+        alpha, _ = rule.step(alpha, r.seconds, r.quoted)
+    return alpha
 
 
 def feature_sow(features: JobFeatures, arrival: Sequence[tuple[int, float]], steps: Sequence[Sequence[float]],

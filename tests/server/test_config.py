@@ -42,6 +42,12 @@ def test_max_active_jobs_is_per_tenant_and_optional() -> None:
     assert dict(parse_config(CONFIG).max_active_jobs) == {}
 
 
+def test_the_prediction_engines_conformal_step_is_off_unless_configured() -> None:
+    assert parse_config(with_()).prediction_conformal_gamma is None
+    assert parse_config(with_(server={"prediction_conformal_gamma": 0.02})).prediction_conformal_gamma == 0.02
+    assert parse_config(with_(server={"prediction_conformal_gamma": 1})).prediction_conformal_gamma == 1.0
+
+
 def test_a_file_round_trips(tmp_path: Path) -> None:
     path = tmp_path / "platform.toml"
     path.write_text(toml_text(PLATFORM))
@@ -72,6 +78,18 @@ def test_a_file_round_trips(tmp_path: Path) -> None:
         (with_(tenants=[{"name": "a", "token": OP}]), r"tenants\[0\] \('a'\) reuses the token of 'operator'"),
         ({"platform": PLATFORM, "tenants": [{"name": "a", "token": "tok-tok-1"}]}, r"\[operator\] is missing"),
         (with_(server={"oracle": "psychic"}), r"server.oracle \(value 'psychic'\)"),
+        (
+            with_(server={"prediction_conformal_gamma": 0.0}),
+            r"server\.prediction_conformal_gamma \(value 0\.0\).*greater than 0",
+        ),
+        (
+            with_(server={"prediction_conformal_gamma": 1.5}),
+            r"server\.prediction_conformal_gamma \(value 1\.5\).*less than or equal to 1",
+        ),
+        (
+            with_(server={"prediction_conformal_gamma": "0.02"}),
+            r"server\.prediction_conformal_gamma \(value '0\.02'\).*valid number",
+        ),
         (with_(extra=1), r"extra \(value 1\).*not permitted"),
         (
             with_(tenants=[{"name": "a", "token": "tok-tok-1", "max_active_jobs": 0}]),

@@ -21,8 +21,11 @@ FEATURES = {"nodes": 1, "requested_seconds": 180, "value_steps": [[8, 40.0]], "e
 
 
 @contextmanager
-def _server(store: Path, cold_start: int) -> Iterator[RunningServer]:
-    config = parse_config({**CONFIG, "server": {"prediction_cold_start": cold_start}})
+def _server(store: Path, cold_start: int, conformal_gamma: float | None = None) -> Iterator[RunningServer]:
+    section: dict[str, Any] = {"prediction_cold_start": cold_start}
+    if conformal_gamma is not None:
+        section["prediction_conformal_gamma"] = conformal_gamma
+    config = parse_config({**CONFIG, "server": section})
     srv = start_server(config, ServerOptions(store=str(store), listen="127.0.0.1:0"))
     try:
         yield srv
@@ -110,6 +113,46 @@ def test_the_engine_learns_observed_durations_replays_logged_sows_and_predicts_t
         (before["seconds"], before["probabilities"], before["version"])
     # another engine configuration (another model version for every quote): the replay applies the logged SoWs
     assert _replayed_digest(store, cold_start=50) == digest
+
+
+def test_conformal_laws_give_the_same_alpha_and_the_same_next_quote_after_a_restart(tmp_path: Path) -> None:
+    from models.predict.adaptive import AciRule
+    from server.store import CommandStore
+
+    store = tmp_path / "s.db"
+    with _server(store, cold_start=3, conformal_gamma=0.2) as srv:
+        acme, op = client(srv, ACME), client(srv, OP)
+        learned = _learn(acme, op, 3)
+        before = _prediction(acme, "after-fit")
+        alpha = _alpha(srv)
+        assert client(srv, OP).status().prediction_conformal_gamma == 0.2
+    # three runs quoted the cold start's point (180 s: 3 rounds), observed 2 rounds each: three covered jobs
+    rule, expected = AciRule(gamma=0.2), AciRule(gamma=0.2).alpha_1
+    for _ in range(3):
+        expected, missed = rule.step(expected, 120, 180)
+        assert not missed
+    assert learned["trained"] == 3 and alpha == expected == pytest.approx(0.1 + 3 * 0.2 * 0.1)
+    log = CommandStore(store, parse_config(CONFIG).identity(), read_only=True)
+    try:
+        logged = [c.body["prediction"] for c in log.commands() if c.kind == "submit"]
+    finally:
+        log.close()
+    assert logged[-1]["conformal_alpha"] == alpha and logged[-1]["model_version"] == before["version"]
+    with _server(store, cold_start=3, conformal_gamma=0.2) as srv:  # rebuilt from the log: the same alpha and law
+        again = _prediction(client(srv, ACME), "after-restart")
+        assert _alpha(srv) == alpha
+    assert (again["seconds"], again["probabilities"], again["version"]) == \
+        (before["seconds"], before["probabilities"], before["version"])
+    with _server(store, cold_start=3) as srv:  # conformal laws off: another model (version), the laws as learned
+        plain = _prediction(client(srv, ACME), "plain")
+        assert _alpha(srv) is None
+    assert plain["version"] != before["version"] and plain["probabilities"] != before["probabilities"]
+
+
+def _alpha(srv: RunningServer) -> float | None:
+    """The conformal alpha of the server's model in force."""
+    assert srv.service.predictions is not None
+    return srv.service.predictions.engine.model.alpha
 
 
 def _replayed_digest(store: Path, cold_start: int) -> str:

@@ -4,6 +4,7 @@ reporting welfare, coverage and predict_ms_p50."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -33,15 +34,35 @@ def test_every_sows_choice_declares_its_own_laws_on_the_same_value_steps(tmp_pat
     assert all(r["sows"] == s and r["jobs"] == 30 and "welfare" in r for s, r in runs.items())
 
 
+@pytest.mark.parametrize(("flags", "code", "message"), [
+    (["--trace", "t.swf", "--sows", "learned"], 2, "--conformal-gamma 0.02 needs --sows service"),
+    (["--workload", "toy"], 2, "--conformal-gamma 0.02 needs --trace and --sows service"),
+])
+def test_a_conformal_step_needs_the_services_engine(capsys: pytest.CaptureFixture[str],
+                                                    flags: list[str], code: int, message: str) -> None:
+    assert main(["simulate", *flags, "--conformal-gamma", "0.02", "--json"]) == code
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("value", "message"), [("0", r"0.0 must lie in \(0, 1\]"),
+                                               ("1.5", r"1.5 must lie in \(0, 1\]")])
+def test_a_conformal_step_outside_zero_to_one_is_refused(capsys: pytest.CaptureFixture[str], value: str,
+                                                         message: str) -> None:
+    with pytest.raises(SystemExit, match="2"):
+        main(["simulate", "--trace", "t.swf", "--sows", "service", "--conformal-gamma", value, "--json"])
+    assert re.search(message, capsys.readouterr().err)
+
+
 def test_a_trace_refuses_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = write_trace(tmp_path)
     assert main(["simulate", "--trace", str(trace), "--load", "2", "--json"]) == 2
     assert "--load 2.0 does not apply with --trace" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("overload", [[], ["--overload", "newest_demanding"]])
+@pytest.mark.parametrize(("overload", "conformal"), [([], []), (["--overload", "newest_demanding"], []),
+                                                     ([], ["--conformal-gamma", "0.2"])])
 def test_feature_submissions_through_a_real_server_give_the_in_process_runs_welfare(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], overload: list[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], overload: list[str], conformal: list[str]) -> None:
     from server.app import ServerOptions, start_server
     from server.config import parse_config
     from tests.grpc_support import OP
@@ -54,22 +75,33 @@ def test_feature_submissions_through_a_real_server_give_the_in_process_runs_welf
     trace.write_text("\n".join(["; MaxProcs: 32", *lines]) + "\n")
     args = ["simulate", "--trace", str(trace), "--jobs", "50", "--sows", "service", "--round-seconds", "60",
             "--no-offline", "--json", *overload]
-    assert main([*args, "--cold-start", "5", "--write-workload", str(workload)]) == 0
+    assert main([*args, *conformal, "--cold-start", "5", "--write-workload", str(workload)]) == 0
     local = json.loads(capsys.readouterr().out)
     platform = json.loads(workload.read_text())["platform"]
-    config = parse_config({"platform": platform, "operator": {"token": OP},
-                           "server": {"prediction_cold_start": 5}})
+    section: dict[str, float] = {"prediction_cold_start": 5}
+    if conformal:  # the server's engine configured as the in-process run's
+        section["prediction_conformal_gamma"] = float(conformal[1])
+    config = parse_config({"platform": platform, "operator": {"token": OP}, "server": section})
     assert config.platform.overload == ("newest_demanding" if overload else "newest")  # the server's rule too
     srv = start_server(config, ServerOptions(store=str(tmp_path / "s.db"), listen="127.0.0.1:0", round_seconds=60))
     try:
-        assert main([*args, "--server", f"127.0.0.1:{srv.port}", "--token", OP]) == 0
+        if conformal:  # a run that does not state the server's step is refused before it submits
+            assert main([*args, "--server", f"127.0.0.1:{srv.port}", "--token", OP]) == 1
+            assert "the server's prediction_conformal_gamma is 0.2; --conformal-gamma is None" in \
+                capsys.readouterr().err
+        assert main([*args, *conformal, "--server", f"127.0.0.1:{srv.port}", "--token", OP]) == 0
         remote = json.loads(capsys.readouterr().out)
     finally:
         srv.stop(0)
     # the server's engine learned (three models: the cold start's, at 5 and at 30 completions) and quoted the same
     # SoWs as the in-process engine
     assert local["learned_quotes"] > 20 and local["model_versions"] == 3
-    for key in ("welfare", "revenue", "completed", "coverage", "learned_quotes", "model_versions", "rounds"):
+    keys: tuple[str, ...] = ("welfare", "revenue", "completed", "coverage", "learned_quotes", "model_versions",
+                             "rounds")
+    if conformal:
+        keys += ("conformal_gamma", "coverage_learned")
+        assert local["conformal_gamma"] == 0.2
+    for key in keys:
         assert remote[key] == local[key], key
 
 

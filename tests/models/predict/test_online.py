@@ -77,3 +77,71 @@ def test_invalid_configuration_and_features_are_refused() -> None:
 def test_the_default_configuration_hashes_without_the_refit_growth_field() -> None:
     # a field added with its default None leaves every model version of the default configuration as it was
     assert "refit_growth" not in EngineConfig().to_dict()["learned"]  # type: ignore[operator]
+
+
+def _conformal(completions: int, gamma: float, quoted: float) -> DurationEngine:
+    """`_engine`'s completions learned by an engine with conformal laws, each quoted `quoted` seconds."""
+    plain = _engine(completions)
+    engine = DurationEngine(EngineConfig(conformal_gamma=gamma))
+    for r in plain._rows:
+        engine.observe(r.tenant, r.features, r.seconds, quoted)
+    return engine
+
+
+def test_conformal_laws_are_off_by_default_and_leave_every_version_as_it_was() -> None:
+    plain = _engine(50)
+    assert "conformal_gamma" not in EngineConfig().to_dict() and EngineConfig().rule() is None
+    plain.observe("alice", JobFeatures(nodes=2, requested_seconds=4000), 100, quoted=5.0)  # ignored when off
+    assert plain._rows[-1].quoted is None and len(plain._rows[-1].to_json()) == 3
+    on = _conformal(50, 0.02, 3600.0)
+    assert on.config.to_dict()["conformal_gamma"] == 0.02
+    assert on.refit().version != _engine(50).refit().version
+
+
+def test_a_conformal_models_alpha_is_acis_update_over_its_training_set_in_order() -> None:
+    # quoted 3,600 s: the 'long' jobs (2,500-3,500 s) are covered, and so are the 'short' ones; quoted 1,000 s:
+    # every 'long' job is a miss
+    from models.predict.adaptive import AciRule
+
+    for quoted, misses in ((3600.0, 0), (1000.0, 25)):
+        model = _conformal(50, 0.02, quoted).refit()
+        assert model.alpha == pytest.approx(0.1 + 0.02 * (50 * 0.1 - misses))
+        alpha = AciRule(gamma=0.02).alpha_1
+        for r in _conformal(50, 0.02, quoted)._rows:
+            alpha, _ = AciRule(gamma=0.02).step(alpha, r.seconds, quoted)
+        assert model.alpha == alpha
+
+
+@pytest.mark.parametrize(("quoted", "gamma"), [(3600.0, 0.02), (1000.0, 0.02), (-math.inf, 0.01), (math.inf, 0.04)])
+def test_a_conformal_law_keeps_the_learned_support_and_cap_and_quotes_the_learned_one_minus_alpha_quantile(
+        quoted: float, gamma: float) -> None:
+    # every completion a miss (quoted -inf) drives alpha below 0, none (inf) above 1 at gamma = 0.04
+    from models.predictive import Discrete
+
+    query = JobFeatures(nodes=2, requested_seconds=4000, executable="long")
+    plain = _engine(300).refit().predict("alice", query)
+    engine = _conformal(300, gamma, quoted)
+    model = engine.refit()
+    p = model.predict("alice", query)
+    assert p.alpha == model.alpha and set(p.seconds) <= set(plain.seconds)
+    assert math.isclose(math.fsum(p.probs), 1.0) and max(p.seconds) <= 4000.0
+    law, inner = Discrete(np.asarray(p.seconds), np.asarray([p.probs])), \
+        Discrete(np.asarray(plain.seconds), np.asarray([plain.probs]))
+    alpha = model.alpha
+    assert alpha is not None and (math.isfinite(quoted) or (alpha <= 0 if quoted < 0 else alpha >= 1))
+    if alpha <= 0:  # every duration: the request
+        assert float(law.quantile(0.9)[0]) == max(plain.seconds)
+    elif alpha >= 1:
+        assert float(law.quantile(0.9)[0]) == min(plain.seconds)
+    else:
+        assert float(law.quantile(0.9)[0]) == float(inner.quantile(1 - alpha)[0])
+
+
+def test_conformal_laws_refuse_a_bad_step_and_a_completion_without_its_quoted_quantile() -> None:
+    with pytest.raises(ValueError, match=r"conformal_gamma=0.0 must lie in \(0, 1\]"):
+        EngineConfig(conformal_gamma=0.0)
+    with pytest.raises(ValueError, match=r"conformal_gamma=1.5 must lie in \(0, 1\]"):
+        EngineConfig(conformal_gamma=1.5)
+    with pytest.raises(ValueError, match="quoted is missing"):
+        DurationEngine(EngineConfig(conformal_gamma=0.02)).observe("alice", JobFeatures(nodes=1,
+                                                                                       requested_seconds=60), 60)

@@ -327,6 +327,8 @@ seed = 7
 
 [server]
 oracle = "mc"   # or "exact" (small instances only)
+# prediction_cold_start = 20         # completions before feature submissions get learned laws (docs/prediction.md)
+# prediction_conformal_gamma = 0.02  # adaptive conformal laws with this step; default off (docs/prediction.md)
 
 [operator]
 token_env = "SOWSCHED_OPERATOR_TOKEN"

@@ -406,9 +406,11 @@ def service_report(args: argparse.Namespace, laws: dict[str, dict[str, Any]],
     coverage over the completed jobs alone (`coverage_learned`: the jobs whose durations the engine learns)."""
     from models.predict.trace_workload import quoted_coverage
 
+    platform = {k: v for k, v in (getattr(args, "trace_report", None) or {}).items()
+                if k in ("headroom", "reserve", "overload")}  # the trace platform's settings, reported as for --sows
     report = {"sows": "service", "jobs": len(laws), "coverage": quoted_coverage(args.trace_table, laws),
               "predict_ms_p50": None, "learned_quotes": sum(1 for law in laws.values() if law["trained"] > 0),
-              "model_versions": len({law["model_version"] for law in laws.values()})}
+              "model_versions": len({law["model_version"] for law in laws.values()}), **platform}
     gamma = getattr(args, "conformal_gamma", None)
     if gamma is None:
         return report

@@ -152,6 +152,14 @@ def test_overload_writes_its_rule_into_the_platform_and_reports_itself(tmp_path:
     assert "overload" not in json.loads((tmp_path / "plain.json").read_text())["platform"]
 
 
+def test_a_service_run_reports_its_platforms_overload_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_trace(tmp_path)
+    assert main(["simulate", "--trace", str(trace), "--jobs", "30", "--sows", "service", "--round-seconds", "60",
+                 "--overload", "newest_demanding", "--no-offline", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["sows"] == "service" and report["overload"] == "newest_demanding"
+
+
 def test_an_unknown_overload_rule_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit, match="2"):
         main(["simulate", "--trace", "t.swf", "--overload", "oldest", "--json"])

@@ -324,6 +324,25 @@ def test_cuc_md_t_types_with_30_bo_steps_are_their_json() -> None:
         assert f"{vio[-1]:.2f} %" in part and f"Util {results['CUC (p = 0.1 %)']['util']:.2f} %" in part
 
 
+def test_cuc_md_every_training_origin_as_validation_table_is_its_json() -> None:
+    text = _doc("cuc.md")
+    for year in ("2017", "2019"):
+        run = _json(f"cuc-tt-{year}-v0.json")
+        assert (run["bo_steps"], run["errors"], run["validation_hours"]) == (10, "newest", 0)
+        results = run["results"][f"azure{year}"]
+        vio = [results[f"CUC (p = {100 * p:g} %)"]["violation"] for p in CUC_P_LEVELS]
+        met = sum(v <= 100 * p for p, v in zip(CUC_P_LEVELS, vio, strict=True))
+        _row(text, f"Azure {year} t-types pooled, `--validation-hours 0`", f"{met} of 7",
+             ", ".join(f"{v:.2f}" for v in vio), f"{results['CUC (p = 0.1 %)']['util']:.2f} %")
+    for year, scaled in (("2019", "0.06 x m3str"), ("2017", "0.02 x m2str")):
+        run = _json(f"cuc-paper-{year}-p0.001-v0.json")
+        assert (run["validation_hours"], run["bo_steps"], run["p"]) == (0, 50, 0.001)
+        test = run["test"]
+        _row(text, f"`sowsched cuc` on {year} ({scaled}) at p = 0.1 %, `--validation-hours 0`", "-",
+             f"{100 * test['violation']:.2f} (p = 0.1 % only)", f"{100 * test['util']:.2f} %")
+    assert "Util falls to 87.21 %" in text and "Vio rises to\n0.83 %" in text
+
+
 BACKFILL_DEFAULT = "risk=0.9,reservation_q=0.4"
 
 

@@ -310,30 +310,31 @@ def test_cuc_md_t_type_targets_are_their_json(year: str) -> None:
         assert f"Util {results['CUC (p = 0.1 %)']['util']:.2f} %" in part, (name, part)
 
 
+def _tt_study(name: str, year: str, steps: int, hours: int) -> tuple[list[float], int, float]:
+    """A t-types study's Vio per p, the levels with Vio <= p and the Util at p = 0.1 %, its settings checked."""
+    run = _json(name)
+    assert (run["bo_steps"], run["errors"], run["validation_hours"]) == (steps, "newest", hours)
+    results = run["results"][f"azure{year}"]
+    vio = [results[f"CUC (p = {100 * p:g} %)"]["violation"] for p in CUC_P_LEVELS]
+    return vio, sum(v <= 100 * p for p, v in zip(CUC_P_LEVELS, vio, strict=True)), results["CUC (p = 0.1 %)"]["util"]
+
+
 def test_cuc_md_t_types_with_30_bo_steps_are_their_json() -> None:
     """The default 30 BO steps per p on the t-types: levels met, every Vio and the Util at p = 0.1 %."""
     text = " ".join(_doc("cuc.md").split("More BO steps do not make ours meet it", 1)[1].split("\n\n", 1)[0].split())
     for year in ("2017", "2019"):
-        run = _json(f"cuc-tt-{year}-bo30.json")
-        assert (run["bo_steps"], run["errors"], run["validation_hours"]) == (30, "newest", 48)
-        results = run["results"][f"azure{year}"]
-        vio = [results[f"CUC (p = {100 * p:g} %)"]["violation"] for p in CUC_P_LEVELS]
-        met = sum(v <= 100 * p for p, v in zip(CUC_P_LEVELS, vio, strict=True))
+        vio, met, util = _tt_study(f"cuc-tt-{year}-bo30.json", year, 30, 48)
         part = text.split(f"{year} meets {met} of 7" if year == "2017" else f"{year} {met} of 7", 1)[1]
         assert ", ".join(f"{v:.2f}" for v in vio[:-1]) in part
-        assert f"{vio[-1]:.2f} %" in part and f"Util {results['CUC (p = 0.1 %)']['util']:.2f} %" in part
+        assert f"{vio[-1]:.2f} %" in part and f"Util {util:.2f} %" in part
 
 
 def test_cuc_md_every_training_origin_as_validation_table_is_its_json() -> None:
     text = _doc("cuc.md")
     for year in ("2017", "2019"):
-        run = _json(f"cuc-tt-{year}-v0.json")
-        assert (run["bo_steps"], run["errors"], run["validation_hours"]) == (10, "newest", 0)
-        results = run["results"][f"azure{year}"]
-        vio = [results[f"CUC (p = {100 * p:g} %)"]["violation"] for p in CUC_P_LEVELS]
-        met = sum(v <= 100 * p for p, v in zip(CUC_P_LEVELS, vio, strict=True))
+        vio, met, util = _tt_study(f"cuc-tt-{year}-v0.json", year, 10, 0)
         _row(text, f"Azure {year} t-types pooled, `--validation-hours 0`", f"{met} of 7",
-             ", ".join(f"{v:.2f}" for v in vio), f"{results['CUC (p = 0.1 %)']['util']:.2f} %")
+             ", ".join(f"{v:.2f}" for v in vio), f"{util:.2f} %")
     for year, scaled in (("2019", "0.06 x m3str"), ("2017", "0.02 x m2str")):
         run = _json(f"cuc-paper-{year}-p0.001-v0.json")
         assert (run["validation_hours"], run["bo_steps"], run["p"]) == (0, 50, 0.001)

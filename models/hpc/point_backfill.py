@@ -2,7 +2,8 @@
 
 `simulate_point` gives the start times, passes, backfills and corrections that `simulate_backfill` gives with
 the point policies of models/predict/schedulers.py (requested time, true runtime, Tsafrir's average of the
-user's last two completed runtimes, each corrected to the requested time when it runs out), event for event:
+user's last two completed runtimes, or a prediction given per job, as the portfolio's EASY++ replay gives each
+job the one it got live; each corrected to the requested time when it runs out), event for event:
 the same order at one instant (predictions over, then submissions, then terminations, each in push order), one
 pass after the instant's last event, the same shadow time and spare nodes. Tests hold the two equal.
 
@@ -31,6 +32,7 @@ class PointMode(IntEnum):
     REQUESTED = 0
     EXACT = 1
     TSAFRIR = 2
+    GIVEN = 3  # simulate_point's `given` array
 
 
 @numba.njit(cache=True, nogil=True)
@@ -66,6 +68,15 @@ def _heap_pop(heap: IntArray, size: int) -> int:
     if size > 0:
         heap[i] = last
     return size
+
+
+@numba.njit(cache=True, nogil=True)
+def _instant(submit: IntArray, nxt: int, heap: IntArray, heap_size: int, stride: int) -> int:
+    """The next instant with an event: the next submission's (`nxt`) or the heap's first event's, the earlier."""
+    now = submit[nxt] if nxt < submit.size else heap[0] // stride // 3
+    if heap_size > 0 and heap[0] // stride // 3 < now:
+        now = heap[0] // stride // 3
+    return now
 
 
 @numba.njit(cache=True, nogil=True)
@@ -225,6 +236,23 @@ def _candidates(queue: IntArray, q0: int, q1: int, size: IntArray, free: int, ca
 
 
 @numba.njit(cache=True, nogil=True)
+def _reserve(nodes: int, now: int, queue: IntArray, q0: int, q1: int, size: IntArray, busy: int, predicted: IntArray,
+             starts: IntArray, pend: IntArray, running: IntArray, where: IntArray, n_running: int, started: IntArray,
+             cand: IntArray, ends: IntArray, nsz: IntArray) -> tuple[int, int, int, int, int, int, int, int]:
+    """A pass up to its backfilling: the heads started (`_heads`), the m candidates (in `cand`; 0 when the queue
+    holds no job behind a blocked head) and the head's shadow time and spare nodes. Returns the queue's new start,
+    how many started, the free and busy nodes, the running count, m, the shadow time and the spare nodes."""
+    q0, n_started, free, busy, n_running = _heads(nodes, queue, q0, q1, size, busy, now, predicted, starts,
+                                                  pend, running, where, n_running, started)
+    m = shadow = extra = 0
+    if q1 - q0 > 1:
+        m = _candidates(queue, q0, q1, size, free, cand)
+        if m > 0:
+            shadow, extra = _reservation(now, free, size[queue[q0]], running, n_running, pend, size, ends, nsz)
+    return q0, n_started, free, busy, n_running, m, shadow, extra
+
+
+@numba.njit(cache=True, nogil=True)
 def _launch(started: IntArray, n_started: int, now: int, runtime: IntArray, predicted: IntArray, heap: IntArray,
             heap_size: int, event_job: IntArray, counter: int, stride: int) -> tuple[int, int]:
     """Pushes each started job's termination and, if it is predicted to end before it does, the instant its
@@ -244,7 +272,8 @@ def _launch(started: IntArray, n_started: int, now: int, runtime: IntArray, pred
 
 @numba.njit(cache=True, nogil=True)
 def _simulate(submit: IntArray, runtime: IntArray, size: IntArray, requested: IntArray, user: IntArray,
-              nodes: int, mode: int, sjf: bool, pass_if_new_fits: bool) -> tuple[IntArray, int, int, int]:
+              nodes: int, mode: int, sjf: bool, pass_if_new_fits: bool,
+              given: IntArray) -> tuple[IntArray, int, int, int]:
     n = submit.size
     stride = 3 * n + 1
     starts = np.full(n, -1, dtype=np.int64)
@@ -270,9 +299,7 @@ def _simulate(submit: IntArray, runtime: IntArray, size: IntArray, requested: In
     passes = backfilled = corrections = 0
     nxt = 0  # next submission
     while nxt < n or heap_size > 0:
-        now = submit[nxt] if nxt < n else heap[0] // stride // 3
-        if heap_size > 0 and heap[0] // stride // 3 < now:
-            now = heap[0] // stride // 3
+        now = _instant(submit, nxt, heap, heap_size, stride)
         wanted = False
         # predictions that ran out: corrected to the requested time
         while heap_size > 0 and heap[0] // stride == now * 3 + _PREDICTION_OVER:
@@ -293,6 +320,8 @@ def _simulate(submit: IntArray, runtime: IntArray, size: IntArray, requested: In
                 u = user[j]
                 if seen[u] >= 2:
                     p = min(requested[j], (last1[u] + last2[u]) // 2)
+            elif mode == 3:
+                p = given[j]
             predicted[j] = max(1, p)
             queue[q1] = j
             q1 += 1
@@ -313,25 +342,23 @@ def _simulate(submit: IntArray, runtime: IntArray, size: IntArray, requested: In
             continue
         # the instant's one pass
         passes += 1
-        q0, n_started, free, busy, n_running = _heads(nodes, queue, q0, q1, size, busy, now, predicted, starts,
-                                                      pend, running, where, n_running, started)
+        q0, n_started, free, busy, n_running, m, shadow, extra = _reserve(
+            nodes, now, queue, q0, q1, size, busy, predicted, starts, pend, running, where, n_running, started, cand,
+            ends, nsz)
         n_heads = n_started
-        if q1 - q0 > 1:
-            m = _candidates(queue, q0, q1, size, free, cand)
-            if m > 0:
-                shadow, extra = _reservation(now, free, size[queue[q0]], running, n_running, pend, size, ends, nsz)
-                if sjf:
-                    for k in range(m):
-                        keys[k] = predicted[cand[k]]
-                    order = np.argsort(keys[:m], kind="mergesort")  # stable: ties in queue (index) order
-                else:
-                    order = np.arange(m)
+        if m > 0:
+            if sjf:
                 for k in range(m):
-                    fits[k] = now + predicted[cand[k]] <= shadow
-                n_started, busy, n_running, q1 = _backfill(queue, q0, q1, cand, order, fits, size, free, busy, extra,
-                                                           now, predicted, starts, pend, running, where, n_running,
-                                                           started, n_started)
-                backfilled += n_started - n_heads
+                    keys[k] = predicted[cand[k]]
+                order = np.argsort(keys[:m], kind="mergesort")  # stable: ties in queue (index) order
+            else:
+                order = np.arange(m)
+            for k in range(m):
+                fits[k] = now + predicted[cand[k]] <= shadow
+            n_started, busy, n_running, q1 = _backfill(queue, q0, q1, cand, order, fits, size, free, busy, extra,
+                                                       now, predicted, starts, pend, running, where, n_running,
+                                                       started, n_started)
+            backfilled += n_started - n_heads
         heap_size, counter = _launch(started, n_started, now, runtime, predicted, heap, heap_size, event_job,
                                      counter, stride)
     if q1 > q0:
@@ -340,15 +367,20 @@ def _simulate(submit: IntArray, runtime: IntArray, size: IntArray, requested: In
 
 
 def simulate_point(workload: Workload, requested: IntArray, user: IntArray, mode: PointMode, sjf: bool,
-                   pass_if_new_fits: bool) -> BackfillResult:
+                   pass_if_new_fits: bool, given: IntArray | None = None) -> BackfillResult:
     """Replay the workload under EASY on point predictions (`sjf`: backfill shortest-predicted first).
 
-    `requested` and `user` are aligned with workload.jobs (the job table's columns).
+    `requested`, `user` and `given` (mode GIVEN only: each job's prediction, >= 1) are aligned with workload.jobs
+    (the job table's columns).
     """
     jobs = workload.jobs
     n = len(jobs)
     if requested.shape != (n,) or user.shape != (n,):
         raise ValueError(f"requested and user must have shape ({n},), got {requested.shape} and {user.shape}")
+    if (mode == PointMode.GIVEN) != (given is not None):
+        raise ValueError(f"mode={mode.name} takes a given prediction per job if and only if it is GIVEN")
+    if given is not None and (given.shape != (n,) or (n and int(given.min()) < 1)):
+        raise ValueError(f"given must have shape ({n},) and every prediction >= 1, got shape {given.shape}")
     submit = np.fromiter((j.submit for j in jobs), dtype=np.int64, count=n)
     runtime = np.fromiter((j.runtime for j in jobs), dtype=np.int64, count=n)
     size = np.fromiter((j.size for j in jobs), dtype=np.int64, count=n)
@@ -358,5 +390,6 @@ def simulate_point(workload: Workload, requested: IntArray, user: IntArray, mode
     _, dense = np.unique(user, return_inverse=True)  # user ids as 0..U-1
     starts, passes, backfilled, corrections = _simulate(
         submit, runtime, size, requested.astype(np.int64), dense.astype(np.int64).ravel(), workload.nodes,
-        int(mode), sjf, pass_if_new_fits)
+        int(mode), sjf, pass_if_new_fits,
+        np.zeros(1, dtype=np.int64) if given is None else given.astype(np.int64))
     return BackfillResult(tuple(starts.tolist()), int(passes), int(backfilled), int(corrections))

@@ -11,11 +11,15 @@ two simulators equal.
 
 A job's law lives in a slot of a pool of rows (support, probabilities, cumulative sums), from its submission to
 its completion.
+
+`replay_risk` is the portfolio's risk-test replay (schedulers.portfolio_choice) compiled: the same loop with each
+job's law, predicted runtime and backfill key given as it got them at its live submission (nothing learned).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numba
@@ -27,16 +31,16 @@ from models.hpc.point_backfill import (
     _PREDICTION_OVER,
     _TERMINATION,
     _backfill,
-    _candidates,
     _corrected,
     _finish,
-    _heads,
     _heap_pop,
+    _instant,
     _launch,
-    _reservation,
+    _reserve,
     _scratch,
 )
 from models.hpc.prediction_backfill import BackfillResult
+from models.law import Law
 from models.predict.history import RECENT
 from models.predict.learned import FEATURES, LearnedPredictor
 
@@ -179,6 +183,44 @@ def law_quantile_above(sup: FloatArray, prob: FloatArray, n: int, x: float, q: f
 
 
 @numba.njit(cache=True, nogil=True)
+def _overrun(j: int, now: int, s: int, sup: FloatArray, prob: FloatArray, length: IntArray, reservation_q: float,
+             requested: IntArray, runtime: IntArray, predicted: IntArray, starts: IntArray, pend: IntArray,
+             heap: IntArray, heap_size: int, event_job: IntArray, counter: int, stride: int) -> tuple[int, int]:
+    """Job j's prediction ran out at `now`: corrected to the reservation_q-quantile of its law (slot s) beyond the
+    elapsed time (its requested time when no mass is left); returns the heap size and the next event counter."""
+    elapsed = now - starts[j]
+    tail = law_quantile_above(sup[s], prob[s], length[s], float(elapsed), reservation_q)
+    new = requested[j] if np.isnan(tail) else int(min(float(requested[j]), max(tail, float(elapsed + 1))))
+    return _corrected(j, new, elapsed, runtime, predicted, starts, pend, heap, heap_size, event_job, counter, stride)
+
+
+@numba.njit(cache=True, nogil=True)
+def _pass(nodes: int, now: int, threshold: float, queue: IntArray, q0: int, q1: int, size: IntArray, busy: int,
+          predicted: IntArray, starts: IntArray, pend: IntArray, running: IntArray, where: IntArray, n_running: int,
+          key: FloatArray, slot: IntArray, sup: FloatArray, cum: FloatArray, length: IntArray, started: IntArray,
+          cand: IntArray, ends: IntArray, nsz: IntArray, fits: Any, keys: FloatArray
+          ) -> tuple[int, int, int, int, int, int]:
+    """The instant's one pass of the risk test: heads, then candidates by key, each passing when its law (slot) puts
+    at least `threshold` on ending by the shadow time. Returns the queue's bounds, how many started (in `started`),
+    the busy nodes, the running count and how many of the started were backfilled."""
+    q0, n_started, free, busy, n_running, m, shadow, extra = _reserve(
+        nodes, now, queue, q0, q1, size, busy, predicted, starts, pend, running, where, n_running, started, cand,
+        ends, nsz)
+    heads = n_started
+    if m > 0:
+        window = float(shadow - now)
+        for k in range(m):
+            keys[k] = key[cand[k]]
+            s = slot[cand[k]]
+            fits[k] = law_cdf(sup[s], cum[s], length[s], window) >= threshold  # RiskPolicy.ends_by
+        order = np.argsort(keys[:m], kind="mergesort")  # stable: ties in queue order
+        n_started, busy, n_running, q1 = _backfill(queue, q0, q1, cand, order, fits, size, free, busy, extra,
+                                                   now, predicted, starts, pend, running, where, n_running,
+                                                   started, n_started)
+    return q0, q1, n_started, busy, n_running, n_started - heads
+
+
+@numba.njit(cache=True, nogil=True)
 def _run(st: IntArray, submit: IntArray, runtime: IntArray, size: IntArray, requested: IntArray, user: IntArray,
          cols: IntArray, nodes: int, threshold: float, reservation_q: float, order_q: float,
          stride: int, starts: IntArray, predicted: IntArray, pend: IntArray, key: FloatArray, slot: IntArray,
@@ -201,9 +243,7 @@ def _run(st: IntArray, submit: IntArray, runtime: IntArray, size: IntArray, requ
         if phase == 0:
             if not (nxt < n or heap_size > 0):
                 break
-            now = submit[nxt] if nxt < n else heap[0] // stride // 3
-            if heap_size > 0 and heap[0] // stride // 3 < now:
-                now = heap[0] // stride // 3
+            now = _instant(submit, nxt, heap, heap_size, stride)
             arriving = 0
             while nxt + arriving < n and submit[nxt + arriving] == now:
                 arriving += 1
@@ -217,14 +257,9 @@ def _run(st: IntArray, submit: IntArray, runtime: IntArray, size: IntArray, requ
             while heap_size > 0 and heap[0] // stride == now * 3 + _PREDICTION_OVER:
                 j = event_job[heap[0] % stride]
                 heap_size = _heap_pop(heap, heap_size)
-                elapsed = now - starts[j]
-                s = slot[j]
-                tail = law_quantile_above(sup[s], prob[s], length[s], float(elapsed), reservation_q)
-                new = requested[j] if np.isnan(tail) else int(min(float(requested[j]),
-                                                                  max(tail, float(elapsed + 1))))
                 corrections += 1
-                heap_size, counter = _corrected(j, new, elapsed, runtime, predicted, starts, pend, heap, heap_size,
-                                                event_job, counter, stride)
+                heap_size, counter = _overrun(j, now, slot[j], sup, prob, length, reservation_q, requested, runtime,
+                                              predicted, starts, pend, heap, heap_size, event_job, counter, stride)
             # submissions: features, the job's cluster and its law
             while nxt < n and submit[nxt] == now:
                 j = nxt
@@ -280,23 +315,10 @@ def _run(st: IntArray, submit: IntArray, runtime: IntArray, size: IntArray, requ
             continue
         # the instant's one pass
         passes += 1
-        q0, n_started, free, busy, n_running = _heads(nodes, queue, q0, q1, size, busy, now, predicted, starts,
-                                                      pend, running, where, n_running, started)
-        if q1 - q0 > 1:
-            m = _candidates(queue, q0, q1, size, free, cand)
-            if m > 0:
-                shadow, extra = _reservation(now, free, size[queue[q0]], running, n_running, pend, size, ends, nsz)
-                window = float(shadow - now)
-                for k in range(m):
-                    keys[k] = key[cand[k]]
-                    s = slot[cand[k]]
-                    fits[k] = law_cdf(sup[s], cum[s], length[s], window) >= threshold  # RiskPolicy.ends_by
-                order = np.argsort(keys[:m], kind="mergesort")  # stable: ties in queue order
-                heads = n_started
-                n_started, busy, n_running, q1 = _backfill(queue, q0, q1, cand, order, fits, size, free, busy, extra,
-                                                           now, predicted, starts, pend, running, where, n_running,
-                                                           started, n_started)
-                backfilled += n_started - heads
+        q0, q1, n_started, busy, n_running, more = _pass(nodes, now, threshold, queue, q0, q1, size, busy, predicted,
+                                                         starts, pend, running, where, n_running, key, slot, sup, cum,
+                                                         length, started, cand, ends, nsz, fits, keys)
+        backfilled += more
         heap_size, counter = _launch(started, n_started, now, runtime, predicted, heap, heap_size, event_job,
                                      counter, stride)
     if code == _DONE and q1 > q0:
@@ -410,3 +432,98 @@ def simulate_risk(workload: Workload, predictor: LearnedPredictor, risk: float, 
         if code == _DONE:
             break
     return BackfillResult(tuple(starts.tolist()), int(st[_PASSES]), int(st[_BACKFILLED]), int(st[_CORRECTIONS]))
+
+
+@numba.njit(cache=True, nogil=True)
+def _replay(submit: IntArray, runtime: IntArray, size: IntArray, requested: IntArray, nodes: int, threshold: float,
+            reservation_q: float, predicted: IntArray, key: FloatArray, sup: FloatArray, prob: FloatArray,
+            length: IntArray, stride: int) -> tuple[IntArray, int, int, int]:
+    """_run's events and passes on given laws (job j's in row j of sup and prob, length[j] atoms), predicted
+    runtimes (corrected in place) and keys."""
+    n = submit.size
+    cum = np.empty_like(prob)
+    for j in range(n):  # each law's running sum, left to right (as Law takes np.cumsum or accumulate)
+        acc = prob[j, 0]
+        cum[j, 0] = acc
+        for i in range(1, length[j]):
+            acc += prob[j, i]
+            cum[j, i] = acc
+    slot = np.arange(n)
+    starts = np.full(n, -1, dtype=np.int64)
+    pend = np.zeros(n, dtype=np.int64)
+    heap = np.empty(2 * n + 1, dtype=np.int64)  # a job has at most one termination and one correction pending
+    event_job = np.empty(stride, dtype=np.int64)
+    heap_size = counter = 0
+    queue, running = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    where = np.full(n, -1, dtype=np.int64)
+    q0 = q1 = n_running = busy = 0
+    started, cand, ends, nsz, fits = _scratch(n)
+    keys = np.empty(n, dtype=np.float64)
+    passes = backfilled = corrections = nxt = 0
+    while nxt < n or heap_size > 0:
+        now = _instant(submit, nxt, heap, heap_size, stride)
+        wanted = False
+        while heap_size > 0 and heap[0] // stride == now * 3 + _PREDICTION_OVER:  # predictions that ran out
+            j = event_job[heap[0] % stride]
+            heap_size = _heap_pop(heap, heap_size)
+            corrections += 1
+            if counter + 1 >= stride:
+                raise ValueError("more events than the replay's event keys hold")
+            heap_size, counter = _overrun(j, now, j, sup, prob, length, reservation_q, requested, runtime, predicted,
+                                          starts, pend, heap, heap_size, event_job, counter, stride)
+        while nxt < n and submit[nxt] == now:  # submissions
+            queue[q1] = nxt
+            q1 += 1
+            nxt += 1
+            wanted = True
+        while heap_size > 0 and heap[0] // stride == now * 3 + _TERMINATION:  # terminations
+            j = event_job[heap[0] % stride]
+            heap_size = _heap_pop(heap, heap_size)
+            n_running, busy = _finish(j, running, where, n_running, busy, size)
+            wanted = True
+        if not wanted:
+            continue
+        passes += 1
+        q0, q1, n_started, busy, n_running, more = _pass(nodes, now, threshold, queue, q0, q1, size, busy, predicted,
+                                                         starts, pend, running, where, n_running, key, slot, sup, cum,
+                                                         length, started, cand, ends, nsz, fits, keys)
+        backfilled += more
+        if counter + 2 * n_started >= stride:
+            raise ValueError("more events than the replay's event keys hold")
+        heap_size, counter = _launch(started, n_started, now, runtime, predicted, heap, heap_size, event_job,
+                                     counter, stride)
+    if q1 > q0:
+        raise ValueError("the simulation ended with jobs never started")
+    return starts, passes, backfilled, corrections
+
+
+def replay_risk(workload: Workload, predicted: Sequence[int], key: Sequence[float], laws: Sequence[Law],
+                threshold: float, reservation_q: float) -> BackfillResult:
+    """simulate_backfill(workload, schedulers._Replay(predicted, key, requested, laws, threshold, "conditional",
+    reservation_q)) compiled: job k of the workload keeps predicted runtime predicted[k], backfill key key[k] and
+    law laws[k] (atoms), passes the risk test when P(X <= shadow - now) >= threshold, and an overrun is
+    corrected to the reservation_q-quantile of its law beyond the elapsed time."""
+    jobs = workload.jobs
+    n = len(jobs)
+    if not len(predicted) == len(key) == len(laws) == n or not n:
+        raise ValueError(f"predicted, key and laws must each have one row per job of the workload ({n} >= 1), "
+                         f"got {len(predicted)}, {len(key)} and {len(laws)}")
+    submit = np.fromiter((j.submit for j in jobs), dtype=np.int64, count=n)
+    runtime = np.fromiter((j.runtime for j in jobs), dtype=np.int64, count=n)
+    size = np.fromiter((j.size for j in jobs), dtype=np.int64, count=n)
+    requested = np.fromiter((j.requested for j in jobs), dtype=np.int64, count=n)
+    length = np.fromiter((law.support.size for law in laws), dtype=np.int64, count=n)
+    rows = np.repeat(np.arange(n), length)  # the laws, one per row, padded on the right
+    cols = np.arange(rows.size) - np.repeat(np.cumsum(length) - length, length)
+    sup, prob = np.zeros((n, int(length.max()))), np.zeros((n, int(length.max())))
+    sup[rows, cols] = np.concatenate([law.support for law in laws])
+    prob[rows, cols] = np.concatenate([law.probs for law in laws])
+    # events: a termination and a first correction per job, then at most one per atom or requested time above
+    stride = 3 * n + int(length.sum()) + 1
+    horizon = int(submit.max() + requested.sum()) + 1
+    if horizon * 3 * stride >= 2**62:
+        raise ValueError(f"the replay spans {horizon} s over {n} jobs: event keys would overflow int64")
+    starts, passes, backfilled, corrections = _replay(
+        submit, runtime, size, requested, workload.nodes, threshold, reservation_q,
+        np.array(predicted, dtype=np.int64), np.array(key, dtype=np.float64), sup, prob, length, stride)
+    return BackfillResult(tuple(starts.tolist()), int(passes), int(backfilled), int(corrections))

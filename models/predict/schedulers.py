@@ -20,7 +20,8 @@ from models.predict.baselines import Exact, PointPredictor, RequestedTime, Tsafr
 from models.predict.jobs import JobTable
 from models.predict.learned import LearnedConfig, LearnedPredictor
 from models.predict.names import CORRECTORS, PREDICTIVE_SCHEDULERS
-from models.predict.risk_backfill import simulate_risk
+from models.predict.risk_backfill import replay_risk, simulate_risk
+from models.predictive import Discrete
 
 Corrector = Literal["conditional", "reqtime", "doubling"]
 DEFAULT_RISK = 0.9  # one configuration for every trace (docs/prediction.md)
@@ -230,21 +231,30 @@ class _Replay:
 
 def portfolio_choice(jobs: Sequence[Job], nodes: int, point: Sequence[int], laws: Sequence[Law],
                      key: Sequence[float], predicted: Sequence[int], risk: float = DEFAULT_RISK,
-                     reservation_q: float = DEFAULT_RESERVATION_Q,
-                     corrector: str = "conditional") -> tuple[str, float, float]:
+                     reservation_q: float = DEFAULT_RESERVATION_Q, corrector: str = "conditional",
+                     compiled: bool = True) -> tuple[str, float, float]:
     """The portfolio's choice on completed `jobs` (sorted by submission) replayed on an empty machine of `nodes`:
     under EASY++ with each job's Tsafrir prediction `point`, and under the risk test with its law, backfill key
     and predicted runtime, all as the job got them at its submission. Returns the policy whose replay has the
-    lower BSLD ("easy-learned" only if strictly lower; no job: "easy-pp") and the two BSLDs (NaN with no job)."""
+    lower BSLD ("easy-learned" only if strictly lower; no job: "easy-pp") and the two BSLDs (NaN with no job).
+
+    The replays run on the compiled loops (simulate_point with the given predictions, replay_risk) when the laws
+    are atoms and the corrector conditional, else (or `compiled` False) on simulate_backfill with `_Replay`,
+    which tests hold equal start for start."""
     if not jobs:
         return PORTFOLIO[0], float("nan"), float("nan")
     workload = Workload(tuple(jobs), nodes)
     requested = [j.requested for j in jobs]
     threshold = 1.0 - risk - 1e-12  # RiskPolicy's test
-    pp = simulate_backfill(workload, _Replay(list(point), [float(p) for p in point], requested, None, threshold,
-                                             corrector, reservation_q))
-    learned = simulate_backfill(workload, _Replay(list(predicted), list(key), requested, list(laws), threshold,
-                                                  corrector, reservation_q))
+    if compiled and corrector == "conditional" and all(isinstance(law.z, Discrete) for law in laws):
+        pp = simulate_point(workload, np.array(requested, dtype=np.int64), np.zeros(len(jobs), dtype=np.int64),
+                            PointMode.GIVEN, True, False, np.array(point, dtype=np.int64))
+        learned = replay_risk(workload, predicted, key, laws, threshold, reservation_q)
+    else:
+        pp = simulate_backfill(workload, _Replay(list(point), [float(p) for p in point], requested, None,
+                                                 threshold, corrector, reservation_q))
+        learned = simulate_backfill(workload, _Replay(list(predicted), list(key), requested, list(laws), threshold,
+                                                      corrector, reservation_q))
     b_pp, b_learned = bsld(jobs, pp.starts), bsld(jobs, learned.starts)
     return (PORTFOLIO[1] if b_learned < b_pp else PORTFOLIO[0]), b_pp, b_learned
 

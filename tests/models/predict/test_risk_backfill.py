@@ -12,7 +12,10 @@ from hypothesis import strategies as st
 
 from models.data import KTH_SP2, PWA_TRACES
 from models.hpc.jobs import Job, Workload
+from models.hpc.metrics import bsld
+from models.hpc.point_backfill import PointMode, simulate_point
 from models.hpc.prediction_backfill import BackfillResult, simulate_backfill
+from models.law import Law
 from models.predict.jobs import JobTable, load_trace
 from models.predict.learned import LearnedConfig, LearnedPredictor, capped_one
 from models.predict.risk_backfill import (
@@ -21,9 +24,10 @@ from models.predict.risk_backfill import (
     law_quantile,
     law_quantile_above,
     pairwise_sum,
+    replay_risk,
     simulate_risk,
 )
-from models.predict.schedulers import RiskPolicy, make_policy, run_predictive
+from models.predict.schedulers import RiskPolicy, _Replay, make_policy, portfolio_choice, run_predictive
 from tests.models.predict.conftest import make_table
 
 SMALL = LearnedConfig(bins=4, sub_atoms=2, min_leaf=2, max_leaves=4, window=12, min_train=4, refit_every=9,
@@ -172,3 +176,73 @@ def test_simulate_risk_refuses_a_predictor_it_cannot_run() -> None:
     used.observe(0)
     with pytest.raises(ValueError, match="freshly fitted"):
         simulate_risk(Workload(jobs, 1), used, 0.9, 0.4, 0.5)
+
+
+replays = st.lists(st.tuples(st.integers(0, 60), st.integers(1, 40), st.integers(0, 40), st.integers(1, 4),
+                             st.lists(st.integers(1, 60), min_size=1, max_size=5, unique=True),
+                             st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6), st.integers(1, 80),
+                             st.floats(1.0, 80.0)), min_size=1, max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(replays, st.sampled_from([0.5, 0.9, 1.0]), st.sampled_from([0.4, 0.7]))
+def test_the_compiled_portfolio_replays_equal_the_policy_simulator_start_for_start(
+        data: list[tuple[int, int, int, int, list[int], list[float], int, float]], risk: float,
+        reservation_q: float) -> None:
+    # small integer times (shared instants and shadow times), laws as the predictor caps them (atoms below the
+    # requested time, its mass above onto it, zero-mass atoms beyond), predictions and keys free of the laws
+    data = sorted(data, key=lambda r: r[0])
+    jobs = [Job(id=i, submit=s, runtime=d, size=r, requested=d + extra)
+            for i, (s, d, extra, r, *_) in enumerate(data)]
+    laws = []
+    for (_, d, extra, _, steps, raw, _, _) in data:
+        atoms = np.append(np.sort(np.asarray(steps, dtype=np.float64)) * 1.5, np.inf)
+        weights = np.asarray(raw[:atoms.size]) + 1e-3
+        laws.append(capped_one(atoms.tolist(), (weights / weights.sum()).tolist(), float(d + extra)))
+    point = [min(r[6], j.requested) if r[6] % 3 else r[6] for r, j in zip(data, jobs, strict=True)]
+    key, predicted = [r[7] for r in data], [r[6] for r in data]
+    workload, requested = Workload(tuple(jobs), 4), [j.requested for j in jobs]
+    threshold = 1.0 - risk - 1e-12
+    ref_pp = simulate_backfill(workload, _Replay(list(point), [float(p) for p in point], requested, None,
+                                                 threshold, "conditional", reservation_q))
+    ref_learned = simulate_backfill(workload, _Replay(list(predicted), list(key), requested, laws, threshold,
+                                                      "conditional", reservation_q))
+    pp = simulate_point(workload, np.array(requested), np.zeros(len(jobs), dtype=np.int64), PointMode.GIVEN, True,
+                        False, np.array(point))
+    learned = replay_risk(workload, predicted, key, laws, threshold, reservation_q)
+    assert pp == ref_pp and learned == ref_learned
+    fast = portfolio_choice(jobs, 4, point, laws, key, predicted, risk, reservation_q)
+    slow = portfolio_choice(jobs, 4, point, laws, key, predicted, risk, reservation_q, compiled=False)
+    assert repr(fast) == repr(slow) == repr((*slow[:1], bsld(jobs, pp.starts), bsld(jobs, learned.starts)))
+
+
+def test_the_portfolio_on_compiled_replays_makes_every_choice_and_start_of_the_reference(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    if not Path(KTH_SP2).exists():
+        pytest.skip(f"the shared trace {KTH_SP2} is not present")
+    import models.predict.schedulers as schedulers
+
+    workload, table = load_trace(KTH_SP2, 3000)
+    fast = run_predictive(workload, table, "easy-learned", portfolio=24)
+    monkeypatch.setattr(schedulers, "portfolio_choice",
+                        lambda *args: portfolio_choice(*args, compiled=False))  # type: ignore[misc]
+    slow = run_predictive(workload, table, "easy-learned", portfolio=24)
+    for run in (fast, slow):
+        run.details.pop("seconds")
+        run.details["portfolio"].pop("replay_s")
+        run.details["engine"].pop("fit_s")
+    assert fast == slow and fast.details["portfolio"]["chosen"]["easy-learned"] > 0
+
+
+def test_replay_risk_and_the_given_point_mode_refuse_rows_that_do_not_match_the_jobs() -> None:
+    jobs = (Job(id=0, submit=0, runtime=5, size=1, requested=10),)
+    law = Law.atoms(np.array([10.0]), np.array([1.0]))
+    with pytest.raises(ValueError, match=r"one row per job of the workload \(1 >= 1\), got 2, 1 and 1"):
+        replay_risk(Workload(jobs, 1), [5, 5], [5.0], [law], 0.1, 0.4)
+    one = np.array([10])
+    with pytest.raises(ValueError, match=r"mode=GIVEN takes a given prediction per job if and only if it is GIVEN"):
+        simulate_point(Workload(jobs, 1), one, one, PointMode.GIVEN, True, False)
+    with pytest.raises(ValueError, match=r"mode=TSAFRIR takes a given prediction per job"):
+        simulate_point(Workload(jobs, 1), one, one, PointMode.TSAFRIR, True, False, one)
+    with pytest.raises(ValueError, match=r"given must have shape \(1,\) and every prediction >= 1, got shape \(1,\)"):
+        simulate_point(Workload(jobs, 1), one, one, PointMode.GIVEN, True, False, np.array([0]))

@@ -118,6 +118,7 @@ class ServerStatus:
     prediction_trained: int = dataclass_field(default=0, compare=False)
     prediction_settled: bool = dataclass_field(default=False, compare=False)
     prediction_conformal_gamma: float | None = dataclass_field(default=None, compare=False)  # None: off
+    prediction_cold_start: int = dataclass_field(default=0, compare=False)  # 0: no prediction engine
 
     @cached_property
     def platform(self) -> Platform:
@@ -371,7 +372,8 @@ class SchedulerClient:
                             capacity_level=r.capacity_level if r.HasField("capacity_level") else None,
                             prediction_trained=r.prediction_trained, prediction_settled=r.prediction_settled,
                             prediction_conformal_gamma=r.prediction_conformal_gamma
-                            if r.HasField("prediction_conformal_gamma") else None)
+                            if r.HasField("prediction_conformal_gamma") else None,
+                            prediction_cold_start=r.prediction_cold_start)
 
     def echo(self, payload: bytes = b"") -> bytes:
         return self._call(self.stub.Echo, pb.EchoRequest(payload=payload)).payload

@@ -427,6 +427,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 if self.predictions is not None:
                     info.prediction_trained = self.predictions.engine.model.trained
                     info.prediction_settled = self.predictions.settled(engine)
+                    info.prediction_cold_start = self.predictions.engine.config.cold_start
                     gamma = self.predictions.engine.config.conformal_gamma
                     if gamma is not None:
                         info.prediction_conformal_gamma = gamma

@@ -374,6 +374,10 @@ def simulated(args: argparse.Namespace, workload: Workload) -> SimulationResult:
             if client.status().round_seconds != args.round_seconds:
                 raise RemoteSchedulerError(f"the server's rounds are {client.status().round_seconds} s; --trace runs "
                                            f"on --round-seconds {args.round_seconds}: start it with that")
+            if client.status().prediction_cold_start != args.cold_start:
+                raise RemoteSchedulerError(f"the server's prediction_cold_start is "
+                                           f"{client.status().prediction_cold_start}; --cold-start is "
+                                           f"{args.cold_start}: start it with that")
             gamma = getattr(args, "conformal_gamma", None)
             if client.status().prediction_conformal_gamma != gamma:
                 raise RemoteSchedulerError(f"the server's prediction_conformal_gamma is "

@@ -74,8 +74,8 @@ def test_feature_submissions_through_a_real_server_give_the_in_process_runs_welf
     trace, workload = tmp_path / "small.swf", tmp_path / "w.json"
     trace.write_text("\n".join(["; MaxProcs: 32", *lines]) + "\n")
     args = ["simulate", "--trace", str(trace), "--jobs", "50", "--sows", "service", "--round-seconds", "60",
-            "--no-offline", "--json", *overload]
-    assert main([*args, *conformal, "--cold-start", "5", "--write-workload", str(workload)]) == 0
+            "--no-offline", "--json", "--cold-start", "5", *overload]
+    assert main([*args, *conformal, "--write-workload", str(workload)]) == 0
     local = json.loads(capsys.readouterr().out)
     platform = json.loads(workload.read_text())["platform"]
     section: dict[str, float] = {"prediction_cold_start": 5}
@@ -89,6 +89,9 @@ def test_feature_submissions_through_a_real_server_give_the_in_process_runs_welf
             assert main([*args, "--server", f"127.0.0.1:{srv.port}", "--token", OP]) == 1
             assert "the server's prediction_conformal_gamma is 0.2; --conformal-gamma is None" in \
                 capsys.readouterr().err
+        if not conformal and not overload:  # so is one whose cold start is not the server's
+            assert main([*args, "--cold-start", "20", "--server", f"127.0.0.1:{srv.port}", "--token", OP]) == 1
+            assert "the server's prediction_cold_start is 5; --cold-start is 20" in capsys.readouterr().err
         assert main([*args, *conformal, "--server", f"127.0.0.1:{srv.port}", "--token", OP]) == 0
         remote = json.loads(capsys.readouterr().out)
     finally:

@@ -16,6 +16,7 @@ monotone map of [0, 1], and a record of each prediction kept until its job compl
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,9 +31,9 @@ from models.predictive import Discrete
 
 
 @dataclass
-class CdfMapped:
+class CdfMapped(ABC):
     """`inner`'s laws with their CDFs mapped through `_map` (None: unchanged); each prediction's `_records` kept
-    until its job completes, then `_learn`ed from with the job's runtime. Subclasses set the three hooks."""
+    until its job completes, then `_learn`ed from with the job's runtime. Subclasses set the four hooks."""
 
     inner: Predictor
     name: str = "mapped"
@@ -63,20 +64,21 @@ class CdfMapped:
             self._pending[int(index)] = record
         return out
 
+    @abstractmethod
     def _reset(self) -> None:
         """Forget what was learned (at `fit`)."""
 
+    @abstractmethod
     def _map(self, cum: NDArray[np.float64]) -> NDArray[np.float64] | None:
         """The mapped cumulative probabilities of the inner laws' `cum` (one row per job), or None to keep them."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _records(self, law: Discrete, cum: NDArray[np.float64], out: Discrete) -> list[Any]:
         """What to keep of each row's prediction (the inner `law`, its `cum`, the law given) until it completes."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _learn(self, record: Any, runtime: float) -> None:
         """A job predicted with `record` completed after `runtime` seconds."""
-        raise NotImplementedError
 
 
 def cdf_probs(mapped: NDArray[np.float64], probs: NDArray[np.float64]) -> NDArray[np.float64]:

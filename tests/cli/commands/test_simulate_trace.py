@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,10 +14,20 @@ from cli.main import main
 from tests.cli.commands.test_predict import write_trace
 
 
-def _run(trace: Path, sows: str, out: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+def _run(trace: Path, sows: str, out: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> dict:
     assert main(["simulate", "--trace", str(trace), "--jobs", "30", "--sows", sows, "--round-seconds", "60",
-                 "--no-offline", "--write-workload", str(out), "--json"]) == 0
+                 *flags, "--no-offline", "--write-workload", str(out), "--json"]) == 0
     return json.loads(capsys.readouterr().out)
+
+
+def _with_setting(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                  *flags: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The learned run with a platform setting (`flags`) and without: both reports and both W.json platforms."""
+    trace = write_trace(tmp_path)
+    report = _run(trace, "learned", tmp_path / "w.json", capsys, *flags)
+    plain = _run(trace, "learned", tmp_path / "plain.json", capsys)
+    platforms = (json.loads((tmp_path / f"{n}.json").read_text())["platform"] for n in ("w", "plain"))
+    return report, plain, *platforms
 
 
 def test_every_sows_choice_declares_its_own_laws_on_the_same_value_steps(tmp_path: Path,
@@ -110,17 +121,12 @@ def test_feature_submissions_through_a_real_server_give_the_in_process_runs_welf
 
 def test_headroom_writes_its_capacity_model_and_reports_itself(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
-    trace = write_trace(tmp_path)
-    out = tmp_path / "w.json"
-    assert main(["simulate", "--trace", str(trace), "--jobs", "30", "--sows", "learned", "--round-seconds", "60",
-                 "--headroom", "12", "--no-offline", "--write-workload", str(out), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    plain = _run(trace, "learned", tmp_path / "plain.json", capsys)
+    report, plain, platform, plain_platform = _with_setting(tmp_path, capsys, "--headroom", "12")
     assert report["headroom"] == 12 and "headroom" not in plain
     assert report["coverage"] == plain["coverage"]  # the same laws: the headroom is the platform's, not the SoWs'
-    capacity = json.loads(out.read_text())["platform"]["capacity"]
+    capacity = platform["capacity"]
     assert (capacity["low"], capacity["high"], capacity["price_floor"]) == (20, 20, 32.0)
-    assert "capacity" not in json.loads((tmp_path / "plain.json").read_text())["platform"]
+    assert "capacity" not in plain_platform
 
 
 def test_a_trace_refuses_headroom_of_c_nodes_or_more(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -143,16 +149,11 @@ def test_headroom_reserve_and_overload_need_a_trace(flag: list[str], capsys: pyt
 
 def test_overload_writes_its_rule_into_the_platform_and_reports_itself(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    trace = write_trace(tmp_path)
-    out = tmp_path / "w.json"
-    assert main(["simulate", "--trace", str(trace), "--jobs", "30", "--sows", "learned", "--round-seconds", "60",
-                 "--overload", "newest_demanding", "--no-offline", "--write-workload", str(out), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    plain = _run(trace, "learned", tmp_path / "plain.json", capsys)
+    report, plain, platform, plain_platform = _with_setting(tmp_path, capsys, "--overload", "newest_demanding")
     assert report["overload"] == "newest_demanding" and "overload" not in plain
     assert report["coverage"] == plain["coverage"]  # the same laws: the rule is the platform's
-    assert json.loads(out.read_text())["platform"]["overload"] == "newest_demanding"
-    assert "overload" not in json.loads((tmp_path / "plain.json").read_text())["platform"]
+    assert platform["overload"] == "newest_demanding"
+    assert "overload" not in plain_platform
 
 
 def test_a_service_run_reports_its_platforms_overload_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -171,17 +172,11 @@ def test_an_unknown_overload_rule_is_refused(capsys: pytest.CaptureFixture[str])
 
 def test_reserve_writes_its_rule_into_the_platform_and_reports_itself(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    trace = write_trace(tmp_path)
-    out = tmp_path / "w.json"
-    assert main(["simulate", "--trace", str(trace), "--jobs", "30", "--sows", "learned", "--round-seconds", "60",
-                 "--reserve", "4,0.25", "--no-offline", "--write-workload", str(out), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    plain = _run(trace, "learned", tmp_path / "plain.json", capsys)
+    report, plain, platform, plain_platform = _with_setting(tmp_path, capsys, "--reserve", "4,0.25")
     assert report["reserve"] == {"up": 4.0, "down": 0.25, "most": 31} and "reserve" not in plain
     assert report["coverage"] == plain["coverage"]  # the same laws: the reserve is the platform's
-    platform = json.loads(out.read_text())["platform"]
     assert platform["reserve"] == report["reserve"] and "capacity" not in platform
-    assert "reserve" not in json.loads((tmp_path / "plain.json").read_text())["platform"]
+    assert "reserve" not in plain_platform
 
 
 @pytest.mark.parametrize(("flags", "message"), [

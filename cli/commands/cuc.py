@@ -52,8 +52,9 @@ def _generator(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--errors", choices=ERROR_CHOICES, default="newest",
                         help="the error law: GMM of whole inner windows' errors, GMM of the newest observed per step "
                         "(default), moments: the published law (per-step mean and sd over the training windows, "
-                        "frozen, kappa 1), or select: newest or moments per series and p, the one BO's validation "
-                        "samples favour (Vio <= p with the higher Util, else the lower Vio)")
+                        "frozen, kappa 1), max: per step the larger cut-down of newest (BO's kappa) and moments "
+                        "(kappa 1), or select: newest or moments per series and p, the one BO's validation samples "
+                        "favour (Vio <= p with the higher Util, else the lower Vio)")
     parser.add_argument("--split", choices=SPLITS, default="clean",
                         help="clean (default): a day between the training targets and the test scopes; published: the "
                         "paper's code, 75 %% of the 120-hour-history windows train, the rest test (23 test scopes "

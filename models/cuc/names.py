@@ -2,8 +2,9 @@
 parser reads them without loading a model."""
 
 FORECASTERS = ("tsdec", "ar1")
-# the law's errors: whole inner windows (o' + T <= o), per step the newest seen, or the training windows' moments
-ERROR_SETS = ("full", "newest", "moments")
+# the law's errors: whole inner windows (o' + T <= o), per step the newest seen, the training windows' moments, or
+# `max`: per step the larger cut-down of newest (θ's kappa) and moments (kappa 1) (models.cuc.protocol.MaxLaw)
+ERROR_SETS = ("full", "newest", "moments", "max")
 # `select`: per series and p, the law of SELECTABLE that BO's validation samples favour (models.cuc.run.choose_law)
 SELECT = "select"
 SELECTABLE = ("newest", "moments")

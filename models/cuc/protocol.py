@@ -11,6 +11,10 @@ of a_{o+h} is F_o[h] + kappa sigma_h Z, and the constraint is its p-quantile Ã 
 The `moments` error set is the paper's published law: mu_h and sigma_h, the mean and standard deviation of step h's
 errors over the training windows, fitted once and frozen, Z standard normal and kappa 1, so that
 Ã_h = F_o[h] + mu_h + Φ^{-1}(p) sigma_h.
+
+The `max` error set holds both at once (`MaxLaw`): per sample and step ahead the forecast is cut down by the larger
+of the two cut-downs, the newest errors' law with θ's kappa and the moments law with kappa 1, so Ã_h is the smaller of
+the two laws' Ã_h.
 """
 
 from __future__ import annotations
@@ -215,9 +219,31 @@ def fit_moments_law(deltas: FloatArray) -> Law:
     return Law.mixture(one, np.zeros(1), one, np.asarray(deltas.mean(axis=0), dtype=np.float64), sigma)
 
 
-def constraint(forecast: FloatArray, law: Law | None, p: float, inflation: float) -> FloatArray:
-    """Ã_h = F[h] + mu_h + kappa sigma_h Φ_Z^{-1}(p) (the law's loc mu and scale sigma), floored at 0; without an
+@dataclass(frozen=True)
+class MaxLaw:
+    """The `max` error set: the newest errors' law (kappa from θ) and the moments law (kappa 1) of one sample,
+    whose cut-downs combine by their elementwise maximum (a conservative union of the two)."""
+
+    newest: Law
+    moments: Law
+
+    def __post_init__(self) -> None:
+        if len(self.newest) != len(self.moments):
+            raise ValueError(f"the newest law has {len(self.newest)} steps and the moments law "
+                             f"{len(self.moments)}: both must cover the same T")
+
+
+def cut_down(law: Law | MaxLaw, p: float, inflation: float) -> FloatArray:
+    """(T,) what Alg. 2 takes off the forecast at level p: -(mu_h + kappa sigma_h Φ_Z^{-1}(p)) for one law; for a
+    `MaxLaw`, per step the larger of the newest law's (kappa = `inflation`) and the moments law's (kappa = 1)."""
+    if isinstance(law, MaxLaw):
+        return np.maximum(cut_down(law.newest, p, inflation), cut_down(law.moments, p, 1.0))
+    return -(law.loc + inflation * law.scale * law.z_quantile(p))
+
+
+def constraint(forecast: FloatArray, law: Law | MaxLaw | None, p: float, inflation: float) -> FloatArray:
+    """Ã_h = F[h] - cut_h (`cut_down`: F[h] + mu_h + kappa sigma_h Φ_Z^{-1}(p) for one law), floored at 0; without an
     error law (no uncertainty) Ã = F."""
     if law is None:
         return np.maximum(forecast, 0.0)
-    return np.maximum(forecast + law.loc + inflation * law.scale * law.z_quantile(p), 0.0)
+    return np.maximum(forecast - cut_down(law, p, inflation), 0.0)

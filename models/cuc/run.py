@@ -18,6 +18,7 @@ from models.cuc.names import ERROR_CHOICES, ERROR_SETS, FORECASTERS, OBJECTIVES,
 from models.cuc.problem import utility, utility_ratio, violation_rate
 from models.cuc.protocol import (
     ForecastBank,
+    MaxLaw,
     Sample,
     Split,
     constraint,
@@ -133,8 +134,9 @@ class Evaluator:
     refit_every: int = 1  # hours between error-law refits: 1 is Alg. 2 as written (a law per sample)
     order: str = "ratio"  # Alg. 3 line 1: "ratio" (c_i / d_i, the seed's text) or "value" (c_i d_i)
     errors: str = "newest"  # the error law: whole inner windows ("full"), per step the newest ("newest"), the
-    # training windows' per-step mean and sd, frozen ("moments", the published law), or "select": θ names the law,
-    # which train() chooses among SELECTABLE on the validation samples
+    # training windows' per-step mean and sd, frozen ("moments", the published law), per step the larger cut-down of
+    # those two ("max": θ's kappa on newest, 1 on moments), or "select": θ names the law, which train() chooses among
+    # SELECTABLE on the validation samples
     validation_hours: int = 0  # BO scores θ on the last this many training origins (0: on every training origin)
     train: list[Sample] = field(init=False)
     validate: list[Sample] = field(init=False)
@@ -151,7 +153,7 @@ class Evaluator:
         if self.errors not in ERROR_CHOICES:
             raise ValueError(f"errors={self.errors!r} is not one of {', '.join(ERROR_CHOICES)}")
         validation = self.split.validation_origins(self.validation_hours)
-        reads_moments = self.errors in ("moments", SELECT)
+        reads_moments = self.errors in ("moments", "max", SELECT)
         if reads_moments and self.validation_hours and len(self.moments_origins(validation.start)) < 2:
             raise ValueError(f"validation_hours={self.validation_hours} leaves fewer than 2 training windows whose "
                              "targets precede the validation origins (the moments law needs 2)")
@@ -191,7 +193,14 @@ class Evaluator:
         return (errors, theta.forecaster, theta.fit_window, theta.error_windows, theta.components,
                 self.anchor(origin))
 
-    def law(self, theta: Theta, origin: int) -> Law:
+    def law(self, theta: Theta, origin: int) -> Law | MaxLaw:
+        """The error law used at `origin` (cached): under `max` the newest and the moments laws of that origin."""
+        if self.law_of(theta) == "max":
+            return MaxLaw(self._fitted(replace(theta, errors="newest"), origin),
+                          self._fitted(replace(theta, errors="moments"), origin))
+        return self._fitted(theta, origin)
+
+    def _fitted(self, theta: Theta, origin: int) -> Law:
         key = self._key(theta, origin)
         if key not in self.laws:
             if key[0] == "moments":
@@ -336,9 +345,10 @@ def train(ev: Evaluator, p: float, steps: int, theta0: Theta, seed: int, objecti
     """Alg. 1: BO (optuna TPE, seeded) of θ on BO's samples (`ev.validate`: the last training days, or every
     training sample), minimising sum_s max(v_s - p, 0) / S and, among θ with the same error, maximising the capacity
     used; the first trial is θ0. Under the moments law θ is the forecaster and its fit window (kappa stays θ0's,
-    the published 1). Nothing after the training targets is read. With two or more
-    `forecasters` the point forecaster is one more categorical parameter of θ (θ0's must be among them); with
-    none or one, θ0's forecaster is kept and the search is the same as without the argument."""
+    the published 1); under `max` θ is the newest law's whole θ, its kappa scaling the newest half only. Nothing
+    after the training targets is read. With two or more `forecasters` the point forecaster is one more categorical
+    parameter of θ (θ0's must be among them); with none or one, θ0's forecaster is kept and the search is the same
+    as without the argument."""
     import optuna
 
     if steps < 1:

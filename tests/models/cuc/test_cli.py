@@ -73,7 +73,27 @@ def test_cuc_errors_select_reports_each_laws_validation_and_the_law_theta_names(
     assert (chosen["util"], chosen["violation"]) == (doc["train"]["util"], doc["train"]["violation"])
 
 
+def test_cuc_and_the_study_run_the_max_law(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tiny_file(tmp_path)
+    assert main(["cuc", "--capacity", str(path), "--vm-type", "t1", "--p", "0.05", "--bo-steps", "2",
+                 "--max-share", "0.2", "--refit-every", "24", "--errors", "max", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["errors"] == "max" and doc["theta"]["errors"] is None and "selection" not in doc
+    assert main(["cuc-study", "--capacity", str(path), "--bo-steps", "1", "--p-levels", "0.05", "--max-share", "0.2",
+                 "--refit-every", "24", "--errors", "max", "--json"]) == 0
+    study = json.loads(capsys.readouterr().out)
+    assert study["errors"] == "max" and "CUC (p = 5 %)" in study["results"]["cap"]
+
+
+def test_cuc_refuses_an_unknown_error_law(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit, match=r"^2$"):
+        main(["cuc", "--capacity", "x", "--vm-type", "t1", "--p", "0.01", "--errors", "maximum"])
+    assert "argument --errors: invalid choice: 'maximum'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("argv", "match"), [
+    (["cuc", "--capacity", "{file}", "--vm-type", "t1", "--p", "0.01", "--errors", "max", "--validation-hours", "120"],
+     "validation_hours=120 leaves fewer than 2 training windows"),
     (["cuc", "--capacity", "missing.csv", "--vm-type", "t1", "--p", "0.01"], "--capacity=missing.csv: no such file"),
     (["cuc", "--capacity", "{file}", "--vm-type", "zz", "--p", "0.01"], "vm-type='zz' is not in the data"),
     (["cuc", "--capacity", "{file}", "--vm-type", "t1", "--p", "0.01", "--hours", "400"],

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from models.cuc.jobs import JobConfig
-from models.cuc.protocol import Split, constraint, fit_moments_law, forecaster_spec, make_split
+from models.cuc.protocol import MaxLaw, Split, constraint, cut_down, fit_moments_law, forecaster_spec, make_split
 from models.cuc.run import Evaluator, Phase, Theta, choose_law, on_test_samples, train
 from models.forecast.ar import AR1
 from models.forecast.tsdec import TSDec
@@ -60,6 +60,48 @@ def test_moments_law_cuts_the_forecast_by_minus_phi_inverse_p_sigma_minus_mu() -
         fit_moments_law(deltas[:1])
 
 
+def test_max_law_cuts_by_the_elementwise_larger_of_the_newest_cut_with_kappa_and_the_moments_cut() -> None:
+    # three steps by hand: Z ~ N(0, 1) in both laws, so cut_h = -(mu_h + kappa sigma_h z_p)
+    one = np.ones(1)
+    newest = Law.mixture(one, np.zeros(1), one, np.array([0.0, 1.0, -2.0]), np.array([1.0, 2.0, 0.5]))
+    moments = Law.mixture(one, np.zeros(1), one, np.array([5.0, 0.0, 0.0]), np.array([2.0, 1.0, 3.0]))
+    p, kappa = 0.05, 2.0
+    z = stats.norm.ppf(p)  # -1.645
+    newest_cut = -(np.array([0.0, 1.0, -2.0]) + kappa * np.array([1.0, 2.0, 0.5]) * z)  # 3.29, 5.58, 3.64
+    moments_cut = -(np.array([5.0, 0.0, 0.0]) + np.array([2.0, 1.0, 3.0]) * z)  # kappa 1: -1.71, 1.64, 4.93
+    both = MaxLaw(newest, moments)
+    expected = np.array([newest_cut[0], newest_cut[1], moments_cut[2]])  # each step's larger cut, by hand
+    assert np.allclose(cut_down(both, p, kappa), expected, rtol=1e-6)
+    assert np.allclose(cut_down(both, p, kappa), np.maximum(cut_down(newest, p, kappa), cut_down(moments, p, 1.0)))
+    forecast = np.array([10.0, 4.0, 20.0])
+    assert np.allclose(constraint(forecast, both, p, kappa), np.maximum(forecast - expected, 0.0), rtol=1e-6)
+    assert constraint(forecast, both, p, kappa)[1] == 0.0  # floored at zero like each law
+    with pytest.raises(ValueError, match="the newest law has 3 steps and the moments law 2"):
+        MaxLaw(newest, Law.mixture(one, np.zeros(1), one, np.zeros(2), np.ones(2)))
+
+
+def test_max_law_of_a_sample_is_its_newest_law_with_theta_and_its_frozen_moments_law() -> None:
+    y = series()
+    evs = {law: Evaluator(y, Split(len(y)), JOBS, 0, errors=law, validation_hours=48)
+           for law in ("max", "newest", "moments")}
+    theta = Theta(inflation=1.7)
+    for origin in (230, 300):  # a validation sample and a test sample
+        both = evs["max"].law(theta, origin)
+        assert isinstance(both, MaxLaw)
+        for law in ("newest", "moments"):
+            alone = evs[law].law(theta, origin)
+            part = getattr(both, law)
+            assert isinstance(alone, Law)
+            assert np.array_equal(part.loc, alone.loc) and np.array_equal(part.scale, alone.scale)
+    sample = evs["max"].test[0]
+    capacities = {law: ev.constraint(theta, sample, 0.01, True) for law, ev in evs.items()}
+    assert np.array_equal(capacities["max"], np.minimum(capacities["newest"],
+                                                        evs["moments"].constraint(replace(theta, inflation=1.0),
+                                                                                  sample, 0.01, True)))
+    with pytest.raises(ValueError, match="validation_hours=120 leaves fewer than 2 training windows"):
+        Evaluator(y, Split(len(y)), JOBS, 0, errors="max", validation_hours=120)
+
+
 def test_gmm_laws_are_centred_by_their_mixture() -> None:
     law = Law.mixture(np.ones(1), np.array([2.0]), np.ones(1), np.zeros(3), np.ones(3))
     assert not law.loc.any()
@@ -83,13 +125,14 @@ def test_moments_law_of_the_test_uses_every_training_window_and_validation_only_
     assert validation == range(120, 193) and validation[-1] + 24 <= 216  # targets before the validation days
     theta = Theta()
     law = ev.law(theta, 300)
+    assert isinstance(law, Law)
     expected = ev.bank.errors("tsdec", 120, range(120, 264))
     assert np.allclose(law.loc, expected.mean(axis=0)) and np.allclose(law.scale, expected.std(axis=0, ddof=1))
     with pytest.raises(ValueError, match="validation_hours=120 leaves fewer than 2 training windows"):
         Evaluator(y, Split(len(y)), JOBS, 0, errors="moments", validation_hours=120)
 
 
-@pytest.mark.parametrize("errors", ["moments", "newest", "select"])
+@pytest.mark.parametrize("errors", ["moments", "newest", "max", "select"])
 def test_bo_never_reads_the_test_days(errors: str) -> None:
     """Changing every hour after the training targets (hours 287 on, the test days) leaves BO's trials and θ
     unchanged."""
@@ -154,9 +197,9 @@ def test_select_needs_a_law_named_by_theta_and_theta_names_one_law() -> None:
     ev = Evaluator(y, Split(len(y)), JOBS, 0, errors="select", validation_hours=48)
     with pytest.raises(ValueError, match="errors='select': θ must name its law"):
         ev.law(Theta(), 300)
-    with pytest.raises(ValueError, match="errors='select' is not one of full, newest, moments"):
+    with pytest.raises(ValueError, match="errors='select' is not one of full, newest, moments, max"):
         Theta(errors="select")
-    with pytest.raises(ValueError, match="errors='gmm' is not one of full, newest, moments, select"):
+    with pytest.raises(ValueError, match="errors='gmm' is not one of full, newest, moments, max, select"):
         Evaluator(y, Split(len(y)), JOBS, 0, errors="gmm")
     with pytest.raises(ValueError, match="validation_hours=120 leaves fewer than 2 training windows"):
         Evaluator(y, Split(len(y)), JOBS, 0, errors="select", validation_hours=120)

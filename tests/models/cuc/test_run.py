@@ -25,6 +25,7 @@ from models.cuc.run import (
     violated_hours,
     violation_ucb,
 )
+from models.law import Law
 
 JOBS = JobConfig(demand_multiple=1.2, max_share=0.2)  # few, large jobs: fast
 
@@ -146,7 +147,7 @@ def test_newest_errors_option_and_its_validation() -> None:
     y = series()
     ev = Evaluator(y, Split(len(y), train_hours=24), JOBS, 0, refit_every=1, errors="newest")
     law = ev.law(Theta(), ev.test[0].origin)
-    assert law.scale.shape == (24,)
+    assert isinstance(law, Law) and law.scale.shape == (24,)
     with pytest.raises(ValueError, match="errors='old'"):
         Evaluator(y, Split(336), JOBS, 0, errors="old")
 

@@ -30,21 +30,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=bounded_int(1), help="prefix of every trace (default: all)")
     p.add_argument("--configs", type=nonempty, default="risk=0.9,reservation_q=0.4",
                    help="easy-learned configurations, ';'-separated, each comma-separated key=value of "
-                        "risk, reservation_q, guard, calibrate, wide_risk, portfolio (the leave-one-trace-out "
-                        "choice is among them)")
+                        "risk, reservation_q, guard, calibrate, wide_risk, portfolio, portfolio_risks (risks "
+                        "separated by ':', e.g. portfolio=24,portfolio_risks=0.8:0.9:0.95; the "
+                        "leave-one-trace-out choice is among the configurations)")
     p.add_argument("--scores", action="store_true", help="also score the tsafrir and learned predictors "
                    "(coverage, pinball, log score) on each trace")
 
 
-def parse_config(text: str) -> dict[str, float]:
-    """`risk=0.9,reservation_q=0.4` as options of run_predictive."""
-    out: dict[str, float] = {}
+CONFIG_KEYS = ("risk", "reservation_q", "guard", "calibrate", "wide_risk", "portfolio", "portfolio_risks")
+
+
+def parse_config(text: str) -> dict[str, Any]:
+    """`risk=0.9,reservation_q=0.4` as options of run_predictive (portfolio_risks: `0.8:0.9` -> (0.8, 0.9))."""
+    out: dict[str, Any] = {}
     for item in text.split(","):
         key, sep, value = item.partition("=")
-        if not sep or key not in ("risk", "reservation_q", "guard", "calibrate", "wide_risk", "portfolio"):
-            raise ValueError(f"--configs item {item!r} must be key=value with key risk, reservation_q, guard, "
-                             "calibrate, wide_risk or portfolio")
-        out[key] = int(value) if key in ("calibrate", "portfolio") else float(value)
+        if not sep or key not in CONFIG_KEYS:
+            raise ValueError(f"--configs item {item!r} must be key=value with key "
+                             f"{', '.join(CONFIG_KEYS[:-1])} or {CONFIG_KEYS[-1]}")
+        if key == "portfolio_risks":
+            out[key] = tuple(float(v) for v in value.split(":"))
+        else:
+            out[key] = int(value) if key in ("calibrate", "portfolio") else float(value)
     return out
 
 
@@ -80,7 +87,7 @@ def losses(workload: Workload, table: JobTable, base: np.ndarray, other: np.ndar
     return out
 
 
-def _run(workload: Workload, table: JobTable, name: str, **options: float) -> tuple[dict[str, Any], np.ndarray]:
+def _run(workload: Workload, table: JobTable, name: str, **options: Any) -> tuple[dict[str, Any], np.ndarray]:
     began = time.perf_counter()
     run = run_predictive(workload, table, name, **options)
     seconds = time.perf_counter() - began

@@ -11,6 +11,7 @@ from typing import Any
 from cli.args import (
     add_output_arguments,
     bounded_int,
+    comma_list,
     nonempty,
     nonnegative_float,
     positive_float,
@@ -59,6 +60,9 @@ def register(sub: Any) -> None:
     p.add_argument("--portfolio", type=bounded_int(0), default=0,
                    help="easy-learned: every PORTFOLIO hours, schedule with EASY++ or the risk test, whichever had "
                         "the lower BSLD replaying the last week's completed jobs (0: off)")
+    p.add_argument("--portfolio-risks", type=comma_list(unit_float), default=None,
+                   help="easy-learned --portfolio: the candidates are EASY++ and the risk test at each of these "
+                        "comma-separated, increasing risks (in place of --risk), a tie keeping the policy in force")
     p.add_argument("--window", type=bounded_int(10), default=None,
                    help="easy-learned: completed jobs the engine trains on (default: LearnedConfig's)")
     p.set_defaults(func=_on_trace("hpc", hpc))
@@ -158,6 +162,8 @@ def _predictive(args: argparse.Namespace, trace: SwfTrace) -> int:
         options["calibrate"] = args.calibrate
     if args.portfolio:
         options["portfolio"] = args.portfolio
+    if args.portfolio_risks is not None:
+        options["portfolio_risks"] = tuple(args.portfolio_risks)
     if args.window is not None:
         from models.predict.learned import LearnedConfig
         options["config"] = LearnedConfig(window=args.window)

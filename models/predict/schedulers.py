@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -229,34 +230,61 @@ class _Replay:
         """Both replayed policies treat every head alike."""
 
 
-def portfolio_choice(jobs: Sequence[Job], nodes: int, point: Sequence[int], laws: Sequence[Law],
-                     key: Sequence[float], predicted: Sequence[int], risk: float = DEFAULT_RISK,
-                     reservation_q: float = DEFAULT_RESERVATION_Q, corrector: str = "conditional",
-                     compiled: bool = True) -> tuple[str, float, float]:
-    """The portfolio's choice on completed `jobs` (sorted by submission) replayed on an empty machine of `nodes`:
-    under EASY++ with each job's Tsafrir prediction `point`, and under the risk test with its law, backfill key
-    and predicted runtime, all as the job got them at its submission. Returns the policy whose replay has the
-    lower BSLD ("easy-learned" only if strictly lower; no job: "easy-pp") and the two BSLDs (NaN with no job).
+def portfolio_replays(jobs: Sequence[Job], nodes: int, point: Sequence[int], laws: Sequence[Law],
+                      key: Sequence[float], predicted: Sequence[int], risks: Sequence[float],
+                      reservation_q: float = DEFAULT_RESERVATION_Q, corrector: str = "conditional",
+                      compiled: bool = True) -> list[float]:
+    """The BSLD of completed `jobs` (sorted by submission, at least one) replayed on an empty machine of `nodes`:
+    under EASY++ with each job's Tsafrir prediction `point`, then under the risk test at each of `risks` with its
+    law, backfill key and predicted runtime, all as the job got them at its submission.
 
     The replays run on the compiled loops (simulate_point with the given predictions, replay_risk) when the laws
     are atoms and the corrector conditional, else (or `compiled` False) on simulate_backfill with `_Replay`,
     which tests hold equal start for start."""
-    if not jobs:
-        return PORTFOLIO[0], float("nan"), float("nan")
     workload = Workload(tuple(jobs), nodes)
     requested = [j.requested for j in jobs]
-    threshold = 1.0 - risk - 1e-12  # RiskPolicy's test
+    thresholds = [1.0 - risk - 1e-12 for risk in risks]  # RiskPolicy's test
     if compiled and corrector == "conditional" and all(isinstance(law.z, Discrete) for law in laws):
         pp = simulate_point(workload, np.array(requested, dtype=np.int64), np.zeros(len(jobs), dtype=np.int64),
                             PointMode.GIVEN, True, False, np.array(point, dtype=np.int64))
-        learned = replay_risk(workload, predicted, key, laws, threshold, reservation_q)
+        learned = [replay_risk(workload, predicted, key, laws, threshold, reservation_q) for threshold in thresholds]
     else:
         pp = simulate_backfill(workload, _Replay(list(point), [float(p) for p in point], requested, None,
-                                                 threshold, corrector, reservation_q))
-        learned = simulate_backfill(workload, _Replay(list(predicted), list(key), requested, list(laws), threshold,
-                                                      corrector, reservation_q))
-    b_pp, b_learned = bsld(jobs, pp.starts), bsld(jobs, learned.starts)
+                                                 thresholds[0], corrector, reservation_q))
+        learned = [simulate_backfill(workload, _Replay(list(predicted), list(key), requested, list(laws), threshold,
+                                                       corrector, reservation_q)) for threshold in thresholds]
+    return [bsld(jobs, pp.starts)] + [bsld(jobs, run.starts) for run in learned]
+
+
+def portfolio_choice(jobs: Sequence[Job], nodes: int, point: Sequence[int], laws: Sequence[Law],
+                     key: Sequence[float], predicted: Sequence[int], risk: float = DEFAULT_RISK,
+                     reservation_q: float = DEFAULT_RESERVATION_Q, corrector: str = "conditional",
+                     compiled: bool = True) -> tuple[str, float, float]:
+    """The portfolio's choice between EASY++ and the risk test at `risk` on `portfolio_replays`: the policy whose
+    replay has the lower BSLD ("easy-learned" only if strictly lower; no job: "easy-pp") and the two BSLDs (NaN
+    with no job)."""
+    if not jobs:
+        return PORTFOLIO[0], float("nan"), float("nan")
+    b_pp, b_learned = portfolio_replays(jobs, nodes, point, laws, key, predicted, (risk,), reservation_q,
+                                        corrector, compiled)
     return (PORTFOLIO[1] if b_learned < b_pp else PORTFOLIO[0]), b_pp, b_learned
+
+
+def risk_name(risk: float) -> str:
+    """A candidate of the several-risk portfolio by its risk: 0.9 -> "risk=0.9"."""
+    return f"risk={risk:g}"
+
+
+def multi_choice(names: Sequence[str], bslds: Sequence[float], current: str) -> str:
+    """The several-risk portfolio's choice among `names` (EASY++ first, then the risk tests from the most
+    cautious) by their replays' `bslds`: the lowest; on a tie for it, `current` (the policy in force) when it is
+    among the best, else the first of them in `names`; no job replayed (NaN): `current`. A tie or an empty week
+    says nothing about which policy is better, so it changes nothing (set before any run, not tuned)."""
+    if not bslds or bslds[0] != bslds[0]:
+        return current
+    low = min(bslds)
+    best = [name for name, b in zip(names, bslds, strict=True) if b == low]
+    return current if current in best else best[0]
 
 
 @dataclass
@@ -265,12 +293,17 @@ class PortfolioPolicy(RiskPolicy):
     submission, at instant t, the jobs submitted in [t - PORTFOLIO_WINDOW_S, t) and completed before t are
     replayed by `portfolio_choice` on the machine's `nodes`; the passes until the next choice use the policy it
     returns (EASY++ before the first). A job keeps the prediction and the corrector of the policy in force at
-    its submission; a pass orders and tests candidates by the policy in force at the pass."""
+    its submission; a pass orders and tests candidates by the policy in force at the pass.
+
+    With `portfolio_risks` the candidates are EASY++ and the risk test at each of those risks (named by
+    `risk_name`; `risk` is not one of them unless listed), chosen by `multi_choice`: a tie or an empty week keeps
+    the policy in force."""
 
     portfolio: int = 24  # hours between two choices
     nodes: int = 0
+    portfolio_risks: tuple[float, ...] | None = None  # several risk tests among the candidates (None: `risk` only)
     mode: str = PORTFOLIO[0]
-    choices: list[tuple[int, str, float, float]] = field(default_factory=list)  # (t, policy, BSLD EASY++, learned)
+    choices: list[tuple[Any, ...]] = field(default_factory=list)  # (t, policy, BSLD of each candidate's replay)
 
     def __post_init__(self) -> None:
         if self.portfolio < 1:
@@ -280,7 +313,19 @@ class PortfolioPolicy(RiskPolicy):
         if self.guard is not None or self.calibrate or self.wide_risk is not None:
             raise ValueError(f"portfolio={self.portfolio} replays the plain risk test: guard={self.guard}, "
                              f"calibrate={self.calibrate} and wide_risk={self.wide_risk} must be off")
+        risks = self.portfolio_risks
+        if risks is not None:
+            risks = self.portfolio_risks = tuple(float(r) for r in risks)
+            if not risks:
+                raise ValueError("portfolio_risks=() must name at least one risk")
+            if not all(0.0 <= r <= 1.0 for r in risks):
+                raise ValueError(f"portfolio_risks={risks} must each lie in [0, 1]")
+            if any(b <= a for a, b in itertools.pairwise(risks)):
+                raise ValueError(f"portfolio_risks={risks} must be strictly increasing (the order ties follow)")
         super().__post_init__()
+        self._risks: tuple[float, ...] = (self.risk,) if risks is None else risks
+        self.names: tuple[str, ...] = PORTFOLIO if risks is None else (PORTFOLIO[0], *map(risk_name, risks))
+        self._thresholds = {name: 1.0 - r - 1e-12 for name, r in zip(self.names[1:], self._risks, strict=True)}
         self._tsafrir = Tsafrir().fit(self.table)
         self._submit: list[int] = self.table.submit.tolist()
         self._size: list[int] = self.table.size.tolist()
@@ -290,7 +335,7 @@ class PortfolioPolicy(RiskPolicy):
         self._seen: dict[int, tuple[int, int, float, Law]] = {}  # their Tsafrir prediction, predicted runtime,
         self._ended: set[int] = set()  # backfill key and law at submission; those of them that completed
         self._next = int(self.table.submit.min()) + 3600 * self.portfolio if len(self.table) else 0
-        self.submitted = dict.fromkeys(PORTFOLIO, 0)
+        self.submitted = dict.fromkeys(self.names, 0)
         self.replayed = 0
         self.replay_s = 0.0
 
@@ -312,12 +357,21 @@ class PortfolioPolicy(RiskPolicy):
             jobs = [Job(id=j, submit=self._submit[j], runtime=self._runtime[j], size=self._size[j],
                         requested=self._requested[j]) for j in done]
             began = time.perf_counter()
-            self.mode, b_pp, b_learned = portfolio_choice(
-                jobs, self.nodes, [r[0] for r in rows], [r[3] for r in rows], [r[2] for r in rows],
-                [r[1] for r in rows], self.risk, self.reservation_q, self.corrector)
+            bslds: tuple[float, ...]
+            if self.portfolio_risks is None:
+                self.mode, b_pp, b_learned = portfolio_choice(
+                    jobs, self.nodes, [r[0] for r in rows], [r[3] for r in rows], [r[2] for r in rows],
+                    [r[1] for r in rows], self.risk, self.reservation_q, self.corrector)
+                bslds = (b_pp, b_learned)
+            else:
+                bslds = tuple(portfolio_replays(
+                    jobs, self.nodes, [r[0] for r in rows], [r[3] for r in rows], [r[2] for r in rows],
+                    [r[1] for r in rows], self._risks, self.reservation_q, self.corrector)) if jobs \
+                    else (float("nan"),) * len(self.names)
+                self.mode = multi_choice(self.names, bslds, self.mode)
             self.replay_s += time.perf_counter() - began
             self.replayed += len(jobs)
-            self.choices.append((t, self.mode, b_pp, b_learned))
+            self.choices.append((t, self.mode, *bslds))
             self._next += 3600 * self.portfolio
 
     def on_submit(self, index: int, now: int) -> int:
@@ -327,7 +381,7 @@ class PortfolioPolicy(RiskPolicy):
         self._seen[index] = (point, learned, self.key[index], self.laws[index])
         self._recent.append(index)
         self.submitted[self.mode] += 1
-        if self.mode == PORTFOLIO[1]:
+        if self.mode != PORTFOLIO[0]:
             return learned
         self._pp_owned.add(index)
         self.predicted[index] = point
@@ -355,14 +409,15 @@ class PortfolioPolicy(RiskPolicy):
     def ends_by(self, index: int, now: int, shadow: int) -> bool:
         if self.mode == PORTFOLIO[0]:
             return now + self._point[index] <= shadow
-        return super().ends_by(index, now, shadow)
+        return not self.laws[index].z_cdf(shadow - now) < self._thresholds[self.mode]  # the plain risk test
 
     def summary(self) -> dict[str, Any]:
-        """How often each policy was chosen (and how often EASY++ by a tie or an empty window), the jobs submitted
-        under each, and the replays' cost."""
+        """How often each policy was chosen, the choices made on a tie for the lowest BSLD (EASY++'s with one risk;
+        the policy in force's, or the first tied, with several) or an empty window, the jobs submitted under each,
+        and the replays' cost."""
         return {"period_h": self.portfolio, "window_h": PORTFOLIO_WINDOW_S // 3600, "choices": len(self.choices),
-                "chosen": {name: sum(c[1] == name for c in self.choices) for name in PORTFOLIO},
-                "ties": sum(c[2] == c[3] for c in self.choices),
+                "chosen": {name: sum(c[1] == name for c in self.choices) for name in self.names},
+                "ties": sum(c[2] == c[2] and c[2:].count(min(c[2:])) > 1 for c in self.choices),
                 "empty": sum(c[2] != c[2] for c in self.choices),  # NaN: no completed job in the window
                 "submitted": dict(self.submitted), "replayed_jobs": self.replayed,
                 "replay_s": round(self.replay_s, 3)}
@@ -372,7 +427,8 @@ def make_policy(name: str, table: JobTable, risk: float = DEFAULT_RISK,
                 reservation_q: float = DEFAULT_RESERVATION_Q, corrector: str = "conditional",
                 config: LearnedConfig | None = None, order_q: float = 0.5,
                 guard: float | None = None, calibrate: int = 0,
-                wide_risk: float | None = None, portfolio: int = 0, nodes: int = 0) -> tuple[Any, bool]:
+                wide_risk: float | None = None, portfolio: int = 0, nodes: int = 0,
+                portfolio_risks: Sequence[float] | None = None) -> tuple[Any, bool]:
     """The policy of a PREDICTIVE_SCHEDULERS name, and whether it runs pyss's plain-EASY submission rule."""
     if name == "easy-requested":
         return PointPolicy(RequestedTime(), table, sjf=False), True
@@ -384,7 +440,10 @@ def make_policy(name: str, table: JobTable, risk: float = DEFAULT_RISK,
         predictor = LearnedPredictor(config or LearnedConfig())
         if portfolio:
             return PortfolioPolicy(predictor, table, risk, reservation_q, corrector, order_q, guard, calibrate,
-                                   wide_risk, portfolio=portfolio, nodes=nodes), False
+                                   wide_risk, portfolio=portfolio, nodes=nodes,
+                                   portfolio_risks=None if portfolio_risks is None else tuple(portfolio_risks)), False
+        if portfolio_risks is not None:
+            raise ValueError(f"portfolio_risks={tuple(portfolio_risks)} needs portfolio >= 1 (got {portfolio})")
         return RiskPolicy(predictor, table, risk, reservation_q, corrector, order_q, guard, calibrate,
                           wide_risk), False
     raise ValueError(f"scheduler={name!r} must be one of {PREDICTIVE_SCHEDULERS}")

@@ -13,9 +13,16 @@ def test_a_config_reads_the_portfolio_period_and_the_calibration_window_as_integ
     assert isinstance(parse_config("calibrate=1000")["calibrate"], int)
 
 
+def test_a_config_reads_the_portfolio_risks_as_a_colon_separated_tuple() -> None:
+    assert parse_config("portfolio=24,portfolio_risks=0.8:0.9:0.95") == {
+        "portfolio": 24, "portfolio_risks": (0.8, 0.9, 0.95)}
+    with pytest.raises(ValueError, match="could not convert string to float: 'x'"):
+        parse_config("portfolio=24,portfolio_risks=0.8:x")
+
+
 def test_a_config_item_that_is_not_key_value_of_a_known_option_is_refused() -> None:
     with pytest.raises(ValueError, match="--configs item 'period=24' must be key=value with key risk, "
-                                         "reservation_q, guard, calibrate, wide_risk or portfolio"):
+                                         "reservation_q, guard, calibrate, wide_risk, portfolio or portfolio_risks"):
         parse_config("risk=0.9,period=24")
     with pytest.raises(ValueError, match="--configs item 'portfolio' must be key=value"):
         parse_config("portfolio")

@@ -56,6 +56,8 @@ def test_an_unknown_scheduler_exits_2_before_the_trace_is_read(command: str, fla
     ("hpc", ["--scheduler", "easy-learned", "--guard", "-1"], "argument --guard: -1.0 must be"),
     ("hpc", ["--scheduler", "easy-learned", "--calibrate", "-1"], "argument --calibrate: -1 is below the bound 0"),
     ("hpc", ["--scheduler", "easy-learned", "--portfolio", "-1"], "argument --portfolio: -1 is below the bound 0"),
+    ("hpc", ["--scheduler", "easy-learned", "--portfolio-risks", "0.8,2"],
+     "argument --portfolio-risks: 2.0 must lie in [0, 1]"),
 ])
 def test_bad_limits_and_counts_are_refused_by_the_parser(command: str, flags: list[str], match: str, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
@@ -123,3 +125,17 @@ def test_a_named_scheduler_that_the_study_would_skip_exits_2(flags: list[str], m
     assert main(["hpc-study", "--trace", str(write_trace(tmp_path)), *flags, "--json"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err == f"sowsched hpc-study: {message}\n"
+
+
+def test_the_several_risk_portfolio_names_its_candidates_and_needs_a_period(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = str(write_trace(tmp_path))
+    flags = ["hpc", "--trace", trace, "--scheduler", "easy-learned", "--portfolio-risks", "0.8,0.95"]
+    assert main([*flags, "--portfolio", "24", "--json"]) == 0
+    details = json.loads(capsys.readouterr().out)["details"]
+    assert details["portfolio"]["submitted"] == {"easy-pp": 3, "risk=0.8": 0, "risk=0.95": 0}
+    assert details["portfolio_risks"] == [0.8, 0.95]
+    assert main(flags) == 2
+    assert "portfolio_risks=(0.8, 0.95) needs portfolio >= 1 (got 0)" in capsys.readouterr().err
+    assert main([*flags[:-1], "0.95,0.8", "--portfolio", "24"]) == 2
+    assert "portfolio_risks=(0.95, 0.8) must be strictly increasing" in capsys.readouterr().err

@@ -27,7 +27,14 @@ from models.predict.risk_backfill import (
     replay_risk,
     simulate_risk,
 )
-from models.predict.schedulers import RiskPolicy, _Replay, make_policy, portfolio_choice, run_predictive
+from models.predict.schedulers import (
+    RiskPolicy,
+    _Replay,
+    make_policy,
+    portfolio_choice,
+    portfolio_replays,
+    run_predictive,
+)
 from tests.models.predict.conftest import make_table
 
 SMALL = LearnedConfig(bins=4, sub_atoms=2, min_leaf=2, max_leaves=4, window=12, min_train=4, refit_every=9,
@@ -216,22 +223,24 @@ def test_the_compiled_portfolio_replays_equal_the_policy_simulator_start_for_sta
     assert repr(fast) == repr(slow) == repr((*slow[:1], bsld(jobs, pp.starts), bsld(jobs, learned.starts)))
 
 
+@pytest.mark.parametrize(("risks", "learned"), [(None, "easy-learned"), ((0.8, 0.95), "risk=0.95")])
 def test_the_portfolio_on_compiled_replays_makes_every_choice_and_start_of_the_reference(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, risks: tuple[float, ...] | None, learned: str) -> None:
     if not Path(KTH_SP2).exists():
         pytest.skip(f"the shared trace {KTH_SP2} is not present")
     import models.predict.schedulers as schedulers
 
     workload, table = load_trace(KTH_SP2, 3000)
-    fast = run_predictive(workload, table, "easy-learned", portfolio=24)
-    monkeypatch.setattr(schedulers, "portfolio_choice",
-                        lambda *args: portfolio_choice(*args, compiled=False))  # type: ignore[misc]
-    slow = run_predictive(workload, table, "easy-learned", portfolio=24)
+    fast = run_predictive(workload, table, "easy-learned", portfolio=24, portfolio_risks=risks)
+    # both portfolios replay through portfolio_replays: its first nine arguments, then compiled=False
+    monkeypatch.setattr(schedulers, "portfolio_replays",
+                        lambda *args: portfolio_replays(*args[:9], compiled=False))  # type: ignore[misc]
+    slow = run_predictive(workload, table, "easy-learned", portfolio=24, portfolio_risks=risks)
     for run in (fast, slow):
         run.details.pop("seconds")
         run.details["portfolio"].pop("replay_s")
         run.details["engine"].pop("fit_s")
-    assert fast == slow and fast.details["portfolio"]["chosen"]["easy-learned"] > 0
+    assert fast == slow and fast.details["portfolio"]["chosen"][learned] > 0
 
 
 def test_replay_risk_and_the_given_point_mode_refuse_rows_that_do_not_match_the_jobs() -> None:

@@ -17,7 +17,9 @@ from models.predict.schedulers import (
     PortfolioPolicy,
     RiskPolicy,
     make_policy,
+    multi_choice,
     portfolio_choice,
+    portfolio_replays,
     recalibrated_threshold,
     run_predictive,
     threshold_summary,
@@ -286,10 +288,13 @@ def test_a_portfolio_that_never_chooses_is_easy_pp() -> None:
     assert run.details["portfolio"]["submitted"] == {"easy-pp": 1500, "easy-learned": 0}
 
 
-def test_a_portfolio_choice_ignores_the_trace_after_its_instant() -> None:
+@pytest.mark.parametrize(("risks", "names"), [
+    (None, {"easy-pp", "easy-learned"}), ((0.8, 0.9, 0.95), {"easy-pp", "risk=0.8", "risk=0.95"})])
+def test_a_portfolio_choice_ignores_the_trace_after_its_instant(risks: tuple[float, ...] | None,
+                                                                names: set[str]) -> None:
     # causality: change every job submitted at or after the instant t of a choice (runtimes, requests, sizes); that
-    # choice, every one before it (and the two replays' BSLD, NaN before any job completed: compared by repr) and
-    # every start before t stay as they were
+    # choice, every one before it (and the replays' BSLD, NaN before any job completed: compared by repr) and
+    # every start before t stay as they were; with one risk test or three
     workload, table = load_trace(str(KTH_SP2), 1500)
     runs: list[tuple[tuple[int, ...], list[tuple[int, str, float, float]]]] = []
     for altered in (False, True):
@@ -304,12 +309,12 @@ def test_a_portfolio_choice_ignores_the_trace_after_its_instant() -> None:
             w = Workload(tuple(Job(id=j.id, submit=j.submit, runtime=int(runtime[i]), size=int(size[i]),
                                    requested=int(requested[i])) for i, j in enumerate(workload.jobs)),
                          workload.nodes)
-        policy, _ = make_policy("easy-learned", tab, portfolio=24, nodes=workload.nodes)
+        policy, _ = make_policy("easy-learned", tab, portfolio=24, nodes=workload.nodes, portfolio_risks=risks)
         assert isinstance(policy, PortfolioPolicy)
         runs.append((simulate_backfill(w, policy).starts, policy.choices))
     (starts, choices), (starts_b, choices_b) = runs
     t = choices[19][0]
-    assert repr(choices_b[:20]) == repr(choices[:20]) and {c[1] for c in choices[:20]} == {"easy-pp", "easy-learned"}
+    assert repr(choices_b[:20]) == repr(choices[:20]) and {c[1] for c in choices[:20]} == names
     assert all(starts_b[i] == b for i, b in enumerate(starts) if b < t)
     assert choices_b != choices and sum(b < t for b in starts) > 1000
 
@@ -326,3 +331,76 @@ def test_the_portfolio_validates_its_period_machine_and_risk_test() -> None:
         _portfolio(table, calibrate=100)
     with pytest.raises(ValueError, match=r"wide_risk=0\.5 must be off"):
         _portfolio(table, wide_risk=0.5)
+
+
+def _replays(runtime: int) -> list[float]:
+    # _choice's three jobs with j2's law 30 s with probability 0.15, else 1000 s (its 0.4- and 0.5-quantiles
+    # 1000 s): P(X <= 98) = 0.15 passes the risk test at 0.9 and 0.95 (0.15 >= 0.1, 0.05), not at 0.8 (< 0.2),
+    # and EASY++ (its prediction 1000 s) holds it back as the risk test at 0.8 does
+    jobs = [Job(id=0, submit=0, runtime=100, size=1, requested=100), Job(id=1, submit=1, runtime=10, size=2,
+            requested=10), Job(id=2, submit=2, runtime=runtime, size=1, requested=1000)]
+    laws = [Law.atoms(np.array([100.0]), np.array([1.0])), Law.atoms(np.array([10.0]), np.array([1.0])),
+            Law.atoms(np.array([30.0, 1000.0]), np.array([0.15, 0.85]))]
+    fast = portfolio_replays(jobs, 2, [100, 10, 1000], laws, [100.0, 10.0, 1000.0], [100, 10, 1000],
+                             (0.8, 0.9, 0.95))
+    slow = portfolio_replays(jobs, 2, [100, 10, 1000], laws, [100.0, 10.0, 1000.0], [100, 10, 1000],
+                             (0.8, 0.9, 0.95), compiled=False)
+    assert fast == slow
+    return fast
+
+
+NAMES = ("easy-pp", "risk=0.8", "risk=0.9", "risk=0.95")
+
+
+def test_the_several_risk_portfolio_chooses_the_lowest_replay_and_a_tie_keeps_the_policy_in_force() -> None:
+    # j2 runs 30 s: backfilling it (risk 0.9, 0.95) gives BSLD 4.3, holding it back (EASY++, risk 0.8) 5.5
+    # (_choice's arithmetic); j2 runs 1000 s: holding it back 13.008 / 3, backfilling it 103.1 / 3
+    short, long = _replays(30), _replays(1000)
+    assert short == [pytest.approx(5.5), pytest.approx(5.5), pytest.approx(4.3), pytest.approx(4.3)]
+    assert long == [pytest.approx(13.008 / 3)] * 2 + [pytest.approx(103.1 / 3)] * 2
+    # the best two tie: the policy in force stays when it is one of them, else the first of them in NAMES
+    assert [multi_choice(NAMES, short, now) for now in NAMES] == ["risk=0.9", "risk=0.9", "risk=0.9", "risk=0.95"]
+    assert [multi_choice(NAMES, long, now) for now in NAMES] == ["easy-pp", "risk=0.8", "easy-pp", "easy-pp"]
+    assert multi_choice(NAMES, [3.0, 2.0, 1.0, 2.0], "risk=0.8") == "risk=0.9"  # no tie: the lowest
+    # an empty week (NaN: no completed job) keeps the policy in force
+    assert multi_choice(NAMES, [float("nan")] * 4, "risk=0.95") == "risk=0.95"
+
+
+def test_a_several_risk_portfolio_pass_tests_candidates_at_the_risk_in_force() -> None:
+    # job 4's law: 30 s with probability 0.15, else 1000 s; 98 s before the reservation it passes the risk test at
+    # 0.9 and 0.95, not at 0.8; under EASY++ its Tsafrir prediction, 1000 s, holds it back
+    _, table = _workload(ROWS, 2)
+    policy = _portfolio(table, portfolio_risks=(0.8, 0.9, 0.95))
+    assert policy.names == NAMES and policy.submitted == dict.fromkeys(NAMES, 0)
+    policy._point[4] = 1000
+    policy.laws[4] = Law.atoms(np.array([30.0, 1000.0]), np.array([0.15, 0.85]))
+    seen = []
+    for mode in NAMES:
+        policy.mode = mode
+        seen.append(policy.ends_by(4, now=2, shadow=100))
+    assert seen == [False, False, True, True]
+
+
+def test_the_several_risk_summary_counts_each_candidate_and_the_ties_for_the_lowest() -> None:
+    _, table = _workload(ROWS, 2)
+    policy = _portfolio(table, portfolio_risks=(0.8, 0.9))
+    nan = float("nan")
+    policy.choices = [(0, "easy-pp", nan, nan, nan), (86400, "easy-pp", 1.0, 1.0, 2.0),
+                      (172800, "risk=0.9", 2.0, 1.5, 1.5), (259200, "risk=0.8", 2.0, 1.5, 1.8)]
+    summary = policy.summary()
+    assert summary["chosen"] == {"easy-pp": 2, "risk=0.8": 1, "risk=0.9": 1}
+    assert (summary["ties"], summary["empty"], summary["choices"]) == (2, 1, 4)
+
+
+def test_the_several_risk_portfolio_validates_its_risks() -> None:
+    _, table = _workload(ROWS, 2)
+    with pytest.raises(ValueError, match=r"portfolio_risks=\(\) must name at least one risk"):
+        _portfolio(table, portfolio_risks=())
+    with pytest.raises(ValueError, match=r"portfolio_risks=\(0\.8, 1\.5\) must each lie in \[0, 1\]"):
+        _portfolio(table, portfolio_risks=(0.8, 1.5))
+    with pytest.raises(ValueError, match=r"portfolio_risks=\(0\.9, 0\.8\) must be strictly increasing"):
+        _portfolio(table, portfolio_risks=(0.9, 0.8))
+    with pytest.raises(ValueError, match=r"portfolio_risks=\(0\.9, 0\.9\) must be strictly increasing"):
+        _portfolio(table, portfolio_risks=(0.9, 0.9))
+    with pytest.raises(ValueError, match=r"portfolio_risks=\(0\.9,\) needs portfolio >= 1 \(got 0\)"):
+        make_policy("easy-learned", table, portfolio_risks=(0.9,))

@@ -929,6 +929,15 @@ def test_prediction_md_newest_demanding_rows_are_their_json(trace: str) -> None:
 
 
 @pytest.mark.parametrize("trace", SIX)
+def test_prediction_md_learned_aci_through_a_server_is_the_in_process_run(trace: str) -> None:
+    """scripts/simulate-through-server's run of learned-aci under the rule reports what the pinned in-process run
+    does, every field but the client's own prediction time."""
+    local, remote = _sim(trace, "learned-aci-newest-demanding"), _sim(trace, "learned-aci-newest-demanding-server")
+    assert {k: v for k, v in remote.items() if k != "predict_ms_p50"} == \
+           {k: v for k, v in local.items() if k != "predict_ms_p50"}
+
+
+@pytest.mark.parametrize("trace", SIX)
 def test_prediction_md_newest_demanding_oracle_mix_rows_are_their_json(trace: str) -> None:
     e = _sim(trace, "exact")["welfare"]
     mixes = [_sim(trace, f"learned-oracle-{p}-newest-demanding") for p in (50, 80, 95)]

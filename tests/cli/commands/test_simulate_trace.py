@@ -4,7 +4,9 @@ reporting welfare, coverage and predict_ms_p50."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +226,27 @@ def test_a_reserve_run_through_a_real_server_gives_the_in_process_runs_welfare(
         srv.stop(0)
     for key in ("welfare", "revenue", "completed", "cancelled", "evicted", "coverage", "rounds"):
         assert remote[key] == local[key], key
+
+
+def test_the_through_server_script_prints_the_in_process_runs_report(tmp_path: Path) -> None:
+    # scripts/simulate-through-server writes the run's platform (its capacity model as a nested table) and
+    # engine settings into the server's TOML, so the remote run quotes what the in-process one did
+    trace = write_trace(tmp_path)
+    script = Path(__file__).resolve().parents[3] / "scripts" / "simulate-through-server"
+    args = ["--jobs", "30", "--sows", "service", "--round-seconds", "60", "--no-offline", "--cold-start", "5",
+            "--conformal-gamma", "0.2", "--overload", "newest_demanding", "--headroom", "4"]
+    run = subprocess.run([str(script), str(trace), *args], capture_output=True, text=True, timeout=240,
+                         env={**os.environ, "SOWSCHED_RUN_DIR": str(tmp_path / "run")})
+    assert run.returncode == 0, run.stderr
+    remote, local = json.loads(run.stdout), json.loads((tmp_path / "run" / "local.json").read_text())
+    toml = (tmp_path / "run" / "platform.toml").read_text()
+    assert "[platform.capacity]" in toml and "prediction_conformal_gamma = 0.2" in toml
+    assert remote["headroom"] == 4 and remote["conformal_gamma"] == 0.2
+    assert {k: v for k, v in remote.items() if k != "predict_ms_p50"} == \
+           {k: v for k, v in local.items() if k != "predict_ms_p50"}
+
+
+def test_the_through_server_script_needs_a_trace() -> None:
+    script = Path(__file__).resolve().parents[3] / "scripts" / "simulate-through-server"
+    run = subprocess.run([str(script)], capture_output=True, text=True, timeout=30)
+    assert run.returncode == 2 and "usage: scripts/simulate-through-server TRACE" in run.stderr

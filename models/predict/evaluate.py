@@ -18,6 +18,7 @@ from models.predict.learned import LearnedConfig, LearnedPredictor
 from models.predict.oracle_mix import OracleMix
 from models.predict.protocol import Predictor
 from models.predict.recalibrate import Recalibrated
+from models.predict.user_mix import UserMix
 from models.predictive import Discrete
 
 LEVELS: tuple[float, ...] = (0.5, 0.9, 0.95)
@@ -40,6 +41,11 @@ PREDICTORS: dict[str, Callable[[], Predictor]] = {
     "learned-calibrated": lambda: Recalibrated(LearnedPredictor(), name="learned-calibrated"),
     # the 0.9-quantile by adaptive conformal inference, gamma 0.02 from ACI's bound (docs/prediction.md)
     "learned-aci": lambda: Adaptive(LearnedPredictor(), name="learned-aci"),
+    # mixed with each user's last runtimes, the weights by log score; then ACI as above (docs/prediction.md)
+    "learned-user": lambda: UserMix(LearnedPredictor(), name="learned-user"),
+    "learned-aci-user": lambda: Adaptive(UserMix(LearnedPredictor()), name="learned-aci-user"),
+    # a bound, not a candidate: 95 % on the user's last runtimes whatever their score
+    "learned-user-95": lambda: UserMix(LearnedPredictor(), name="learned-user-95", fixed=0.95),
     "learned-boosted": BoostedPredictor,
     # half the global histogram: the floor chosen on KTH-SP2 and LANL-CM5 (docs/prediction.md, "A sharper model")
     "learned-boosted-wide": lambda: BoostedPredictor(BoostedConfig(floor=0.5), name="learned-boosted-wide"),

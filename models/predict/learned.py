@@ -323,6 +323,11 @@ class LearnedPredictor:
         """Whether clusters (or, below `min_train` completions, the global histogram) have been fitted."""
         return self._clusters is not None
 
+    @property
+    def bin_edges(self) -> FloatArray | None:
+        """The upper edges of the bins the laws are estimated on now (None until the first fit)."""
+        return None if self._clusters is None else self._clusters.edges
+
     def refit(self) -> None:
         """Fit the clusters and their vectors on the training window now (`observe` calls it on its schedule)."""
         import time

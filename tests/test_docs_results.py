@@ -345,6 +345,7 @@ def test_cuc_md_every_training_origin_as_validation_table_is_its_json() -> None:
 
 
 BACKFILL_DEFAULT = "risk=0.9,reservation_q=0.4"
+SEVERAL_RISKS = "**Several risk tests in the portfolio**"  # prediction.md's section after the portfolio's tables
 
 
 def _trace(path: str) -> str:
@@ -407,7 +408,36 @@ def test_prediction_md_portfolio_tables_are_their_json() -> None:
              f"({p['portfolio']['replay_s']:.1f})")
     merged = [{**w, "learned": {**w["learned"], mine: r["learned"][mine]}}
               for w, r in zip(whole["rows"], port["rows"], strict=True)]
-    _loto_rows(text, leave_one_out(merged, whole["configs"] + [mine]))
+    _loto_rows(text.split(SEVERAL_RISKS)[0], leave_one_out(merged, whole["configs"] + [mine]))
+
+
+def test_prediction_md_several_risk_portfolio_tables_are_their_json() -> None:
+    """The several-risk portfolio's table from backfill-portfolio-multi.json (its default and portfolio=24 runs
+    equal to backfill-portfolio.json's, to the last digit), and the leave-one-trace-out table over the three
+    configurations of backfill-whole.json and the run's three portfolios."""
+    from benchmarks.backfill import FLOOR, leave_one_out, meets
+
+    text = _doc("prediction.md")
+    whole, port, multi = _json("backfill-whole.json"), _json("backfill-portfolio.json"), \
+        _json("backfill-portfolio-multi.json")
+    single, several, keeps = (f"{BACKFILL_DEFAULT},portfolio=24{tail}"
+                              for tail in ("", ",portfolio_risks=0.8:0.9:0.95", ",portfolio_risks=0.9"))
+    assert multi["configs"] == [BACKFILL_DEFAULT, single, several, keeps] and multi["jobs"] is None
+    for o, r in zip(port["rows"], multi["rows"], strict=True):
+        assert o["trace"] == r["trace"] and o["easy-pp"] == {**r["easy-pp"], "seconds": o["easy-pp"]["seconds"]}
+        for c in port["configs"]:
+            assert (o["learned"][c]["BSLD"], o["learned"][c]["AF"]) == (r["learned"][c]["BSLD"], r["learned"][c]["AF"])
+        pp, p, m, k = r["easy-pp"], *(r["learned"][c] for c in (single, several, keeps))
+        mp, kp = m["portfolio"], k["portfolio"]
+        _row(text, _trace(r["trace"]), f"{pp['BSLD']:.2f}", f"{p['BSLD']:.2f}: {_gain_af(pp, p)}",
+             f"{m['BSLD']:.2f}: {_gain_af(pp, m)}", _yes(meets(pp, m)), _yes(m["BSLD"] <= (1 + FLOOR) * pp["BSLD"]),
+             " / ".join(f"{mp['chosen'][n]:,}" for n in ("easy-pp", "risk=0.8", "risk=0.9", "risk=0.95")),
+             f"{mp['ties']:,} / {mp['empty']:,}", f"{k['BSLD']:.2f}: {_gain_af(pp, k)}", _yes(meets(pp, k)),
+             f"{kp['chosen']['easy-pp']:,} / {kp['chosen']['risk=0.9']:,}", f"{kp['ties']:,}",
+             " / ".join(f"{x['seconds']:.1f} ({x['portfolio']['replay_s']:.1f})" for x in (p, m, k)))
+    merged = [{**w, "learned": {**w["learned"], **r["learned"]}} for w, r in zip(whole["rows"], multi["rows"],
+                                                                                   strict=True)]
+    _loto_rows(text.split(SEVERAL_RISKS)[1], leave_one_out(merged, whole["configs"] + multi["configs"][1:]))
 
 
 def test_prediction_md_prefix_backfill_tables_are_their_json() -> None:

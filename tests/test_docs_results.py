@@ -194,7 +194,8 @@ def test_hpc_study_md_list_rows_are_their_json(estimates: str) -> None:
 def test_cuc_md_validation_table_is_its_json() -> None:
     row_newest = _row(_doc("cuc.md"), "`newest` (kappa by BO)")
     row_moments = _row(_doc("cuc.md"), "`moments` (frozen, kappa 1)")
-    for row, law in ((row_newest, ""), (row_moments, "-moments")):
+    row_max = _row(_doc("cuc.md"), "`max` (the larger cut-down, kappa by BO)")
+    for row, law in ((row_newest, ""), (row_moments, "-moments"), (row_max, "-max")):
         for year in ("2019", "2017"):
             train = _json(f"cuc-paper-{year}{law}-p0.001.json")["train"]
             assert f"{100 * train['util']:.2f} / " in row
@@ -629,6 +630,21 @@ def test_cuc_md_law_choice_table_is_its_json(study: str) -> None:
     assert row[3:5] == list(_cuc_levels(f"{stem}-select.json", dataset)), row
 
 
+@pytest.mark.parametrize("year", ["2019", "2017"])
+def test_cuc_md_paper_series_levels_of_the_max_law_are_their_json(year: str) -> None:
+    """The max law's part of the targets row "test Vio <= p at all 7 levels": levels met, each missed level's Vio
+    and the Util at p = 0.1 %, from the study with the default settings but `--errors max`."""
+    row = _row(_doc("cuc.md"), "the paper's series, test Vio <= p at all 7 levels (the study, 30 BO steps per p)")
+    part = row.split("`--errors max`", 1)[1].split(f"{year}:", 1)[1].split(";", 1)[0]
+    run = _json(f"cuc-paper-{year}-max.json")
+    assert (run["errors"], run["bo_steps"], run["validation_hours"]) == ("max", 30, 48), run
+    results = run["results"][f"mixed_azure{year}"]
+    vio = {p: results[f"CUC (p = {100 * p:g} %)"]["violation"] for p in CUC_P_LEVELS}
+    assert f"{sum(v <= 100 * p for p, v in vio.items())} of 7" in part, part
+    assert all(f"{v:.2f}" in part for p, v in vio.items() if v > 100 * p), part
+    assert f"Util {results['CUC (p = 0.1 %)']['util']:.2f} %" in part, part
+
+
 CUC_PROTOCOLS = {  # the rows of "The published protocol as published" -> their `sowsched cuc` JSON's suffix
     "published protocol (split, law, in-sample BO)": ("-published", "published", "moments", 0),
     "ours on the published split (`--split published`, the other options default)":
@@ -655,6 +671,12 @@ def test_cuc_md_paper_series_targets_are_their_json(year: str, series: str) -> N
                f"{90 if year == '2019' else 93} %")
     vio = "0" if test["violation"] == 0 else f"{100 * test['violation']:.2f} %"
     assert f"| **yes:** {100 * test['util']:.2f} % at Vio {vio} (" in row and test["violation"] <= 0.001, row
+    run = _json(f"cuc-paper-{year}-max-p0.001.json")  # the max law's part of the row
+    assert (run["errors"], run["bo_steps"], run["p"], run["validation_hours"]) == ("max", 50, 0.001, 48), run
+    test = run["test"]
+    vio = "0" if test["violation"] == 0 else f"{100 * test['violation']:.2f} %"
+    met = "yes" if test["violation"] <= 0.001 and test["util"] >= (0.90 if year == "2019" else 0.93) else "no"
+    assert f"`--errors max`): {met},** {100 * test['util']:.2f} % at Vio {vio};" in row, row
 
 
 CUC_TYPES = ("t1str", "t2str", "t3str", "t5str", "t6str", "t7str")

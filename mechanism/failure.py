@@ -43,6 +43,8 @@ COUNTS_BYTES = 64 << 20  # kept survival counts (one per concurrency queried thi
 DRAW_BUCKET_BITS = 10  # a job's draw for every row starts from one of 2**10 buckets of [0, 1) (`_draw_all`)
 DRAW_MAX_STEPS = 4  # beyond this many cdf entries in one bucket, rows draw one by one
 PREFETCH_AHEAD = 8  # rows the appending pass fetches ahead of the one it updates
+# The per-row passes index with np.uint32(i) where i >= 0 is known (rows, outcomes, rounds, buckets: all below 2**31):
+# numba wraps a negative signed index around, an unsigned one needs no check (a quarter of the appending pass).
 
 
 @dataclass(frozen=True)
@@ -669,14 +671,14 @@ def _draw_all(key: np.uint64, cdf: np.ndarray, idx: np.ndarray, u: np.ndarray) -
     scale = float(1 << DRAW_BUCKET_BITS)
     if single:
         for n in range(n_rows):
-            b = int(u[n] * scale)  # exact: u has 53 bits
+            b = np.uint32(u[n] * scale)  # exact: u has 53 bits
             idx[n] = starts[b] + np.int32(inner[b] <= u[n])
         return
     for n in range(n_rows):
-        idx[n] = starts[int(u[n] * scale)]  # exact: u has 53 bits
+        idx[n] = starts[np.uint32(u[n] * scale)]  # exact: u has 53 bits
     for _ in range(steps):
         for n in range(n_rows):
-            idx[n] += np.int32(cdf[idx[n]] <= u[n])
+            idx[n] += np.int32(cdf[np.uint32(idx[n])] <= u[n])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -707,21 +709,23 @@ def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, applied:
     horizon = paths.shape[1]
     _draw_all(key, cdf, idx, u)
     m = 0
-    for n in range(n_rows):
-        a = applied[n]
-        work[m] = n
-        m += (a == k) & (start[idx[n]] >= 0)
-        applied[n] = a + (a == k)
+    k32 = np.int32(k)
+    for j in range(n_rows):
+        a = applied[j]
+        same = a == k32
+        work[m] = np.int32(j)
+        m += same & (start[np.uint32(idx[j])] >= 0)
+        applied[j] = a + np.int32(same)
     table, shift = _crossed_table(c, capacity, live, c_top)
     cap = capacity + 1
     for p in range(m):
         if p + PREFETCH_AHEAD < m:
-            q = work[p + PREFETCH_AHEAD]
-            prefetch(paths, q * horizon + start[idx[q]])
+            q = np.uint32(work[p + PREFETCH_AHEAD])
+            prefetch(paths, q * horizon + start[np.uint32(idx[q])])
             prefetch(peak, q)
             prefetch(first, q)
-        n = work[p]
-        i = idx[n]
+        n = np.uint32(work[p])
+        i = np.uint32(idx[n])
         s = start[i]
         fa = int(first[n])
         if s > fa:  # cancelled while waiting by an earlier overflow
@@ -733,18 +737,18 @@ def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, applied:
         if pk + c <= capacity:  # nothing overflows anywhere: it simply adds its demand
             high = 0
             for tau in range(s, end):
-                old = row[tau]
-                bits |= table[max(old + shift, 0)]
+                old = row[np.uint32(tau)]
+                bits |= table[np.uint32(max(old + shift, 0))]
                 v = old + c
-                row[tau] = v
+                row[np.uint32(tau)] = v
                 high = max(high, v)
             peak[n] = max(pk, high)
         else:
             for tau in range(s, end):
-                old = row[tau]
-                bits |= table[max(old + shift, 0)]
+                old = row[np.uint32(tau)]
+                bits |= table[np.uint32(max(old + shift, 0))]
                 v = min(old + c, cap)  # its demand counts in the round it is evicted
-                row[tau] = v
+                row[np.uint32(tau)] = v
                 pk = max(pk, v)
                 if v > capacity:
                     if cancels_waiting and tau < fa:  # every later round becomes full for every concurrency

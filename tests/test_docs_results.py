@@ -1011,6 +1011,60 @@ def test_prediction_md_newest_demanding_prose_is_its_json() -> None:
     assert f"({min(aci):.4f}-{max(aci):.4f})" in text and all(abs(c - 0.9) <= 0.03 for c in aci)
 
 
+def _met(run: dict[str, Any], q: dict[str, Any], e: dict[str, Any]) -> bool:
+    """Every target of issue 40's item 4: 1.5x requested, 0.70x exact, coverage at 0.9 within 0.03 of 0.9."""
+    return (run["welfare"] >= 1.5 * q["welfare"] and run["welfare"] >= 0.70 * e["welfare"]
+            and abs(run["coverage"]["0.9"] - 0.9) <= 0.03)
+
+
+@pytest.mark.parametrize("trace", SIX)
+def test_prediction_md_learned_aci_user_rows_are_their_json(trace: str) -> None:
+    """The user mixture's table: learned-aci-user under the rule, against the first table's requested and exact runs
+    and learned-aci under the rule; the pooled weight from the same causal replay (the same coverage)."""
+    _, q, e = _sim_three(trace)
+    u, a = _sim(trace, "learned-aci-user-newest-demanding"), _sim(trace, "learned-aci-newest-demanding")
+    scored = _json(f"predict-evaluate-{trace}-2000-learned-aci-user.json")["predictors"]["learned-aci-user"]
+    assert u["overload"] == "newest_demanding" and u["jobs"] == 2000 and u["offline"] is None and u["seed"] == 0
+    assert scored["coverage"]["0.9"] == u["coverage"]["0.9"]
+    w = u["welfare"]
+    row = (f"| {trace} | {w:,.0f} | {w / q['welfare']:.2f} | {w / e['welfare']:.2f} | "
+           f"{a['welfare'] / e['welfare']:.2f} | {w / a['welfare']:.2f} | "
+           f"{u['coverage']['0.5']:.2f} / {u['coverage']['0.9']:.4f} | {u['completed']} | "
+           f"{u['cancelled']} + {u['evicted']} | {scored['engine']['user_weight_pooled']:.2f} |")
+    assert row in _lines(_doc("prediction.md")), row
+    assert _met(u, q, e) == (trace not in ("CTC-SP2", "SDSC-SP2"))  # the verdict: the same four traces
+
+
+def test_prediction_md_learned_aci_user_prose_is_its_json() -> None:
+    """The ranges the verdict states: coverage, against requested, the pooled weights."""
+    text = _doc("prediction.md").split("### The user's own runtimes", 1)[1].split("\n## ", 1)[0]
+    runs = {t: _sim(t, "learned-aci-user-newest-demanding") for t in SIX}
+    cover = [r["coverage"]["0.9"] for r in runs.values()]
+    over_q = [r["welfare"] / _sim(t, "requested")["welfare"] for t, r in runs.items()]
+    pooled = [_json(f"predict-evaluate-{t}-2000-learned-aci-user.json")["predictors"]["learned-aci-user"]["engine"][
+        "user_weight_pooled"] for t in SIX]
+    for claim in (f"({min(cover):.4f}-{max(cover):.4f})", f"({min(over_q):.2f}-{max(over_q):.2f}x)",
+                  f"(pooled {min(pooled):.2f}-{max(pooled):.2f})"):
+        assert claim in text, claim
+
+
+@pytest.mark.parametrize("trace", ["CTC-SP2", "SDSC-SP2"])
+def test_prediction_md_learned_user_bounds_and_seed_rows_are_their_json(trace: str) -> None:
+    """The second table: the mixture without ACI, the fixed-weight bound, and seed 1 of learned-aci and
+    learned-aci-user; none reaches 0.70x exact, and the mixture leads learned-aci at both seeds."""
+    e = _sim(trace, "exact")["welfare"]
+    p, b = _sim(trace, "learned-user-newest-demanding"), _sim(trace, "learned-user-95-newest-demanding")
+    a1, u1 = (_sim(trace, f"{s}-newest-demanding-seed-1") for s in ("learned-aci", "learned-aci-user"))
+    assert (a1["seed"], u1["seed"]) == (1, 1) and all(x["overload"] == "newest_demanding" for x in (p, b, a1, u1))
+    row = (f"| {trace} | {p['welfare'] / e:.2f} / {p['coverage']['0.9']:.2f} | "
+           f"{b['welfare'] / e:.2f} / {b['coverage']['0.9']:.2f} | {a1['welfare'] / e:.2f} / {u1['welfare'] / e:.2f} |")
+    assert row in _lines(_doc("prediction.md")), row
+    assert all(x["welfare"] < 0.70 * e for x in (p, b, a1, u1))
+    assert u1["welfare"] > a1["welfare"]
+    assert _sim(trace, "learned-aci-user-newest-demanding")["welfare"] > _sim(trace, "learned-aci-newest-demanding")[
+        "welfare"]
+
+
 @pytest.mark.parametrize("trace", SIX)
 def test_prediction_md_oracle_mix_and_boosted_rows_are_their_json(trace: str) -> None:
     lines = _lines(_doc("prediction.md"))

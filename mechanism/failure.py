@@ -764,13 +764,13 @@ def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, applied:
 def _next_bit(words: np.ndarray, pos: int, want: bool) -> int:  # pragma: no cover
     """The first position >= pos whose bit is set (want) or clear (not want); 64 * len(words) if none."""
     w = pos >> 6
-    x = words[w] if want else ~words[w]
+    x = words[np.uint32(w)] if want else ~words[np.uint32(w)]
     x &= ~np.uint64(0) << np.uint64(pos & 63)
     while x == 0:
         w += 1
         if w == words.size:
             return w << 6
-        x = words[w] if want else ~words[w]
+        x = words[np.uint32(w)] if want else ~words[np.uint32(w)]
     return (w << 6) + int(trailing_zeros(x))
 
 
@@ -784,7 +784,7 @@ def _full_rounds(row: np.ndarray, fa: int, room: int, words: np.ndarray) -> None
         top = min(64, horizon - base)
         x = np.uint64(0)
         for k in range(top):  # a plain compare-and-pack loop: the compiler vectorises it
-            x |= np.uint64(row[base + k] > room) << np.uint64(k)
+            x |= np.uint64(row[np.uint32(base + k)] > room) << np.uint64(k)
         if top < 64:
             x |= ones << np.uint64(top)
         if fa < base:
@@ -802,13 +802,13 @@ def _count(words: np.ndarray, diff: np.ndarray, zero: np.ndarray, last_s: int, s
         b = _next_bit(words, s, True)
         if b > s:  # starts [s, b) are free until b
             hi = min(b - 1, last_s)
-            diff[s, b] += sign
-            diff[hi + 1, b] -= sign
+            diff[np.uint32(s), np.uint32(b)] += sign
+            diff[np.uint32(hi + 1), np.uint32(b)] -= sign
         if b > last_s:
             break
         e = _next_bit(words, b, False)  # rounds [b, e) are full: those starts fail at once
-        zero[b] += sign
-        zero[min(e, last_s + 1)] -= sign
+        zero[np.uint32(b)] += sign
+        zero[np.uint32(min(e, last_s + 1))] -= sign
         s = e
 
 
@@ -914,13 +914,13 @@ def _recount_marked(paths: np.ndarray, first: np.ndarray, dirty: np.ndarray, lis
             if p + 2 * PREFETCH_AHEAD < todo:
                 prefetch(dirty, listed[p + 2 * PREFETCH_AHEAD])
             if p + PREFETCH_AHEAD < todo:
-                q = listed[p + PREFETCH_AHEAD]
+                q = np.uint32(listed[p + PREFETCH_AHEAD])
                 if dirty[q] & bit:
                     prefetch(paths, q * horizon)
                     prefetch(paths, q * horizon + horizon - 1)
                     prefetch(masks, q * n_words)
                     prefetch(first, q)
-        n = p if every else listed[p]
+        n = np.uint32(p if every else listed[p])
         if dirty[n] & bit:
             dirty[n] &= ~bit
             counted = masks[n, masks.shape[1] - 1] != 0

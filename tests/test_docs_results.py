@@ -414,13 +414,15 @@ def test_prediction_md_portfolio_tables_are_their_json() -> None:
 
 def test_prediction_md_several_risk_portfolio_tables_are_their_json() -> None:
     """The several-risk portfolio's table from backfill-portfolio-multi.json (its default and portfolio=24 runs
-    equal to backfill-portfolio.json's, to the last digit), and the leave-one-trace-out table over the three
-    configurations of backfill-whole.json and the run's three portfolios."""
+    equal to backfill-portfolio.json's, to the last digit), its candidates alone from backfill-risks-whole.json,
+    and the leave-one-trace-out table over the three configurations of backfill-whole.json, the three portfolios
+    and the two risks."""
     from benchmarks.backfill import FLOOR, leave_one_out, meets
 
     text = _doc("prediction.md")
-    whole, port, multi = _json("backfill-whole.json"), _json("backfill-portfolio.json"), \
-        _json("backfill-portfolio-multi.json")
+    whole, port, multi, risks = (_json(f"backfill-{n}.json") for n in ("whole", "portfolio", "portfolio-multi",
+                                                                        "risks-whole"))
+    assert risks["configs"] == ["risk=0.8,reservation_q=0.4", "risk=0.95,reservation_q=0.4"] and risks["jobs"] is None
     single, several, keeps = (f"{BACKFILL_DEFAULT},portfolio=24{tail}"
                               for tail in ("", ",portfolio_risks=0.8:0.9:0.95", ",portfolio_risks=0.9"))
     assert multi["configs"] == [BACKFILL_DEFAULT, single, several, keeps] and multi["jobs"] is None
@@ -436,9 +438,17 @@ def test_prediction_md_several_risk_portfolio_tables_are_their_json() -> None:
              f"{mp['ties']:,} / {mp['empty']:,}", f"{k['BSLD']:.2f}: {_gain_af(pp, k)}", _yes(meets(pp, k)),
              f"{kp['chosen']['easy-pp']:,} / {kp['chosen']['risk=0.9']:,}", f"{kp['ties']:,}",
              " / ".join(f"{x['seconds']:.1f} ({x['portfolio']['replay_s']:.1f})" for x in (p, m, k)))
-    merged = [{**w, "learned": {**w["learned"], **r["learned"]}} for w, r in zip(whole["rows"], multi["rows"],
-                                                                                   strict=True)]
-    _loto_rows(text.split(SEVERAL_RISKS)[1], leave_one_out(merged, whole["configs"] + multi["configs"][1:]))
+    for r, q in zip(multi["rows"], risks["rows"], strict=True):
+        pp, low, high = q["easy-pp"], *(q["learned"][c] for c in risks["configs"])
+        assert q["trace"] == r["trace"] and pp["BSLD"] == r["easy-pp"]["BSLD"]
+        _row(text, _trace(r["trace"]), *(f"{x['BSLD']:.2f}: {_gain_af(pp, x)}"
+                                         for x in (low, r["learned"][BACKFILL_DEFAULT], high, r["learned"][several])),
+             _yes(meets(pp, low)), _yes(low["BSLD"] <= (1 + FLOOR) * pp["BSLD"]),
+             f"{low['seconds']:.1f} / {high['seconds']:.1f}")
+    merged = [{**w, "learned": {**w["learned"], **r["learned"], **q["learned"]}}
+              for w, r, q in zip(whole["rows"], multi["rows"], risks["rows"], strict=True)]
+    _loto_rows(text.split(SEVERAL_RISKS)[1],
+               leave_one_out(merged, whole["configs"] + multi["configs"][1:] + risks["configs"]))
 
 
 def test_prediction_md_prefix_backfill_tables_are_their_json() -> None:

@@ -246,10 +246,13 @@ class MonteCarloOracle:
         # Per row, in the narrowest type that holds it (`_built` states the bounds), as the passes over every row are
         # bound by memory: the highest (saturated) load of each materialised row (the paths' type), its first round
         # whose load exceeds C (horizon if none; int16), peak + concurrency of the appended jobs not applied yet
-        # (int64: the appended jobs are unbounded), how many appended jobs each row has applied (int32).
+        # (int64: the appended jobs are unbounded; `_bound`), how many appended jobs each row has applied (int32).
         self._peak = np.zeros(0, dtype=np.int64)
         self._first = np.zeros(0, dtype=np.int16)
-        self._bound = np.zeros(0, dtype=np.int64)
+        self._bound_rows = np.zeros(0, dtype=np.int64)
+        # Not None: every row's bound is its peak plus this (after a pass applied every job to every row, and the
+        # jobs appended since), and `_bound_rows` is stale; a settled round then pays no pass over the bounds per job.
+        self._bound_lag: int | None = None
         self._applied = np.zeros(0, dtype=np.int32)
         self._marks = Marks.none(0)  # rows changed since the kept counts read them
         self._counts: dict[int, SurvivalCounts] = {}  # by concurrency, least recently used first
@@ -263,8 +266,9 @@ class MonteCarloOracle:
         """Pickle without the sampled paths: they are a pure function of the residuals and are rebuilt lazily."""
         state = self.__dict__.copy()
         state["_paths"] = None
-        for name in ("_peak", "_first", "_bound", "_applied"):
+        for name in ("_peak", "_first", "_bound_rows", "_applied"):
             state[name] = np.zeros(0, dtype=getattr(self, name).dtype)
+        state["_bound_lag"] = None
         state["_marks"] = Marks.none(0)
         state["_counts"] = {}
         state["_scratch"] = None
@@ -279,8 +283,19 @@ class MonteCarloOracle:
         state.setdefault("_floor", None)
         state.setdefault("_scratch", None)
         state.setdefault("_crowded", False)
+        if "_bound" in state:  # pickled by a build that kept every bound in the array
+            state["_bound_rows"] = state.pop("_bound")
+        state.setdefault("_bound_lag", None)
         state["_growth"] = None
         self.__dict__.update(state)
+
+    @property
+    def _bound(self) -> np.ndarray:
+        """Per row, its peak plus the concurrency of the appended jobs it has not applied yet (`_bound_lag`)."""
+        if self._bound_lag is not None:
+            np.add(self._peak, np.int64(self._bound_lag), out=self._bound_rows, dtype=np.int64)
+            self._bound_lag = None
+        return self._bound_rows
 
     def reset(self, round_: int, residuals: list[Residual], last_capacity: int | None = None,
               current_capacity: int | None = None, level: float | None = None) -> None:
@@ -311,7 +326,10 @@ class MonteCarloOracle:
         if self._paths is not None:
             self._behind = True
             if residual.runs:
-                self._bound += residual.concurrency
+                if self._bound_lag is not None:
+                    self._bound_lag += residual.concurrency
+                else:
+                    self._bound_rows += residual.concurrency
 
     def settle(self) -> bool:
         """Apply the appended jobs to every row now if rows are crowded; a no-op for the estimates' values.
@@ -356,7 +374,7 @@ class MonteCarloOracle:
             _append_job(self._paths, self._peak, self._first, self._applied, *self._marks.arrays(), k, app.keys[k],
                         r.concurrency, app.start[lo:hi], app.length[lo:hi], app.cdf[lo:hi],
                         self.platform.capacity_top, *self._scratch, self.platform.cancels_waiting)
-        self._bound[:] = self._peak
+        self._bound_lag = 0  # every row's bound is its peak
         self._behind = False
         self._floor = len(self._appended)
         # Peaks only grow within a round: once crowded by its exact peaks, the round stays crowded.
@@ -382,9 +400,9 @@ class MonteCarloOracle:
             self._marks = Marks.none(self.samples)
             self._counts = {}
             self._behind = bool(self._appended)
-            pending = sum(r.concurrency for r in self._appended if r.runs)
             # appended before the paths existed: pending on every row (int64: the peaks' type is narrower)
-            self._bound = self._peak.astype(np.int64) + pending
+            self._bound_rows = np.empty(self.samples, dtype=np.int64)
+            self._bound_lag = sum(r.concurrency for r in self._appended if r.runs)
         return self._paths
 
     def paths(self) -> np.ndarray:

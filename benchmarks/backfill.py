@@ -26,7 +26,7 @@ SHORT_S = 3600  # a short job runs under an hour
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--traces", type=nonempty, help="comma-separated SWF traces (default: the six of "
-                   "docs/prediction.md)")
+                   "docs/backfill.md)")
     p.add_argument("--jobs", type=bounded_int(1), help="prefix of every trace (default: all)")
     p.add_argument("--configs", type=nonempty, default="risk=0.9,reservation_q=0.4",
                    help="easy-learned configurations, ';'-separated, each comma-separated key=value of "

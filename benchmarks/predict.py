@@ -24,7 +24,7 @@ PREDICTORS = ("requested", "tsafrir", "last5", "learned")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", default=str(KTH_SP2), help="SWF trace (default: KTH-SP2)")
     p.add_argument("--jobs", type=bounded_int(1), help="trace prefix (default: all)")
-    p.add_argument("--six", action="store_true", help="time the schedulers on the six traces of docs/prediction.md "
+    p.add_argument("--six", action="store_true", help="time the schedulers on the six traces of docs/backfill.md "
                    "(default: on --trace only)")
     p.add_argument("--no-reference", action="store_true", help="skip the policy-driven reference simulator")
 

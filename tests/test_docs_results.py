@@ -37,8 +37,8 @@ POINT = {"easy-requested": "EASY, requested", "easy-exact": "EASY, exact", "easy
 
 
 @pytest.mark.parametrize("trace", ["KTH", "CTC"])
-def test_prediction_md_easy_rows_are_their_json(trace: str) -> None:
-    text = _doc("prediction.md")
+def test_backfill_md_easy_rows_are_their_json(trace: str) -> None:
+    text = _doc("backfill.md")
     for scheduler, label in POINT.items():
         run = _json(f"hpc-{trace}-{scheduler}.json")
         row = _row(text, f"{trace}-SP2", label)
@@ -246,8 +246,8 @@ def test_offline_benchmark_md_welfare_rows_are_their_json(workload: str) -> None
             assert f"| {r['offline']:.1f} ({r['offline_bound']:.1f}) |" in row, row
 
 
-def test_prediction_md_window_table_is_its_json() -> None:
-    text = _doc("prediction.md")
+def test_backfill_md_window_table_is_its_json() -> None:
+    text = _doc("backfill.md")
     for window in (5000, 6000, 8000, 10000, 12000, 15000):
         suffix = "" if window == 8000 else f"-window-{window}"
         kth, ctc = (_json(f"hpc-{t}-easy-learned{suffix}.json") for t in ("KTH", "CTC"))
@@ -255,8 +255,8 @@ def test_prediction_md_window_table_is_its_json() -> None:
              f"{ctc['BSLD']:.2f}", _thousands(ctc["AF"]))
 
 
-def test_prediction_md_risk_table_is_its_json() -> None:
-    text = _doc("prediction.md")
+def test_backfill_md_risk_table_is_its_json() -> None:
+    text = _doc("backfill.md")
     kth, ctc = ({r["risk"]: r for r in _json(f"predict-tradeoff-{t}.json")["rows"]} for t in ("KTH", "CTC"))
     for risk in (0.2, 0.4, 0.6, 0.8, 0.9):
         k, c = kth[risk], ctc[risk]
@@ -346,7 +346,7 @@ def test_cuc_md_every_training_origin_as_validation_table_is_its_json() -> None:
 
 
 BACKFILL_DEFAULT = "risk=0.9,reservation_q=0.4"
-SEVERAL_RISKS = "**Several risk tests in the portfolio**"  # prediction.md's section after the portfolio's tables
+SEVERAL_RISKS = "**Several risk tests in the portfolio**"  # backfill.md's section after the portfolio's tables
 
 
 def _trace(path: str) -> str:
@@ -369,9 +369,9 @@ def _loto_rows(text: str, choices: list[dict[str, Any]]) -> None:
              f"{100 * h['af_change']:+.1f} %", _yes(h["meets_target"]), _yes(h["within_floor"]))
 
 
-def test_prediction_md_whole_trace_backfill_tables_are_their_json() -> None:
+def test_backfill_md_whole_trace_backfill_tables_are_their_json() -> None:
     """Every cell; the wall seconds are the committed run's (a timing: a rerun differs)."""
-    text = _doc("prediction.md")
+    text = _doc("backfill.md")
     whole = _json("backfill-whole.json")
     for r in whole["rows"]:
         pp, easy, learned = r["easy-pp"], r["easy-requested"], r["learned"][BACKFILL_DEFAULT]
@@ -385,12 +385,12 @@ def test_prediction_md_whole_trace_backfill_tables_are_their_json() -> None:
                                          for c in whole["configs"]))
 
 
-def test_prediction_md_portfolio_tables_are_their_json() -> None:
+def test_backfill_md_portfolio_tables_are_their_json() -> None:
     """The portfolio's table from backfill-portfolio.json, and the leave-one-trace-out table over the three
     configurations of backfill-whole.json and the portfolio, recomputed by the benchmark's own rule."""
     from benchmarks.backfill import FLOOR, leave_one_out, meets
 
-    text = _doc("prediction.md")
+    text = _doc("backfill.md")
     whole, port = _json("backfill-whole.json"), _json("backfill-portfolio.json")
     assert port["configs"] == [BACKFILL_DEFAULT, f"{BACKFILL_DEFAULT},portfolio=24"]
     mine = port["configs"][1]
@@ -412,14 +412,14 @@ def test_prediction_md_portfolio_tables_are_their_json() -> None:
     _loto_rows(text.split(SEVERAL_RISKS)[0], leave_one_out(merged, whole["configs"] + [mine]))
 
 
-def test_prediction_md_several_risk_portfolio_tables_are_their_json() -> None:
+def test_backfill_md_several_risk_portfolio_tables_are_their_json() -> None:
     """The several-risk portfolio's table from backfill-portfolio-multi.json (its default and portfolio=24 runs
     equal to backfill-portfolio.json's, to the last digit), its candidates alone from backfill-risks-whole.json,
     and the leave-one-trace-out table over the three configurations of backfill-whole.json, the three portfolios
     and the two risks."""
     from benchmarks.backfill import FLOOR, leave_one_out, meets
 
-    text = _doc("prediction.md")
+    text = _doc("backfill.md")
     whole, port, multi, risks = (_json(f"backfill-{n}.json") for n in ("whole", "portfolio", "portfolio-multi",
                                                                         "risks-whole"))
     assert risks["configs"] == ["risk=0.8,reservation_q=0.4", "risk=0.95,reservation_q=0.4"] and risks["jobs"] is None
@@ -451,10 +451,10 @@ def test_prediction_md_several_risk_portfolio_tables_are_their_json() -> None:
                leave_one_out(merged, whole["configs"] + multi["configs"][1:] + risks["configs"]))
 
 
-def test_prediction_md_prefix_backfill_tables_are_their_json() -> None:
+def test_backfill_md_prefix_backfill_tables_are_their_json() -> None:
     from benchmarks.backfill import leave_one_out
 
-    text = _doc("prediction.md")
+    text = _doc("backfill.md")
     first, second, wide = (_json(f"backfill-15000-{n}.json") for n in ("a", "b", "wide"))
     for a, b, w in zip(first["rows"], second["rows"], wide["rows"], strict=True):
         same = {run["learned"][BACKFILL_DEFAULT][k] for run in (a, b, w) for k in ("BSLD", "AF")}
@@ -475,9 +475,9 @@ def test_prediction_md_prefix_backfill_tables_are_their_json() -> None:
 
 
 @pytest.mark.parametrize("trace", ["KTH-SP2", "CTC-SP2", "SDSC-SP2", "SDSC-DS", "Sandia-Ross", "LANL-CM5"])
-def test_prediction_md_recalibrated_levels_are_their_json(trace: str) -> None:
+def test_backfill_md_recalibrated_levels_are_their_json(trace: str) -> None:
     level = _json(f"hpc-{trace}-easy-learned-calibrate-1000.json")["details"]["threshold"]
-    _row(_doc("prediction.md"), trace, f"{level['recalibrations']:,}",
+    _row(_doc("backfill.md"), trace, f"{level['recalibrations']:,}",
          " / ".join(f"{level[k]:.4f}" for k in ("p25", "p50", "p75")), f"{level['share_below_nominal']:.2f}")
 
 
@@ -1219,20 +1219,20 @@ def test_prediction_md_predict_sows_rows_are_their_json(trace: str) -> None:
 
 
 @pytest.mark.parametrize("trace", SIX)
-def test_prediction_md_prefix_score_rows_are_their_json(trace: str) -> None:
+def test_backfill_md_prefix_score_rows_are_their_json(trace: str) -> None:
     run = _json(f"predict-evaluate-{trace}-15000.json")
     assert run["jobs"] == 15000 and run["window"] is None
     learned, tsafrir = run["predictors"]["learned"], run["predictors"]["tsafrir"]
     levels = ("0.5", "0.9", "0.95")
     assert len({tsafrir["coverage"][q] for q in levels}) == 1  # "any level"
-    _row(_doc("prediction.md"), trace, " / ".join(f"{learned['coverage'][q]:.3f}" for q in levels),
+    _row(_doc("backfill.md"), trace, " / ".join(f"{learned['coverage'][q]:.3f}" for q in levels),
          " / ".join(_thousands(learned["pinball_loss"][q]) for q in levels), f"{learned['log_score']:.2f}",
          f"{tsafrir['coverage']['0.5']:.3f}", " / ".join(_thousands(tsafrir["pinball_loss"][q]) for q in levels))
 
 
-def test_prediction_md_speed_table_prints_its_json_timings() -> None:
+def test_backfill_md_speed_table_prints_its_json_timings() -> None:
     """A timing: the table is this committed run's CPU seconds (a rerun differs)."""
-    text = _doc("prediction.md")
+    text = _doc("backfill.md")
     rows = {next(t for t in SIX if r["trace"].rsplit("/", 1)[-1].startswith(t)): r
             for r in _json("bench-predict-six.json")["schedulers"]}
     assert sorted(rows) == sorted(SIX)
@@ -1243,9 +1243,9 @@ def test_prediction_md_speed_table_prints_its_json_timings() -> None:
         _row(text, trace, f"{r['jobs']:,}", *(f"{s:.2f}" for s in cpu), f"{cpu[-1] / cpu[0]:.1f}")
 
 
-def test_prediction_md_speed_prose_is_its_json() -> None:
+def test_backfill_md_speed_prose_is_its_json() -> None:
     """The sentences under the speed table: the reference's slowdown range, which traces meet 3x, the KTH fit time."""
-    text = " ".join(_doc("prediction.md").split())
+    text = " ".join(_doc("backfill.md").split())
     run = _json("bench-predict-six.json")
     rows = {next(t for t in SIX if r["trace"].rsplit("/", 1)[-1].startswith(t)): r for r in run["schedulers"]}
     slowdown = [r[f"{k}_reference_cpu_s"] / r[f"{k}_cpu_s"] for r in rows.values()

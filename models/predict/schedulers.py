@@ -25,13 +25,13 @@ from models.predict.risk_backfill import replay_risk, simulate_risk
 from models.predictive import Discrete
 
 Corrector = Literal["conditional", "reqtime", "doubling"]
-DEFAULT_RISK = 0.9  # one configuration for every trace (docs/prediction.md)
+DEFAULT_RISK = 0.9  # one configuration for every trace (docs/backfill.md)
 DEFAULT_RESERVATION_Q = 0.4
-WIDE_SHARE = 1 / 8  # a head needing more of the machine than this is wide (docs/prediction.md: who loses)
+WIDE_SHARE = 1 / 8  # a head needing more of the machine than this is wide (docs/backfill.md: who loses)
 CALIBRATION_MIN = 200  # completions before the risk test is recalibrated
 CALIBRATION_EVERY = 50  # completions between recalibrations
 # The portfolio rule replays the jobs submitted in the last week (the weekly cycle of submissions: chosen before
-# any run, not tuned on a trace; docs/prediction.md), choosing between its policies, a tie to the first.
+# any run, not tuned on a trace; docs/backfill.md), choosing between its policies, a tie to the first.
 PORTFOLIO_WINDOW_S = 7 * 86400
 PORTFOLIO = ("easy-pp", "easy-learned")
 # The point schedulers as the compiled simulator runs them: prediction, shortest-first backfilling, and pyss's

@@ -296,14 +296,16 @@ CUC_P_LEVELS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
 
 @pytest.mark.parametrize("year", ["2017", "2019"])
 def test_cuc_md_t_type_targets_are_their_json(year: str) -> None:
-    """Each law's part of the row (ours first, then the published law's) names its levels met, each missed
-    level's Vio and its Util at p = 0.1 %."""
+    """Each law's part of the row (ours first, then the published law's, then the max law's) names its levels met,
+    each missed level's Vio and its Util at p = 0.1 %."""
     head = f"| the six t-types of Azure {year} pooled:"
     rows = [line for line in _doc("cuc.md").splitlines() if line.startswith(head)]
     assert len(rows) == 1, rows
-    parts = rows[0].split("`--errors moments`")
-    assert len(parts) == 2, rows[0]
-    for part, name in zip(parts, (f"cuc-tt-{year}.json", f"cuc-tt-{year}-moments.json"), strict=True):
+    before, after = rows[0].split("`--errors max`")
+    parts = [*before.split("`--errors moments`"), after]
+    assert len(parts) == 3, rows[0]
+    names = (f"cuc-tt-{year}.json", f"cuc-tt-{year}-moments.json", f"cuc-tt-{year}-max.json")
+    for part, name in zip(parts, names, strict=True):
         results = _json(name)["results"][f"azure{year}"]
         vio = {p: results[f"CUC (p = {100 * p:g} %)"]["violation"] for p in CUC_P_LEVELS}
         assert f"{sum(v <= 100 * p for p, v in vio.items())} of 7" in part, (name, part)
@@ -637,7 +639,8 @@ def test_cuc_md_law_choice_table_is_its_json(study: str) -> None:
            .strip("|").split("|")]
     assert row[1] == _cuc_levels(f"{stem}.json", dataset)[0], row
     assert row[2] == _cuc_levels(f"{stem}-moments.json", dataset)[0], row
-    assert row[3:5] == list(_cuc_levels(f"{stem}-select.json", dataset)), row
+    assert row[3] == _cuc_levels(f"{stem}-max.json", dataset)[0], row
+    assert row[4:6] == list(_cuc_levels(f"{stem}-select.json", dataset)), row
 
 
 @pytest.mark.parametrize("year", ["2019", "2017"])

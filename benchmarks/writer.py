@@ -33,6 +33,9 @@ STAGES: tuple[tuple[str, str, str | None, str], ...] = (
     ("encode the quote", "server.service", None, "encode_reply"),
     ("log insert (store.append)", "server.store", "CommandStore", "append"),
     ("settler: oracle settle", "mechanism.failure", "MonteCarloOracle", "settle"),
+    # the pass drawing the appended jobs into every sample (`_apply_pending`): in the settler's call, or else first
+    # thing in the next estimates
+    ("oracle: pass over every sample", "mechanism.failure", "MonteCarloOracle", "_apply_pending"),
 )
 
 

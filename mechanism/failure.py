@@ -42,7 +42,8 @@ MARKED_C = 63  # concurrencies up to this have a dirty bit per row, so their sur
 COUNTS_BYTES = 64 << 20  # kept survival counts (one per concurrency queried this round, least recently used dropped)
 DRAW_BUCKET_BITS = 10  # a job's draw for every row starts from one of 2**10 buckets of [0, 1) (`_draw_all`)
 DRAW_MAX_STEPS = 4  # beyond this many cdf entries in one bucket, rows draw one by one
-PREFETCH_AHEAD = 8  # rows the appending pass fetches ahead of the one it updates
+PREFETCH_AHEAD = 8  # rows a query's recount of marked rows fetches ahead of the one it counts
+APPEND_AHEAD = 16  # rows the appending pass fetches ahead of the one it updates (both ends of its rounds, its marks)
 # The per-row passes index with np.uint32(i) where i >= 0 is known (rows, outcomes, rounds, buckets: all below 2**31):
 # numba wraps a negative signed index around, an unsigned one needs no check (a quarter of the appending pass).
 
@@ -737,11 +738,14 @@ def _append_job(paths: np.ndarray, peak: np.ndarray, first: np.ndarray, applied:
     table, shift = _crossed_table(c, capacity, live, c_top)
     cap = capacity + 1
     for p in range(m):
-        if p + PREFETCH_AHEAD < m:
-            q = np.uint32(work[p + PREFETCH_AHEAD])
-            prefetch(paths, q * horizon + start[np.uint32(idx[q])])
+        if p + APPEND_AHEAD < m:
+            q = np.uint32(work[p + APPEND_AHEAD])
+            iq = np.uint32(idx[q])
+            prefetch(paths, q * horizon + start[iq])
+            prefetch(paths, q * horizon + min(start[iq] + length[iq], horizon) - 1)  # a row's rounds span 2 lines
             prefetch(peak, q)
             prefetch(first, q)
+            prefetch(dirty, q)
         n = np.uint32(work[p])
         i = np.uint32(idx[n])
         s = start[i]

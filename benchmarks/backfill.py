@@ -22,6 +22,7 @@ TARGET_GAIN = 0.10  # BSLD at least 10 % below EASY++ (issue 39)
 AF_SLACK = 0.01  # with AF at most 1 % worse
 FLOOR = 0.01  # and never more than 1 % worse on BSLD
 SHORT_S = 3600  # a short job runs under an hour
+MONTH_S = 30 * 86400  # --months: blocks of 30 days of submissions, from the trace's first
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,6 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "leave-one-trace-out choice is among the configurations)")
     p.add_argument("--scores", action="store_true", help="also score the tsafrir and learned predictors "
                    "(coverage, pinball, log score) on each trace")
+    p.add_argument("--months", action="store_true", help="also report, per 30 days of submissions, the jobs, "
+                   "the offered load and the mean BSLD under EASY++ and each configuration")
 
 
 CONFIG_KEYS = ("risk", "reservation_q", "guard", "calibrate", "wide_risk", "portfolio", "portfolio_risks")
@@ -72,6 +75,21 @@ def _bsld_each(workload: Workload, starts: np.ndarray) -> np.ndarray:
     submit = np.array([j.submit for j in workload.jobs], dtype=np.float64)
     runtime = np.array([j.runtime for j in workload.jobs], dtype=np.float64)
     return np.maximum(1.0, (starts - submit + runtime) / np.maximum(runtime, BSLD_BOUND))
+
+
+def months(workload: Workload, runs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Per block of MONTH_S seconds of submissions (from the first): its jobs, its offered load (node-seconds
+    submitted over the machine's node-seconds in the block) and each run's mean BSLD over its jobs."""
+    submit = np.array([j.submit for j in workload.jobs], dtype=np.float64)
+    work = np.array([j.size * j.runtime for j in workload.jobs], dtype=np.float64)
+    block = ((submit - submit[0]) // MONTH_S).astype(np.int64)
+    jobs = np.bincount(block)
+    out: dict[str, Any] = {"jobs": jobs.tolist(),
+                           "load": np.round(np.bincount(block, weights=work) / (workload.nodes * MONTH_S), 4).tolist()}
+    for name, starts in runs.items():
+        bsld = np.bincount(block, weights=_bsld_each(workload, starts), minlength=len(jobs))
+        out[name] = np.round(bsld / np.maximum(jobs, 1), 4).tolist()
+    return out
 
 
 def losses(workload: Workload, table: JobTable, base: np.ndarray, other: np.ndarray) -> dict[str, Any]:
@@ -135,10 +153,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         row["easy-requested"], _ = _run(workload, table, "easy-requested")
         row["easy-pp"], pp_starts = _run(workload, table, "easy-pp")
         row["learned"] = {}
+        starts_of = {"easy-pp": pp_starts}
         for c in configs:
             row["learned"][c], starts = _run(workload, table, "easy-learned", **options[c])
             if c == configs[0]:
                 row["losses"] = losses(workload, table, pp_starts, starts)
+            if args.months:
+                starts_of[c] = starts
+        if args.months:
+            row["months"] = months(workload, starts_of)
         print(f"{trace}: EASY++ {row['easy-pp']}, easy-learned {row['learned']}", file=sys.stderr, flush=True)
         if args.scores:
             row["scores"] = {name: {k: evaluate(table, name)[k] for k in ("coverage", "pinball_loss", "log_score")}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from benchmarks.backfill import parse_config
@@ -26,3 +27,17 @@ def test_a_config_item_that_is_not_key_value_of_a_known_option_is_refused() -> N
         parse_config("risk=0.9,period=24")
     with pytest.raises(ValueError, match="--configs item 'portfolio' must be key=value"):
         parse_config("portfolio")
+
+
+def test_months_split_jobs_load_and_mean_bsld_by_30_days_of_submissions() -> None:
+    from benchmarks.backfill import MONTH_S, months
+    from models.hpc.jobs import Job, Workload
+
+    jobs = (Job(0, 0, 100, 2, 200), Job(1, 10, 1_000, 4, 1_000), Job(2, MONTH_S + 5, 20, 1, 50))
+    workload = Workload(jobs, 4)
+    starts = np.array([0.0, 100.0, MONTH_S + 5 + 30.0])
+    # job 0 waits 0 (BSLD 1), job 1 waits 90 s over 1,000 s (1.09), job 2 waits 30 s over max(20, 10) s (2.5)
+    out = months(workload, {"run": starts})
+    assert out["jobs"] == [2, 1]
+    assert out["load"] == [round((2 * 100 + 4 * 1_000) / (4 * MONTH_S), 4), round(20 / (4 * MONTH_S), 4)]
+    assert out["run"] == pytest.approx([(1.0 + 1.09) / 2, 2.5])

@@ -349,6 +349,7 @@ def test_cuc_md_every_training_origin_as_validation_table_is_its_json() -> None:
 
 BACKFILL_DEFAULT = "risk=0.9,reservation_q=0.4"
 SEVERAL_RISKS = "**Several risk tests in the portfolio**"  # backfill.md's section after the portfolio's tables
+GRID = "**Risk and reservation quantile over a grid.**"  # backfill.md's section after the several risks
 
 
 def _trace(path: str) -> str:
@@ -449,8 +450,61 @@ def test_backfill_md_several_risk_portfolio_tables_are_their_json() -> None:
              f"{low['seconds']:.1f} / {high['seconds']:.1f}")
     merged = [{**w, "learned": {**w["learned"], **r["learned"], **q["learned"]}}
               for w, r, q in zip(whole["rows"], multi["rows"], risks["rows"], strict=True)]
-    _loto_rows(text.split(SEVERAL_RISKS)[1],
+    _loto_rows(text.split(SEVERAL_RISKS)[1].split(GRID)[0],
                leave_one_out(merged, whole["configs"] + multi["configs"][1:] + risks["configs"]))
+
+
+GRID_RISKS = ("0.6", "0.65", "0.7", "0.75", "0.8", "0.85", "0.9", "0.95")
+
+
+def test_backfill_md_risk_grid_tables_are_their_json() -> None:
+    """The grid of risks and reservation quantiles from backfill-grid-whole.json (its runs at 0.8, 0.9 and 0.95
+    with quantile 0.4 equal to the committed single runs), the targets / floor matrix and the leave-one-trace-out
+    table over its 24 points, recomputed by the benchmark's own rule."""
+    from benchmarks.backfill import FLOOR, gain, leave_one_out, meets
+
+    text = _doc("backfill.md").split(GRID)[1]
+    grid, whole, risks = (_json(f"backfill-{n}.json") for n in ("grid-whole", "whole", "risks-whole"))
+    assert grid["jobs"] is None and grid["configs"] == [f"risk={r},reservation_q={q}" for q in ("0.4", "0.3", "0.5")
+                                                        for r in GRID_RISKS]
+    counts = {}
+    for g, w, q in zip(grid["rows"], whole["rows"], risks["rows"], strict=True):
+        assert g["trace"] == w["trace"] == q["trace"] and g["easy-pp"]["BSLD"] == w["easy-pp"]["BSLD"]
+        for c, run in (*q["learned"].items(), (BACKFILL_DEFAULT, w["learned"][BACKFILL_DEFAULT])):
+            assert (g["learned"][c]["BSLD"], g["learned"][c]["AF"]) == (run["BSLD"], run["AF"])
+    for c in grid["configs"]:
+        runs = [(g["easy-pp"], g["learned"][c]) for g in grid["rows"]]
+        met, held = sum(meets(*x) for x in runs), sum(r["BSLD"] <= (1 + FLOOR) * pp["BSLD"] for pp, r in runs)
+        risk, q = (item.split("=")[1] for item in c.split(","))
+        counts[risk, q] = f"{met} / {held}"
+        _row(text, risk, q, *(_gain_af(*x) for x in runs), str(met), str(held),
+             f"{100 * min(gain(*x) for x in runs):+.1f} %")
+    for q in ("0.4", "0.3", "0.5"):
+        _row(text, q, *(counts[r, q] for r in GRID_RISKS))
+    _loto_rows(text.split("**Why SDSC-SP2")[0], leave_one_out(grid["rows"], grid["configs"]))
+
+
+def test_backfill_md_sdsc_sp2_months_table_is_its_json() -> None:
+    """Each risk's change against EASY++ over the first 14 and the last 30-day blocks of SDSC-SP2 and its worst
+    block, from backfill-sdsc-sp2-months.json (BSLD and AF equal to the grid's); the prose's job counts and loads."""
+    text = _doc("backfill.md").split(GRID)[1]
+    months, grid = _json("backfill-sdsc-sp2-months.json"), _json("backfill-grid-whole.json")
+    (row,), sdsc = months["rows"], grid["rows"][2]
+    assert row["trace"] == sdsc["trace"]
+    assert months["configs"] == [f"risk={r},reservation_q=0.4" for r in GRID_RISKS[3:]]
+    m, n = row["months"], row["jobs"]
+    assert f"first 14 months ({sum(m['jobs'][:14]):,} jobs, offered load {min(m['load'][:14]):.2f} to " \
+           f"{max(m['load'][:14]):.2f})" in " ".join(text.split())
+    assert f"last 11 ({sum(m['jobs'][14:]):,} jobs) are loaded at {min(m['load'][14:24]):.2f} to " \
+           f"{max(m['load'][14:24]):.2f}" in " ".join(text.split()) and len(m["jobs"]) == 25
+    for c in months["configs"]:
+        assert (row["learned"][c]["BSLD"], row["learned"][c]["AF"]) == (sdsc["learned"][c]["BSLD"],
+                                                                        sdsc["learned"][c]["AF"])
+        change = [(b - a) * k / n for a, b, k in zip(m["easy-pp"], m[c], m["jobs"], strict=True)]
+        worst = max(range(len(change)), key=change.__getitem__)
+        _row(text, c.split(",")[0].removeprefix("risk="), f"{row['learned'][c]['BSLD']:.2f}",
+             f"{sum(change[:14]):+.1f}", f"{sum(change[14:]):+.1f}", str(worst + 1),
+             f"{m[c][worst]:.1f} ({m['easy-pp'][worst]:.1f})", f"{change[worst]:+.1f}")
 
 
 def test_backfill_md_prefix_backfill_tables_are_their_json() -> None:

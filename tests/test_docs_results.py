@@ -1632,6 +1632,7 @@ WRITER_STAGES = {  # docs/performance.md's stage cell -> the `bench writer` stag
     "&nbsp;&nbsp;encode the quote": ("encode the quote", ".3f", ".2f"),
     "&nbsp;&nbsp;log insert": ("log insert (store.append)", ".3f", ".2f"),
     "settler: oracle settle": ("settler: oracle settle", ".3f", ".2f"),
+    "&nbsp;&nbsp;oracle: pass over every sample": ("oracle: pass over every sample", ".3f", ".2f"),
     "`writer_ms` as logged": ("writer_ms (as logged)", ".1f", ".1f"),
     "`commit_ms` as logged": ("commit_ms (as logged)", ".1f", ".1f"),
 }

@@ -469,12 +469,12 @@ def _draw(key: np.uint64, sample: int, cdf: np.ndarray, lo: int, hi: int) -> int
     if hi - lo <= SMALL_SUPPORT:  # count the entries <= u without branches (vectorised; cdf[hi - 1] = 1 > u)
         i = lo
         for j in range(lo, hi - 1):
-            i += cdf[j] <= u
+            i += cdf[np.uint32(j)] <= u
         return i
     a, b = lo, hi - 1
     while a < b:
         m = (a + b) >> 1
-        if cdf[m] <= u:
+        if cdf[np.uint32(m)] <= u:
             a = m + 1
         else:
             b = m
@@ -581,12 +581,12 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
                     x = cap_mean + cap_phi * (x - cap_mean) + e
                     short[tau] = capacity - min(max(int(np.floor(x + 0.5)), cap_low), capacity)
             for k in range(n_jobs):
-                i = _draw(keys[k], n, cdf, ptr[k], ptr[k + 1])
+                i = np.uint32(_draw(keys[k], n, cdf, ptr[k], ptr[k + 1]))
                 chosen[k] = i
                 s = start[i]
                 if s >= 0:
-                    diff[s] += conc[k]
-                    diff[min(s + length[i], horizon)] -= conc[k]
+                    diff[np.uint32(s)] += conc[k]
+                    diff[np.uint32(min(s + length[i], horizon))] -= conc[k]
             row = paths[n]
             acc = 0
             top = 0

@@ -562,6 +562,14 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
     cap = capacity + 1
     stochastic = cap_keys.size > 0
     n_err = cap_cdf.size
+    # Each outcome's first round and end in the window; one that never runs adds and removes its demand at
+    # diff[horizon], which the running sum never reads: the per-draw update needs no branch.
+    lo_at = np.full(start.size, horizon, dtype=np.uint32)
+    hi_at = np.full(start.size, horizon, dtype=np.uint32)
+    for j in range(start.size):
+        if start[j] >= 0:
+            lo_at[j] = start[j]
+            hi_at[j] = min(start[j] + length[j], horizon)
     per_chunk = (n_samples + CHUNKS - 1) // CHUNKS
     for ch in numba.prange(CHUNKS):
         chosen = np.empty(n_jobs, dtype=np.int64)
@@ -583,10 +591,8 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
             for k in range(n_jobs):
                 i = np.uint32(_draw(keys[k], n, cdf, ptr[k], ptr[k + 1]))
                 chosen[k] = i
-                s = start[i]
-                if s >= 0:
-                    diff[np.uint32(s)] += conc[k]
-                    diff[np.uint32(min(s + length[i], horizon))] -= conc[k]
+                diff[lo_at[i]] += conc[k]
+                diff[hi_at[i]] -= conc[k]
             row = paths[n]
             acc = 0
             top = 0

@@ -36,6 +36,7 @@ PARALLEL_WORK = 8_000_000
 INT8_MAX = 127
 EAGER_SHARE = 0.25  # apply appended jobs at once when more rows than this could need them
 SMALL_SUPPORT = 64  # up to this many outcomes a draw counts cdf entries; beyond, it bisects
+BUILD_BLOCK = 64  # samples the round's build draws together, job by job (`_build_paths`)
 INT16_MAX = 32767
 INT32_MAX = 2**31 - 1
 MARKED_C = 63  # concurrencies up to this have a dirty bit per row, so their survival counts can be kept and updated
@@ -554,7 +555,12 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
                  cap_low: int, cap_last: int, cap_now: int,
                  cancels_waiting: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     """The rows of the earlier jobs; with capacity streams (cap_keys not empty) `capacity` is the process's top
-    and each row starts from the sample's shortfall top - C_tau (the module docstring)."""
+    and each row starts from the sample's shortfall top - C_tau (the module docstring).
+
+    Each chunk runs over blocks of BUILD_BLOCK samples job by job: a job's uniforms, draws (the count `_draw` makes)
+    and demand updates for the block's samples are loops over the samples the compiler vectorises, and the block's
+    difference arrays (round-major) are summed for all its samples at once. A sample that overflows draws its jobs
+    again (the same numbers: a pure function of key and sample) and replays LIFO oldest first."""
     paths = np.zeros((n_samples, horizon), dtype=like.dtype)
     peak = np.zeros(n_samples, dtype=like.dtype)  # <= capacity + 1, which the paths' type holds
     first = np.full(n_samples, horizon, dtype=np.int16)  # <= horizon (MonteCarloOracle._built checks it)
@@ -562,56 +568,91 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
     cap = capacity + 1
     stochastic = cap_keys.size > 0
     n_err = cap_cdf.size
-    # Each outcome's first round and end in the window; one that never runs adds and removes its demand at
-    # diff[horizon], which the running sum never reads: the per-draw update needs no branch.
-    lo_at = np.full(start.size, horizon, dtype=np.uint32)
-    hi_at = np.full(start.size, horizon, dtype=np.uint32)
+    width = BUILD_BLOCK
+    # Each outcome's first round and end in the window, times the block width (the difference arrays' row); one
+    # that never runs adds and removes its demand in round horizon, which the running sum never reads: the update
+    # per drawn outcome needs no branch.
+    lo_at = np.full(start.size, horizon * width, dtype=np.uint32)
+    hi_at = np.full(start.size, horizon * width, dtype=np.uint32)
     for j in range(start.size):
         if start[j] >= 0:
-            lo_at[j] = start[j]
-            hi_at[j] = min(start[j] + length[j], horizon)
+            lo_at[j] = start[j] * width
+            hi_at[j] = min(start[j] + length[j], horizon) * width
     per_chunk = (n_samples + CHUNKS - 1) // CHUNKS
     for ch in numba.prange(CHUNKS):
-        chosen = np.empty(n_jobs, dtype=np.int64)
-        diff = np.empty(horizon + 1, dtype=np.int64)
-        short = np.zeros(horizon, dtype=np.int64)
-        for n in range(ch * per_chunk, min(n_samples, (ch + 1) * per_chunk)):
+        diff = np.empty((horizon + 1) * width, dtype=np.int64)  # diff[tau * width + s]: sample s of the block
+        short = np.zeros(horizon * width, dtype=np.int64)  # the same layout
+        u = np.empty(width, dtype=np.float64)
+        drawn = np.empty(width, dtype=np.int64)
+        acc = np.empty(width, dtype=np.int64)
+        top = np.empty(width, dtype=np.int64)
+        end = min(n_samples, (ch + 1) * per_chunk)
+        for b0 in range(ch * per_chunk, end, width):
+            bs = min(width, end - b0)
             diff[:] = 0
             if stochastic:  # X_tau = mean + phi (X_{tau-1} - mean) + e_tau; C_tau = clamp(floor(X_tau + 1/2))
-                x = float(cap_last)
-                known = 0
-                if cap_now >= 0:  # round t's capacity was reported: known, not drawn
-                    x = float(cap_now)
-                    short[0] = capacity - cap_now
-                    known = 1
-                for tau in range(known, horizon):
-                    e = cap_errors[_draw(cap_keys[tau], n, cap_cdf, 0, n_err)]
-                    x = cap_mean + cap_phi * (x - cap_mean) + e
-                    short[tau] = capacity - min(max(int(np.floor(x + 0.5)), cap_low), capacity)
+                for s in range(bs):
+                    x = float(cap_last)
+                    known = 0
+                    if cap_now >= 0:  # round t's capacity was reported: known, not drawn
+                        x = float(cap_now)
+                        short[s] = capacity - cap_now
+                        known = 1
+                    for tau in range(known, horizon):
+                        e = cap_errors[_draw(cap_keys[tau], b0 + s, cap_cdf, 0, n_err)]
+                        x = cap_mean + cap_phi * (x - cap_mean) + e
+                        short[np.uint32(tau * width + s)] = capacity - min(max(int(np.floor(x + 0.5)), cap_low),
+                                                                           capacity)
             for k in range(n_jobs):
-                i = np.uint32(_draw(keys[k], n, cdf, ptr[k], ptr[k + 1]))
-                chosen[k] = i
-                diff[lo_at[i]] += conc[k]
-                diff[hi_at[i]] -= conc[k]
-            row = paths[n]
-            acc = 0
-            top = 0
+                lo = ptr[k]
+                hi = ptr[k + 1]
+                c = conc[k]
+                if hi - lo == 1:  # one outcome: no number to draw (as in `_draw`)
+                    lo_k, hi_k = lo_at[lo], hi_at[lo]
+                    for s in range(bs):
+                        diff[lo_k + np.uint32(s)] += c
+                        diff[hi_k + np.uint32(s)] -= c
+                    continue
+                if hi - lo <= SMALL_SUPPORT:  # `_draw`'s count of the cdf entries <= u, every sample at once
+                    for s in range(bs):
+                        u[s] = uniform(keys[k], b0 + s)
+                        drawn[s] = lo
+                    for j in range(lo, hi - 1):
+                        cj = cdf[np.uint32(j)]
+                        for s in range(bs):
+                            drawn[s] += cj <= u[s]
+                else:
+                    for s in range(bs):
+                        drawn[s] = _draw(keys[k], b0 + s, cdf, lo, hi)
+                for s in range(bs):
+                    i = np.uint32(drawn[s])
+                    diff[lo_at[i] + np.uint32(s)] += c
+                    diff[hi_at[i] + np.uint32(s)] -= c
+            acc[:] = 0
+            top[:] = 0
             for tau in range(horizon):
-                acc += diff[tau]
-                v = acc + short[tau]
-                row[tau] = min(v, cap)
-                top = max(top, v)
-            if top > capacity:  # evictions happen: replay LIFO exactly, oldest job first
-                top, fa = 0, horizon
-                for tau in range(horizon):  # the shortfall: older than every job, never removed
-                    row[tau] = short[tau]
-                    top = max(top, short[tau])
-                for k in range(n_jobs):
-                    i = chosen[k]
-                    top, fa, _ = _add_newest(row, top, fa, start[i], length[i], conc[k], capacity, 0,
-                                             cancels_waiting)
-                first[n] = fa
-            peak[n] = min(top, cap)
+                at = np.uint32(tau * width)
+                for s in range(bs):
+                    a = acc[s] + diff[at + np.uint32(s)]
+                    acc[s] = a
+                    v = a + short[at + np.uint32(s)]
+                    paths[b0 + s, tau] = min(v, cap)
+                    top[s] = max(top[s], v)
+            for s in range(bs):
+                n = b0 + s
+                high = top[s]
+                if high > capacity:  # evictions happen: replay LIFO exactly, oldest job first
+                    row = paths[n]
+                    high, fa = 0, horizon
+                    for tau in range(horizon):  # the shortfall: older than every job, never removed
+                        row[tau] = short[np.uint32(tau * width + s)]
+                        high = max(high, short[np.uint32(tau * width + s)])
+                    for k in range(n_jobs):
+                        i = _draw(keys[k], n, cdf, ptr[k], ptr[k + 1])
+                        high, fa, _ = _add_newest(row, high, fa, start[i], length[i], conc[k], capacity, 0,
+                                                  cancels_waiting)
+                    first[n] = fa
+                peak[n] = min(high, cap)
     return paths, peak, first
 
 

@@ -548,6 +548,27 @@ def _threads_for(work: int) -> Iterator[None]:
         numba.set_num_threads(before)
 
 
+@numba.njit(cache=True, inline="always", nogil=True)
+def _draw_block(key: np.uint64, b0: int, bs: int, cdf: np.ndarray, lo: int, hi: int, u: np.ndarray,
+                drawn: np.ndarray) -> None:  # pragma: no cover
+    """drawn[s] = _draw(key, b0 + s, cdf, lo, hi) for s in [0, bs): the count of cdf entries <= u for every sample at
+    once (loops over the samples the compiler vectorises), bisecting sample by sample above SMALL_SUPPORT."""
+    if hi - lo == 1:
+        for s in range(bs):
+            drawn[s] = lo
+    elif hi - lo <= SMALL_SUPPORT:
+        for s in range(bs):
+            u[s] = uniform(key, b0 + s)
+            drawn[s] = lo
+        for j in range(lo, hi - 1):
+            cj = cdf[np.uint32(j)]
+            for s in range(bs):
+                drawn[s] += cj <= u[s]
+    else:
+        for s in range(bs):
+            drawn[s] = _draw(key, b0 + s, cdf, lo, hi)
+
+
 @numba.njit(cache=True, parallel=True)  # holds the GIL: the workqueue threading layer is not re-entrant
 def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.ndarray, length: np.ndarray,
                  cdf: np.ndarray, n_samples: int, horizon: int, capacity: int, like: np.ndarray,
@@ -557,10 +578,11 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
     """The rows of the earlier jobs; with capacity streams (cap_keys not empty) `capacity` is the process's top
     and each row starts from the sample's shortfall top - C_tau (the module docstring).
 
-    Each chunk runs over blocks of BUILD_BLOCK samples job by job: a job's uniforms, draws (the count `_draw` makes)
-    and demand updates for the block's samples are loops over the samples the compiler vectorises, and the block's
-    difference arrays (round-major) are summed for all its samples at once. A sample that overflows draws its jobs
-    again (the same numbers: a pure function of key and sample) and replays LIFO oldest first."""
+    Each chunk runs over blocks of BUILD_BLOCK samples job by job: a job's uniforms, draws (`_draw_block`; so are
+    the capacity errors, round by round) and demand updates for the block's samples are loops over the samples the
+    compiler vectorises, and the block's difference arrays (round-major) are summed for all its samples at once. A
+    sample that overflows draws its jobs again (the same numbers: a pure function of key and sample) and replays LIFO
+    oldest first."""
     paths = np.zeros((n_samples, horizon), dtype=like.dtype)
     peak = np.zeros(n_samples, dtype=like.dtype)  # <= capacity + 1, which the paths' type holds
     first = np.full(n_samples, horizon, dtype=np.int16)  # <= horizon (MonteCarloOracle._built checks it)
@@ -584,6 +606,7 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
         short = np.zeros(horizon * width, dtype=np.int64)  # the same layout
         u = np.empty(width, dtype=np.float64)
         drawn = np.empty(width, dtype=np.int64)
+        x = np.empty(width, dtype=np.float64)  # each sample's capacity process X_tau
         acc = np.empty(width, dtype=np.int64)
         top = np.empty(width, dtype=np.int64)
         end = min(n_samples, (ch + 1) * per_chunk)
@@ -591,18 +614,21 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
             bs = min(width, end - b0)
             diff[:] = 0
             if stochastic:  # X_tau = mean + phi (X_{tau-1} - mean) + e_tau; C_tau = clamp(floor(X_tau + 1/2))
+                known = 0
                 for s in range(bs):
-                    x = float(cap_last)
-                    known = 0
-                    if cap_now >= 0:  # round t's capacity was reported: known, not drawn
-                        x = float(cap_now)
+                    x[s] = float(cap_last)
+                if cap_now >= 0:  # round t's capacity was reported: known, not drawn
+                    known = 1
+                    for s in range(bs):
+                        x[s] = float(cap_now)
                         short[s] = capacity - cap_now
-                        known = 1
-                    for tau in range(known, horizon):
-                        e = cap_errors[_draw(cap_keys[tau], b0 + s, cap_cdf, 0, n_err)]
-                        x = cap_mean + cap_phi * (x - cap_mean) + e
-                        short[np.uint32(tau * width + s)] = capacity - min(max(int(np.floor(x + 0.5)), cap_low),
-                                                                           capacity)
+                for tau in range(known, horizon):
+                    _draw_block(cap_keys[tau], b0, bs, cap_cdf, 0, n_err, u, drawn)
+                    at = np.uint32(tau * width)
+                    for s in range(bs):
+                        xs = cap_mean + cap_phi * (x[s] - cap_mean) + cap_errors[np.uint32(drawn[s])]
+                        x[s] = xs
+                        short[at + np.uint32(s)] = capacity - min(max(int(np.floor(xs + 0.5)), cap_low), capacity)
             for k in range(n_jobs):
                 lo = ptr[k]
                 hi = ptr[k + 1]
@@ -613,17 +639,7 @@ def _build_paths(keys: np.ndarray, conc: np.ndarray, ptr: np.ndarray, start: np.
                         diff[lo_k + np.uint32(s)] += c
                         diff[hi_k + np.uint32(s)] -= c
                     continue
-                if hi - lo <= SMALL_SUPPORT:  # `_draw`'s count of the cdf entries <= u, every sample at once
-                    for s in range(bs):
-                        u[s] = uniform(keys[k], b0 + s)
-                        drawn[s] = lo
-                    for j in range(lo, hi - 1):
-                        cj = cdf[np.uint32(j)]
-                        for s in range(bs):
-                            drawn[s] += cj <= u[s]
-                else:
-                    for s in range(bs):
-                        drawn[s] = _draw(keys[k], b0 + s, cdf, lo, hi)
+                _draw_block(keys[k], b0, bs, cdf, lo, hi, u, drawn)
                 for s in range(bs):
                     i = np.uint32(drawn[s])
                     diff[lo_at[i] + np.uint32(s)] += c

@@ -1030,9 +1030,15 @@ def _histogram(diff: np.ndarray, zero: np.ndarray, roomy: int, n_starts: int,
     for s in range(n_starts):
         at += diff[s]
         failed += zero[s]
-        out[s, 0] += failed
-        for b in range(s + 1, horizon + 1):
-            out[s, min(b - s, max_d)] += at[b]
+        row = out[s]
+        row[0] += failed
+        near = min(s + max_d, horizon + 1)
+        for b in range(s + 1, near):  # g = b - s < max_d: one entry each (a loop the compiler vectorises)
+            row[np.uint32(b - s)] += at[np.uint32(b)]
+        far = 0
+        for b in range(near, horizon + 1):  # g capped at max_d: one sum (integers: any order)
+            far += at[np.uint32(b)]
+        row[max_d] += far
     out[:, max_d] += roomy
     return out
 

@@ -510,18 +510,18 @@ def _add_newest(row: np.ndarray, peak: int, first: int, s: int, d: int, c: int, 
     if peak + c <= capacity:  # nothing overflows anywhere: it simply adds its demand
         high = 0
         for tau in range(s, end):
-            v = row[tau] + c
-            row[tau] = v
+            v = row[np.uint32(tau)] + c
+            row[np.uint32(tau)] = v
             high = max(high, v)
         if high > capacity - c_marked:  # only a load above C - c' can have crossed it: look again for which
             for tau in range(s, end):
-                bits |= _crossed(row[tau] - c, row[tau], capacity, c_marked)
+                bits |= _crossed(row[np.uint32(tau)] - c, row[np.uint32(tau)], capacity, c_marked)
         return max(peak, high), first, bits
     cap = capacity + 1
     for tau in range(s, end):
-        old = row[tau]
+        old = row[np.uint32(tau)]
         v = min(old + c, cap)  # its demand counts in the round it is evicted
-        row[tau] = v
+        row[np.uint32(tau)] = v
         peak = max(peak, v)
         bits |= _crossed(old, v, capacity, c_marked)
         if v > capacity:

@@ -114,6 +114,16 @@ class Discrete:
         return self.support[np.minimum(k, self.support.size - 1)]
 
 
+def mix(a: Discrete, b: Discrete, weight: ArrayLike) -> Discrete:
+    """Row i: weight[i] a_i + (1 - weight[i]) b_i, on the union of the supports."""
+    w = np.broadcast_to(np.asarray(weight, dtype=np.float64), (len(a),))[:, None]
+    support = np.union1d(a.support, b.support)
+    probs = np.zeros((len(a), support.size))
+    probs[:, np.searchsorted(support, a.support)] += w * a.probs
+    probs[:, np.searchsorted(support, b.support)] += (1.0 - w) * b.probs
+    return Discrete(support, probs)
+
+
 @dataclass(frozen=True)
 class Normal:
     """X_i ~ N(loc_i, scale_i^2)."""

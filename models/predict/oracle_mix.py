@@ -14,7 +14,7 @@ import numpy as np
 
 from models.predict.jobs import JobTable
 from models.predict.protocol import Predictor
-from models.predictive import Discrete
+from models.predictive import Discrete, mix
 
 
 @dataclass
@@ -43,8 +43,4 @@ class OracleMix:
             raise ValueError(f"predictor {self.name!r} must be fitted to a job table before use")
         law = self.inner.predict(query)
         runtime = self._table.runtime[np.asarray(query, dtype=np.int64)].astype(np.float64)
-        support = np.union1d(law.support, runtime)
-        probs = np.zeros((len(runtime), support.size))
-        probs[:, np.searchsorted(support, law.support)] = (1.0 - self.weight) * law.probs
-        probs[np.arange(len(runtime)), np.searchsorted(support, runtime)] += self.weight
-        return Discrete(support, probs)
+        return mix(Discrete.point(runtime), law, self.weight)

@@ -28,7 +28,7 @@ from models.predict.history import RECENT, History
 from models.predict.jobs import JobTable
 from models.predict.learned import LearnedPredictor
 from models.predict.protocol import Predictor
-from models.predictive import Discrete
+from models.predictive import Discrete, mix
 
 GRID = np.linspace(0.0, 1.0, 101)  # the candidate weights of the user's component
 PRIOR = float(RECENT)  # the population's mean score counts as this many of a user's own jobs
@@ -42,15 +42,6 @@ def user_laws(recent: Sequence[Sequence[int]], requested: NDArray[np.float64]) -
     probs = np.zeros((len(capped), support.size))
     for row, values in enumerate(capped):
         np.add.at(probs[row], np.searchsorted(support, values), 1.0 / values.size)
-    return Discrete(support, probs)
-
-
-def mix(a: Discrete, b: Discrete, weight: NDArray[np.float64]) -> Discrete:
-    """Row i: weight[i] a_i + (1 - weight[i]) b_i, on the union of the supports."""
-    support = np.union1d(a.support, b.support)
-    probs = np.zeros((len(a), support.size))
-    probs[:, np.searchsorted(support, a.support)] += weight[:, None] * a.probs
-    probs[:, np.searchsorted(support, b.support)] += (1.0 - weight[:, None]) * b.probs
     return Discrete(support, probs)
 
 

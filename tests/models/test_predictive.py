@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from models.predictive import Discrete, Empirical, Normal, Predictive
+from models.predictive import Discrete, Empirical, Normal, Predictive, mix
 
 
 def test_discrete_mean_quantile_and_cdf_follow_their_definitions() -> None:
@@ -59,3 +59,13 @@ def test_empirical_quantile_is_the_order_statistic() -> None:
     assert e.quantile(0.51) == pytest.approx([11.0])
     assert e.cdf(10.5) == pytest.approx([0.5])
     assert e.mean() == pytest.approx([10.75])
+
+
+def test_a_mixture_weights_each_row_on_the_union_of_the_supports() -> None:
+    a = Discrete(np.array([1.0, 3.0]), np.array([[0.5, 0.5], [1.0, 0.0]]))
+    b = Discrete.point([2.0, 3.0])
+    m = mix(a, b, np.array([0.25, 1.0]))
+    assert np.array_equal(m.support, [1.0, 2.0, 3.0])
+    # row 0: 0.25 (0.5 at 1, 0.5 at 3) + 0.75 (1 at 2); row 1: all of a's point at 1
+    assert np.array_equal(m.probs, [[0.125, 0.75, 0.125], [1.0, 0.0, 0.0]])
+    assert np.array_equal(mix(a, b, 0.0).probs, [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # a scalar weight: b itself
